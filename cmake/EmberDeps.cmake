@@ -1,0 +1,39 @@
+# Finds every dependency ember uses; all come from Debian packages
+# (tools/install-deps.sh installs them).
+# TBB first, in config mode: RocksDB's package adds a FindTBB module that
+# defines no TBB::tbb target.
+find_package(TBB CONFIG REQUIRED)
+find_package(absl REQUIRED)
+find_package(RocksDB REQUIRED)
+find_package(ZLIB REQUIRED)
+find_package(nlohmann_json REQUIRED)
+find_package(GTest REQUIRED)
+find_package(benchmark REQUIRED)
+find_package(Threads REQUIRED)
+
+find_library(XXHASH_LIB xxhash REQUIRED)
+add_library(xxhash INTERFACE IMPORTED)
+set_target_properties(xxhash PROPERTIES INTERFACE_LINK_LIBRARIES ${XXHASH_LIB})
+
+# CPU GEMM: OpenBLAS through its CBLAS interface.
+find_path(EMBER_CBLAS_INCLUDE cblas.h PATH_SUFFIXES openblas-pthread openblas REQUIRED)
+find_library(EMBER_OPENBLAS_LIB NAMES openblas REQUIRED)
+include_directories(SYSTEM ${EMBER_CBLAS_INCLUDE})
+set(EMBER_BLAS_LIBS ${EMBER_OPENBLAS_LIB})
+
+find_package(OpenMP QUIET)
+find_package(BLAS QUIET)
+find_package(faiss QUIET)
+if(faiss_FOUND)
+  set(EMBER_FAISS_LIBS faiss)
+endif()
+
+include(CheckLanguage)
+set(EMBER_HAVE_CUDA OFF)
+if(EMBER_CUDA)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    set(EMBER_HAVE_CUDA ON)
+  endif()
+endif()
+message(STATUS "ember: CUDA trainer ${EMBER_HAVE_CUDA}, FAISS ${faiss_FOUND}")

@@ -1,0 +1,96 @@
+// A graph directory opened for reading (import results, training, export) or
+// for writing training state. The only code in ember that touches RocksDB is
+// in storage/; callers see edges, names and float tables.
+//
+// Layout (see docs/storage-format.md):
+//   GRAPH/MANIFEST.json   root, replaced atomically
+//   GRAPH/LOCK            flock()ed by a read-write opener
+//   GRAPH/dict/           RocksDB, column families by_name, by_id
+//   GRAPH/shard-<p>/      RocksDB, column families nodes, edges, features,
+//                         embeddings, optimizer
+#ifndef EMBER_STORAGE_GRAPH_H_
+#define EMBER_STORAGE_GRAPH_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "storage/manifest.h"
+#include "storage/types.h"
+
+namespace ember {
+
+struct GraphOpenOptions {
+  // Read-write takes GRAPH/LOCK exclusively: a second read-write opener gets
+  // FailedPrecondition naming the lock. Read-only openers take no lock.
+  // Default: true.
+  bool read_only = true;
+};
+
+class Graph {
+ public:
+  // NotFound if `dir` has no MANIFEST.json; errors name the path at fault.
+  static absl::StatusOr<std::unique_ptr<Graph>> Open(
+      const std::string& dir, const GraphOpenOptions& options = {});
+  ~Graph();
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  const std::string& dir() const;
+  const Manifest& manifest() const;
+  // Atomically replaces MANIFEST.json. REQUIRES: opened read-write.
+  absl::Status CommitManifest(const Manifest& m);
+
+  // Calls `fn` with each edge block of bucket (src_part, dst_part) of
+  // `split`, in key order. The span is valid only during the call. Stops at
+  // and returns the first non-OK status of `fn`. Thread-safe.
+  absl::Status ForEachEdgeBlock(
+      Split split, uint32_t src_part, uint32_t dst_part,
+      const std::function<absl::Status(std::span<const Edge>)>& fn) const;
+  // Appends all edges of the bucket to *out.
+  absl::Status ReadBucket(Split split, uint32_t src_part, uint32_t dst_part,
+                          std::vector<Edge>* out) const;
+
+  // Node dictionary. Names are external ids as imported (integers as text).
+  // NotFound names the missing node.
+  absl::StatusOr<NodeRef> LookupNode(std::string_view name) const;
+  absl::StatusOr<std::string> NodeName(NodeRef node) const;
+  absl::StatusOr<NodeRef> NodeFromGlobalId(uint64_t global_id) const;
+  uint64_t GlobalId(NodeRef node) const;
+  // Calls fn(offset, name) for every node of partition p in offset order.
+  absl::Status ForEachNodeName(
+      uint32_t p,
+      const std::function<absl::Status(uint32_t, std::string_view)>& fn) const;
+
+  // Float tables: `rows` x `width` floats, row-major, for partition p under
+  // checkpoint `version`. REQUIRES (write): opened read-write.
+  absl::Status WriteTable(Table table, uint32_t p, uint64_t version,
+                          const float* rows, uint64_t num_rows,
+                          uint32_t width);
+  // NotFound if that version was never written; InvalidArgument if its shape
+  // differs from (num_rows, width).
+  absl::Status ReadTable(Table table, uint32_t p, uint64_t version,
+                         float* rows, uint64_t num_rows, uint32_t width) const;
+  absl::Status DeleteTableVersion(Table table, uint32_t p, uint64_t version);
+  // Makes every table write so far durable (flushes memtables), so that a
+  // manifest naming the new version may be committed after it returns.
+  absl::Status SyncTables();
+
+  // Bytes of files under shard-<p>/.
+  uint64_t ShardBytesOnDisk(uint32_t p) const;
+
+ private:
+  struct Rep;
+  explicit Graph(std::unique_ptr<Rep> rep);
+  std::unique_ptr<Rep> rep_;
+};
+
+}  // namespace ember
+
+#endif  // EMBER_STORAGE_GRAPH_H_

@@ -1,0 +1,78 @@
+// Builds a new graph directory from sorted runs. Everything is written into a
+// staging directory beside the target (`<out>.staging-<pid>`); Commit()
+// ingests the runs, writes the manifest, fsyncs and renames the staging
+// directory to `out` as its last step. Abandon() (or destroying an
+// uncommitted builder) removes the staging directory, so a failed import
+// leaves nothing at `out`. A killed import leaves only a staging directory,
+// which the next Create() for the same `out` removes.
+#ifndef EMBER_STORAGE_GRAPH_BUILDER_H_
+#define EMBER_STORAGE_GRAPH_BUILDER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "storage/manifest.h"
+
+namespace ember {
+
+// Writes one sorted run (an SST file) for later ingestion.
+// REQUIRES: keys strictly ascending in bytewise order. Not thread-safe; use
+// one writer per thread. Sticky status: after an error every call fails.
+class SortedRunWriter {
+ public:
+  virtual ~SortedRunWriter() = default;
+  virtual absl::Status Add(std::string_view key, std::string_view value) = 0;
+  // Finishes the file; an empty run is allowed (and dropped).
+  virtual absl::Status Finish() = 0;
+};
+
+enum class RunTarget {
+  kShardNodes,   // shard-<p>/nodes
+  kShardEdges,   // shard-<p>/edges
+  kShardFeatures,// shard-<p>/features
+  kDictByName,   // dict/by_name (partition ignored)
+  kDictById,     // dict/by_id (partition ignored)
+};
+
+struct GraphBuilderOptions {
+  uint32_t num_partitions = 1;
+  // Replace an existing graph at `out`; else Create fails with
+  // AlreadyExists. Default: false.
+  bool overwrite = false;
+};
+
+class GraphBuilder {
+ public:
+  static absl::StatusOr<std::unique_ptr<GraphBuilder>> Create(
+      const std::string& out, const GraphBuilderOptions& options);
+  ~GraphBuilder();  // Abandon() unless committed
+  GraphBuilder(const GraphBuilder&) = delete;
+  GraphBuilder& operator=(const GraphBuilder&) = delete;
+
+  // A directory for the caller's temporary files; removed with the staging
+  // directory, never part of the graph.
+  const std::string& scratch_dir() const;
+
+  // A new sorted run for `target`. Runs of one target may overlap in key
+  // range; a key must not appear in two runs. Thread-safe.
+  absl::StatusOr<std::unique_ptr<SortedRunWriter>> NewRun(RunTarget target,
+                                                          uint32_t partition);
+
+  // Ingests every finished run, compacts nothing, writes MANIFEST.json,
+  // fsyncs and renames into place (replacing `out` when overwrite is set).
+  absl::Status Commit(const Manifest& manifest);
+  void Abandon();
+
+ private:
+  struct Rep;
+  explicit GraphBuilder(std::unique_ptr<Rep> rep);
+  std::unique_ptr<Rep> rep_;
+};
+
+}  // namespace ember
+
+#endif  // EMBER_STORAGE_GRAPH_BUILDER_H_

@@ -1,0 +1,50 @@
+// Key and value encodings of the graph directory's RocksDB databases.
+// docs/storage-format.md describes the same layout for people; keep both true.
+// All integers in keys are big-endian so that byte order is numeric order;
+// integers and floats in values are little-endian.
+#ifndef EMBER_STORAGE_KEYS_H_
+#define EMBER_STORAGE_KEYS_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "storage/types.h"
+
+namespace ember {
+
+// shard-<p> / `edges`: [split u8][dst partition u32][block seq u64] -> block.
+// Bucket (p, j) of a split is the prefix [split][j] in shard p.
+std::string EdgeBlockKey(Split split, uint32_t dst_partition, uint64_t seq);
+std::string EdgeBucketPrefix(Split split, uint32_t dst_partition);
+
+// Edge block value: [count u32][count x (src u32, rel u32, dst u32)].
+// Blocks hold at most kMaxEdgesPerBlock edges.
+inline constexpr uint32_t kMaxEdgesPerBlock = 65536;
+std::string EncodeEdgeBlock(std::span<const Edge> edges);
+// Appends the block's edges to *out; Corruption if the size is inconsistent.
+absl::Status DecodeEdgeBlock(std::string_view value, std::vector<Edge>* out);
+
+// shard-<p> / `nodes`: [offset u32] -> external id (UTF-8 text).
+std::string NodeOffsetKey(uint32_t offset);
+
+// dict / `by_name`: [node key u64][name bytes] -> global id (u64 LE), where
+// node key is StringNodeKey(name) or IntegerNodeKey(id) (see node_hash.h).
+std::string DictNameKey(uint64_t node_key, std::string_view name);
+// dict / `by_id`: [global id u64] -> name.
+std::string DictIdKey(uint64_t global_id);
+
+// shard-<p> / `embeddings` and `optimizer`:
+// [version u64][chunk u32] -> [rows u32][width u32][rows x width f32].
+std::string TableChunkKey(uint64_t version, uint32_t chunk);
+std::string TableVersionPrefix(uint64_t version);
+
+std::string EncodeU64(uint64_t v);  // little-endian value
+absl::Status DecodeU64(std::string_view value, uint64_t* out);
+
+}  // namespace ember
+
+#endif  // EMBER_STORAGE_KEYS_H_

@@ -1,0 +1,41 @@
+// Plain value types shared by storage, partition and train.
+#ifndef EMBER_STORAGE_TYPES_H_
+#define EMBER_STORAGE_TYPES_H_
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace ember {
+
+enum class Split : uint8_t { kTrain = 0, kValid = 1, kTest = 2 };
+inline constexpr int kNumSplits = 3;
+inline constexpr std::array<Split, kNumSplits> kAllSplits = {
+    Split::kTrain, Split::kValid, Split::kTest};
+std::string_view SplitName(Split split);  // "train", "valid", "test"
+
+// One edge inside a bucket (i, j): `src` is an offset in partition i, `dst`
+// an offset in partition j, `rel` an index into Manifest::relations.
+struct Edge {
+  uint32_t src = 0;
+  uint32_t rel = 0;
+  uint32_t dst = 0;
+  friend bool operator==(const Edge&, const Edge&) = default;
+  friend auto operator<=>(const Edge&, const Edge&) = default;
+};
+static_assert(sizeof(Edge) == 12);
+
+// A node inside training: partition and dense offset in it. Its global id is
+// Manifest::PartitionBase(partition) + offset.
+struct NodeRef {
+  uint32_t partition = 0;
+  uint32_t offset = 0;
+  friend bool operator==(const NodeRef&, const NodeRef&) = default;
+};
+
+// Dense float tables kept per partition and checkpoint version.
+enum class Table : uint8_t { kEmbeddings = 0, kOptimizer = 1 };
+
+}  // namespace ember
+
+#endif  // EMBER_STORAGE_TYPES_H_

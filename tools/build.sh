@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Configures and builds ember. Usage: tools/build.sh [release|sanitize]
+# Builds into build/ (release) or build-sanitize/ (ASan + UBSan).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kind=${1:-release}
+case "$kind" in
+  release) dir=build; extra=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
+  sanitize) dir=build-sanitize; extra=(-DCMAKE_BUILD_TYPE=Debug -DEMBER_SANITIZE=ON) ;;
+  *) echo "usage: $0 [release|sanitize]" >&2; exit 2 ;;
+esac
+gen=()
+command -v ninja >/dev/null && gen=(-G Ninja)
+if [ ! -f "$dir/CMakeCache.txt" ]; then
+  cmake -S . -B "$dir" "${gen[@]}" "${extra[@]}" >/dev/null
+fi
+cmake --build "$dir" -j "$(nproc)"

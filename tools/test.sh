@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Sets up everything and runs the whole test suite: the release build, then
+# the same suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools/install-deps.sh
+jobs=$(nproc)
+tools/build.sh release
+(cd build && ctest --output-on-failure -j "$jobs")
+tools/build.sh sanitize
+# Leak reports from third-party libraries' static state are not ours.
+export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+(cd build-sanitize && ctest --output-on-failure -j "$jobs" -LE slow)
