@@ -41,6 +41,10 @@ std::string DictIdKey(uint64_t global_id);
 // [version u64][chunk u32] -> [rows u32][width u32][rows x width f32].
 std::string TableChunkKey(uint64_t version, uint32_t chunk);
 std::string TableVersionPrefix(uint64_t version);
+// The last key of a version, [version][0xffffffff], holds its shape:
+// [num_rows u64][width u32][num_chunks u32]. Written after every chunk, so a
+// version without it was never completely written.
+inline constexpr uint32_t kTableMetaChunk = 0xffffffff;
 
 std::string EncodeU64(uint64_t v);  // little-endian value
 absl::Status DecodeU64(std::string_view value, uint64_t* out);

@@ -1,0 +1,45 @@
+// POSIX file helpers shared inside storage/ (not part of its public API):
+// errno-to-status conversion, fsync of files and directories, atomic file
+// replacement.
+#ifndef EMBER_STORAGE_FILE_UTIL_H_
+#define EMBER_STORAGE_FILE_UTIL_H_
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace ember::internal {
+
+// This Abseil build's absl::string_view is not std::string_view; convert at
+// the boundary.
+inline absl::string_view Sv(std::string_view s) {
+  return absl::string_view(s.data(), s.size());
+}
+
+// A status for a failed system call: "<what> <path>: <strerror(err)>", with a
+// code chosen from `err` (ENOENT -> NotFound, EEXIST -> AlreadyExists,
+// EACCES/EPERM -> PermissionDenied, else Internal).
+absl::Status ErrnoStatus(int err, std::string_view what,
+                         std::string_view path);
+
+// Opens `path` (file or directory) read-only and fsyncs it.
+absl::Status FsyncPath(const std::string& path);
+
+// The directory holding `path` ("." when it has no slash).
+std::string ParentDir(const std::string& path);
+
+// Writes `contents` to `path.tmp-<pid>`, fsyncs it, renames it over `path`
+// and fsyncs the parent directory. On error the temp file is removed and
+// `path` is untouched.
+absl::Status WriteFileAtomic(const std::string& path,
+                             std::string_view contents);
+
+// Reads the whole file.
+absl::StatusOr<std::string> ReadFile(const std::string& path);
+
+}  // namespace ember::internal
+
+#endif  // EMBER_STORAGE_FILE_UTIL_H_

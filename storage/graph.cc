@@ -1,0 +1,591 @@
+#include "storage/graph.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "rocksdb/cache.h"
+#include "rocksdb/db.h"
+#include "rocksdb/env.h"
+#include "rocksdb/write_buffer_manager.h"
+#include "storage/file_util.h"
+#include "storage/keys.h"
+#include "storage/node_hash.h"
+#include "storage/rocks_util.h"
+#include "storage/status_macros.h"
+
+namespace ember {
+namespace {
+
+namespace fs = std::filesystem;
+using internal::FromRocks;
+using internal::Sv;
+
+static_assert(std::endian::native == std::endian::little,
+              "table values are little-endian floats copied as bytes");
+
+// Handle indexes (0 is the default column family).
+constexpr int kByName = 1;
+constexpr int kById = 2;
+constexpr int kNodes = 1;
+constexpr int kEdges = 2;
+constexpr int kEmbeddings = 4;
+constexpr int kOptimizer = 5;
+
+constexpr size_t kBlockCacheBytes = 64 << 20;
+constexpr size_t kWriteBufferBudget = 256 << 20;
+// Table rows are stored in chunks of about this many bytes.
+constexpr uint64_t kTableChunkBytes = 4 << 20;
+
+// Read-only openers must not write (or rotate) LOG files in a graph that a
+// writer may be using.
+class NullLogger : public rocksdb::Logger {
+ public:
+  using rocksdb::Logger::Logv;
+  void Logv(const char* /*format*/, va_list /*ap*/) override {}
+};
+
+struct Db {
+  std::string path;
+  rocksdb::DB* db = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+
+  void Close() {
+    if (db == nullptr) return;
+    for (rocksdb::ColumnFamilyHandle* h : handles) {
+      db->DestroyColumnFamilyHandle(h);
+    }
+    handles.clear();
+    db->Close();
+    delete db;
+    db = nullptr;
+  }
+};
+
+uint32_t GetLittleEndian32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+uint64_t GetLittleEndian64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+const char* TableName(Table t) {
+  return t == Table::kEmbeddings ? "embeddings" : "optimizer";
+}
+
+// Strict decimal parse: digits only, no sign, no spaces, no overflow.
+bool ParseDecimal(std::string_view s, uint64_t* out) {
+  if (s.empty()) return false;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+}  // namespace
+
+struct Graph::Rep {
+  std::string dir;
+  GraphOpenOptions options;
+  Manifest manifest;
+  std::vector<uint64_t> bases;  // P + 1 prefix sums of partition sizes
+  int lock_fd = -1;
+  std::shared_ptr<rocksdb::Cache> cache;
+  std::shared_ptr<rocksdb::WriteBufferManager> write_buffers;
+  std::shared_ptr<rocksdb::Logger> null_logger;
+  Db dict;
+  std::vector<Db> shards;
+
+  ~Rep() {
+    for (Db& s : shards) s.Close();
+    dict.Close();
+    if (lock_fd >= 0) ::close(lock_fd);  // releases the flock
+  }
+
+  absl::Status OpenDb(const std::string& name,
+                      const std::vector<std::string>& cfs, Db* out);
+  absl::Status CheckPartition(uint32_t p, std::string_view what) const;
+  rocksdb::ColumnFamilyHandle* TableCf(Table t, uint32_t p) const {
+    return shards[p].handles[t == Table::kEmbeddings ? kEmbeddings
+                                                     : kOptimizer];
+  }
+  absl::Status RequireWritable(std::string_view what) const {
+    if (!options.read_only) return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrCat(
+        Sv(what), ": graph ", dir, " was opened read-only"));
+  }
+};
+
+absl::Status Graph::Rep::OpenDb(const std::string& name,
+                                const std::vector<std::string>& cfs,
+                                Db* out) {
+  out->path = absl::StrCat(dir, "/", name);
+  std::error_code ec;
+  if (!fs::is_directory(out->path, ec)) {
+    return absl::DataLossError(absl::StrCat(
+        out->path, " is missing: the graph directory is incomplete"));
+  }
+  rocksdb::DBOptions db_options;
+  db_options.create_if_missing = false;
+  db_options.create_missing_column_families = false;
+  // Modest per-DB file handle budget: a graph has P + 1 DBs.
+  const uint32_t num_dbs = manifest.num_partitions + 1;
+  db_options.max_open_files =
+      static_cast<int>(std::clamp<uint32_t>(2000 / num_dbs, 20, 256));
+  db_options.max_background_jobs = 2;
+  db_options.keep_log_file_num = 2;
+  db_options.max_log_file_size = 4 << 20;
+  if (options.read_only) {
+    db_options.info_log = null_logger;
+  } else {
+    db_options.write_buffer_manager = write_buffers;
+  }
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  descriptors.emplace_back(rocksdb::kDefaultColumnFamilyName,
+                           rocksdb::ColumnFamilyOptions());
+  for (const std::string& cf : cfs) {
+    descriptors.emplace_back(cf, internal::ColumnFamilyOptionsFor(cf, cache));
+  }
+  rocksdb::Status s =
+      options.read_only
+          ? rocksdb::DB::OpenForReadOnly(db_options, out->path, descriptors,
+                                         &out->handles, &out->db)
+          : rocksdb::DB::Open(db_options, out->path, descriptors,
+                              &out->handles, &out->db);
+  return FromRocks(s, absl::StrCat("cannot open ", out->path));
+}
+
+absl::Status Graph::Rep::CheckPartition(uint32_t p,
+                                        std::string_view what) const {
+  if (p < manifest.num_partitions) return absl::OkStatus();
+  return absl::OutOfRangeError(absl::StrCat(
+      Sv(what), ": partition ", p, " out of range, graph ", dir, " has ",
+      manifest.num_partitions, " partitions"));
+}
+
+Graph::Graph(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
+Graph::~Graph() = default;
+
+absl::StatusOr<std::unique_ptr<Graph>> Graph::Open(
+    const std::string& dir_arg, const GraphOpenOptions& options) {
+  auto rep = std::make_unique<Rep>();
+  rep->dir = dir_arg;
+  while (rep->dir.size() > 1 && rep->dir.back() == '/') rep->dir.pop_back();
+  rep->options = options;
+  const std::string manifest_path = rep->dir + "/MANIFEST.json";
+  std::error_code ec;
+  if (!fs::exists(manifest_path, ec)) {
+    return absl::NotFoundError(absl::StrCat(
+        manifest_path, " not found: ", rep->dir, " is not a graph directory"));
+  }
+  if (!options.read_only) {
+    // Lock before reading the manifest so that it cannot change under us.
+    const std::string lock_path = rep->dir + "/LOCK";
+    rep->lock_fd =
+        ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (rep->lock_fd < 0) {
+      return internal::ErrnoStatus(errno, "cannot open lock file", lock_path);
+    }
+    if (::flock(rep->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+      if (errno == EWOULDBLOCK) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(rep->dir, " is locked by another writer (",
+                         lock_path, ")"));
+      }
+      return internal::ErrnoStatus(errno, "cannot lock", lock_path);
+    }
+  }
+  ASSIGN_OR_RETURN(rep->manifest, ReadManifest(manifest_path));
+  const Manifest& m = rep->manifest;
+  rep->bases.assign(1, 0);
+  for (uint64_t size : m.partition_sizes) {
+    rep->bases.push_back(rep->bases.back() + size);
+  }
+
+  rep->cache = rocksdb::NewLRUCache(kBlockCacheBytes);
+  if (options.read_only) {
+    rep->null_logger = std::make_shared<NullLogger>();
+  } else {
+    rep->write_buffers =
+        std::make_shared<rocksdb::WriteBufferManager>(kWriteBufferBudget);
+  }
+  RETURN_IF_ERROR(rep->OpenDb(internal::DictDirName(),
+                              internal::DictColumnFamilies(), &rep->dict));
+  rep->shards.resize(m.num_partitions);
+  for (uint32_t p = 0; p < m.num_partitions; ++p) {
+    RETURN_IF_ERROR(rep->OpenDb(internal::ShardDirName(p),
+                                internal::ShardColumnFamilies(),
+                                &rep->shards[p]));
+  }
+  return std::unique_ptr<Graph>(new Graph(std::move(rep)));
+}
+
+const std::string& Graph::dir() const { return rep_->dir; }
+
+const Manifest& Graph::manifest() const { return rep_->manifest; }
+
+absl::Status Graph::CommitManifest(const Manifest& m) {
+  RETURN_IF_ERROR(rep_->RequireWritable("CommitManifest"));
+  const Manifest& cur = rep_->manifest;
+  if (m.num_partitions != cur.num_partitions ||
+      m.partition_sizes != cur.partition_sizes ||
+      m.num_nodes != cur.num_nodes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CommitManifest for ", rep_->dir,
+        ": the new manifest changes the node partitioning"));
+  }
+  RETURN_IF_ERROR(WriteManifestAtomic(rep_->dir + "/MANIFEST.json", m));
+  rep_->manifest = m;
+  return absl::OkStatus();
+}
+
+absl::Status Graph::ForEachEdgeBlock(
+    Split split, uint32_t src_part, uint32_t dst_part,
+    const std::function<absl::Status(std::span<const Edge>)>& fn) const {
+  RETURN_IF_ERROR(rep_->CheckPartition(src_part, "ForEachEdgeBlock"));
+  RETURN_IF_ERROR(rep_->CheckPartition(dst_part, "ForEachEdgeBlock"));
+  const Db& shard = rep_->shards[src_part];
+  const std::string prefix = EdgeBucketPrefix(split, dst_part);
+  const std::string upper = internal::PrefixSuccessor(prefix);
+  rocksdb::Slice upper_slice(upper);
+  rocksdb::ReadOptions ro;
+  ro.fill_cache = false;
+  ro.iterate_upper_bound = &upper_slice;
+  ro.readahead_size = 2 << 20;
+  std::unique_ptr<rocksdb::Iterator> it(
+      shard.db->NewIterator(ro, shard.handles[kEdges]));
+  std::vector<Edge> edges;
+  for (it->Seek(prefix); it->Valid(); it->Next()) {
+    edges.clear();
+    rocksdb::Slice v = it->value();
+    absl::Status s = DecodeEdgeBlock(std::string_view(v.data(), v.size()),
+                                     &edges);
+    if (!s.ok()) {
+      return absl::DataLossError(absl::StrCat(
+          shard.path, " edges, bucket (", src_part, ", ", dst_part, ") of ",
+          Sv(SplitName(split)), ": ", s.message()));
+    }
+    RETURN_IF_ERROR(fn(std::span<const Edge>(edges)));
+  }
+  return FromRocks(it->status(), absl::StrCat("cannot scan edges of ",
+                                              shard.path));
+}
+
+absl::Status Graph::ReadBucket(Split split, uint32_t src_part,
+                               uint32_t dst_part,
+                               std::vector<Edge>* out) const {
+  return ForEachEdgeBlock(split, src_part, dst_part,
+                          [out](std::span<const Edge> block) {
+                            out->insert(out->end(), block.begin(),
+                                        block.end());
+                            return absl::OkStatus();
+                          });
+}
+
+absl::StatusOr<NodeRef> Graph::LookupNode(std::string_view name) const {
+  const Db& dict = rep_->dict;
+  std::string value;
+  rocksdb::Status s;
+  if (rep_->manifest.integer_ids) {
+    uint64_t id = 0;
+    if (!ParseDecimal(name, &id)) {
+      return absl::NotFoundError(absl::StrCat(
+          "node '", Sv(name), "' not found: graph ", rep_->dir,
+          " has integer ids and this is not a non-negative integer"));
+    }
+    const uint64_t key = IntegerNodeKey(id);
+    s = dict.db->Get(rocksdb::ReadOptions(), dict.handles[kByName],
+                     DictNameKey(key, name), &value);
+    // Names of integer nodes are stored in canonical decimal form.
+    const std::string canonical = absl::StrCat(id);
+    if (s.IsNotFound() && canonical != name) {
+      s = dict.db->Get(rocksdb::ReadOptions(), dict.handles[kByName],
+                       DictNameKey(key, canonical), &value);
+    }
+  } else {
+    s = dict.db->Get(rocksdb::ReadOptions(), dict.handles[kByName],
+                     DictNameKey(StringNodeKey(name), name), &value);
+  }
+  if (s.IsNotFound()) {
+    return absl::NotFoundError(
+        absl::StrCat("node '", Sv(name), "' not found in ", rep_->dir));
+  }
+  RETURN_IF_ERROR(FromRocks(
+      s, absl::StrCat("cannot look up node '", Sv(name), "' in ", dict.path)));
+  uint64_t global_id = 0;
+  absl::Status decoded = DecodeU64(value, &global_id);
+  if (!decoded.ok()) {
+    return absl::DataLossError(absl::StrCat(dict.path, " by_name entry of '",
+                                            Sv(name), "': ",
+                                            decoded.message()));
+  }
+  return NodeFromGlobalId(global_id);
+}
+
+absl::StatusOr<std::string> Graph::NodeName(NodeRef node) const {
+  RETURN_IF_ERROR(rep_->CheckPartition(node.partition, "NodeName"));
+  if (node.offset >= rep_->manifest.partition_sizes[node.partition]) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "NodeName: offset ", node.offset, " out of range, partition ",
+        node.partition, " has ",
+        rep_->manifest.partition_sizes[node.partition], " nodes"));
+  }
+  const Db& shard = rep_->shards[node.partition];
+  std::string name;
+  rocksdb::Status s = shard.db->Get(rocksdb::ReadOptions(),
+                                    shard.handles[kNodes],
+                                    NodeOffsetKey(node.offset), &name);
+  if (s.IsNotFound()) {
+    return absl::NotFoundError(absl::StrCat("node (", node.partition, ", ",
+                                            node.offset, ") has no name in ",
+                                            shard.path, " nodes"));
+  }
+  RETURN_IF_ERROR(FromRocks(s, absl::StrCat("cannot read name of node (",
+                                            node.partition, ", ", node.offset,
+                                            ") from ", shard.path)));
+  return name;
+}
+
+absl::StatusOr<NodeRef> Graph::NodeFromGlobalId(uint64_t global_id) const {
+  const std::vector<uint64_t>& bases = rep_->bases;
+  if (global_id >= bases.back()) {
+    return absl::OutOfRangeError(absl::StrCat("global id ", global_id,
+                                              " out of range, graph ",
+                                              rep_->dir, " has ",
+                                              bases.back(), " nodes"));
+  }
+  // The last partition whose base is <= global_id (empty partitions share
+  // their base with the next one, so upper_bound skips them).
+  auto it = std::upper_bound(bases.begin(), bases.end(), global_id);
+  const uint32_t p = static_cast<uint32_t>(it - bases.begin() - 1);
+  return NodeRef{p, static_cast<uint32_t>(global_id - bases[p])};
+}
+
+uint64_t Graph::GlobalId(NodeRef node) const {
+  EMBER_CHECK(node.partition < rep_->manifest.num_partitions);
+  return rep_->bases[node.partition] + node.offset;
+}
+
+absl::Status Graph::ForEachNodeName(
+    uint32_t p,
+    const std::function<absl::Status(uint32_t, std::string_view)>& fn) const {
+  RETURN_IF_ERROR(rep_->CheckPartition(p, "ForEachNodeName"));
+  const Db& shard = rep_->shards[p];
+  rocksdb::ReadOptions ro;
+  ro.fill_cache = false;
+  ro.readahead_size = 2 << 20;
+  std::unique_ptr<rocksdb::Iterator> it(
+      shard.db->NewIterator(ro, shard.handles[kNodes]));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    rocksdb::Slice k = it->key();
+    if (k.size() != 4) {
+      return absl::DataLossError(absl::StrCat(
+          shard.path, " nodes: key of ", k.size(), " bytes, expected 4"));
+    }
+    const auto* b = reinterpret_cast<const unsigned char*>(k.data());
+    const uint32_t offset = (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) |
+                            (uint32_t{b[2]} << 8) | uint32_t{b[3]};
+    RETURN_IF_ERROR(
+        fn(offset, std::string_view(it->value().data(), it->value().size())));
+  }
+  return FromRocks(it->status(),
+                   absl::StrCat("cannot scan nodes of ", shard.path));
+}
+
+absl::Status Graph::WriteTable(Table table, uint32_t p, uint64_t version,
+                               const float* rows, uint64_t num_rows,
+                               uint32_t width) {
+  RETURN_IF_ERROR(rep_->RequireWritable("WriteTable"));
+  RETURN_IF_ERROR(rep_->CheckPartition(p, "WriteTable"));
+  if (width == 0) {
+    return absl::InvalidArgumentError("WriteTable: width must be positive");
+  }
+  const Db& shard = rep_->shards[p];
+  rocksdb::ColumnFamilyHandle* cf = rep_->TableCf(table, p);
+  const std::string where =
+      absl::StrCat(shard.path, " ", TableName(table), " version ", version);
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;  // durable through SyncTables (a flush)
+
+  // Drop whatever an earlier write of this version left.
+  const std::string prefix = TableVersionPrefix(version);
+  RETURN_IF_ERROR(FromRocks(
+      shard.db->DeleteRange(wo, cf, prefix, internal::PrefixSuccessor(prefix)),
+      absl::StrCat("cannot clear ", where)));
+
+  const uint64_t row_bytes = uint64_t{width} * sizeof(float);
+  const uint64_t rows_per_chunk =
+      std::max<uint64_t>(1, kTableChunkBytes / row_bytes);
+  const uint64_t num_chunks =
+      std::max<uint64_t>(1, (num_rows + rows_per_chunk - 1) / rows_per_chunk);
+  if (num_chunks >= kTableMetaChunk) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": too many rows (", num_rows, ")"));
+  }
+  std::string value;
+  for (uint64_t c = 0; c < num_chunks; ++c) {
+    const uint64_t first = c * rows_per_chunk;
+    const uint32_t n =
+        static_cast<uint32_t>(std::min(rows_per_chunk, num_rows - first));
+    value.resize(8 + n * row_bytes);
+    std::memcpy(value.data(), &n, 4);
+    std::memcpy(value.data() + 4, &width, 4);
+    if (n > 0) {
+      std::memcpy(value.data() + 8, rows + first * width, n * row_bytes);
+    }
+    RETURN_IF_ERROR(FromRocks(
+        shard.db->Put(wo, cf, TableChunkKey(version, static_cast<uint32_t>(c)),
+                      value),
+        absl::StrCat("cannot write chunk ", c, " of ", where)));
+  }
+  char meta[16];
+  const uint32_t chunks32 = static_cast<uint32_t>(num_chunks);
+  std::memcpy(meta, &num_rows, 8);
+  std::memcpy(meta + 8, &width, 4);
+  std::memcpy(meta + 12, &chunks32, 4);
+  return FromRocks(
+      shard.db->Put(wo, cf, TableChunkKey(version, kTableMetaChunk),
+                    rocksdb::Slice(meta, sizeof(meta))),
+      absl::StrCat("cannot write shape of ", where));
+}
+
+absl::Status Graph::ReadTable(Table table, uint32_t p, uint64_t version,
+                              float* rows, uint64_t num_rows,
+                              uint32_t width) const {
+  RETURN_IF_ERROR(rep_->CheckPartition(p, "ReadTable"));
+  const Db& shard = rep_->shards[p];
+  rocksdb::ColumnFamilyHandle* cf = rep_->TableCf(table, p);
+  const std::string where =
+      absl::StrCat(shard.path, " ", TableName(table), " version ", version);
+
+  std::string meta;
+  rocksdb::Status s = shard.db->Get(rocksdb::ReadOptions(), cf,
+                                    TableChunkKey(version, kTableMetaChunk),
+                                    &meta);
+  if (s.IsNotFound()) {
+    // Without its shape record a version is absent or was never finished.
+    const std::string prefix = TableVersionPrefix(version);
+    std::unique_ptr<rocksdb::Iterator> it(
+        shard.db->NewIterator(rocksdb::ReadOptions(), cf));
+    it->Seek(prefix);
+    if (it->Valid() && it->key().starts_with(prefix)) {
+      return absl::DataLossError(
+          absl::StrCat(where, " is incomplete (no shape record)"));
+    }
+    RETURN_IF_ERROR(FromRocks(it->status(), absl::StrCat("cannot scan ",
+                                                          where)));
+    return absl::NotFoundError(absl::StrCat(where, " not found"));
+  }
+  RETURN_IF_ERROR(FromRocks(s, absl::StrCat("cannot read ", where)));
+  if (meta.size() != 16) {
+    return absl::DataLossError(absl::StrCat(where, ": shape record has ",
+                                            meta.size(),
+                                            " bytes, expected 16"));
+  }
+  const uint64_t stored_rows = GetLittleEndian64(meta.data());
+  const uint32_t stored_width = GetLittleEndian32(meta.data() + 8);
+  const uint32_t stored_chunks = GetLittleEndian32(meta.data() + 12);
+  if (stored_rows != num_rows || stored_width != width) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, " has shape ", stored_rows, " x ", stored_width,
+        ", requested ", num_rows, " x ", width));
+  }
+
+  const std::string upper = TableChunkKey(version, kTableMetaChunk);
+  rocksdb::Slice upper_slice(upper);
+  rocksdb::ReadOptions ro;
+  ro.fill_cache = false;
+  ro.iterate_upper_bound = &upper_slice;
+  ro.readahead_size = 8 << 20;
+  std::unique_ptr<rocksdb::Iterator> it(shard.db->NewIterator(ro, cf));
+  const uint64_t row_bytes = uint64_t{width} * sizeof(float);
+  uint64_t done = 0;
+  uint32_t chunk = 0;
+  for (it->Seek(TableVersionPrefix(version)); it->Valid();
+       it->Next(), ++chunk) {
+    if (it->key() != TableChunkKey(version, chunk)) {
+      return absl::DataLossError(
+          absl::StrCat(where, ": chunk ", chunk, " is missing"));
+    }
+    rocksdb::Slice v = it->value();
+    if (v.size() < 8) {
+      return absl::DataLossError(absl::StrCat(
+          where, ": chunk ", chunk, " truncated (", v.size(), " bytes)"));
+    }
+    const uint32_t n = GetLittleEndian32(v.data());
+    const uint32_t w = GetLittleEndian32(v.data() + 4);
+    if (w != width || v.size() != 8 + n * row_bytes || done + n > num_rows) {
+      return absl::DataLossError(absl::StrCat(
+          where, ": chunk ", chunk, " truncated or inconsistent (", n,
+          " rows of width ", w, " in ", v.size(), " bytes, ", done,
+          " rows read before)"));
+    }
+    if (n > 0) std::memcpy(rows + done * width, v.data() + 8, n * row_bytes);
+    done += n;
+  }
+  RETURN_IF_ERROR(FromRocks(it->status(), absl::StrCat("cannot read ", where)));
+  if (chunk != stored_chunks || done != num_rows) {
+    return absl::DataLossError(absl::StrCat(
+        where, ": found ", chunk, " chunks with ", done, " rows, expected ",
+        stored_chunks, " chunks with ", num_rows, " rows"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Graph::DeleteTableVersion(Table table, uint32_t p,
+                                       uint64_t version) {
+  RETURN_IF_ERROR(rep_->RequireWritable("DeleteTableVersion"));
+  RETURN_IF_ERROR(rep_->CheckPartition(p, "DeleteTableVersion"));
+  const Db& shard = rep_->shards[p];
+  const std::string prefix = TableVersionPrefix(version);
+  return FromRocks(
+      shard.db->DeleteRange(rocksdb::WriteOptions(), rep_->TableCf(table, p),
+                            prefix, internal::PrefixSuccessor(prefix)),
+      absl::StrCat("cannot delete ", shard.path, " ", TableName(table),
+                   " version ", version));
+}
+
+absl::Status Graph::SyncTables() {
+  RETURN_IF_ERROR(rep_->RequireWritable("SyncTables"));
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  for (const Db& shard : rep_->shards) {
+    RETURN_IF_ERROR(FromRocks(
+        shard.db->Flush(fo, {shard.handles[kEmbeddings],
+                             shard.handles[kOptimizer]}),
+        absl::StrCat("cannot flush tables of ", shard.path)));
+    RETURN_IF_ERROR(FromRocks(shard.db->SyncWAL(),
+                              absl::StrCat("cannot sync WAL of ", shard.path)));
+  }
+  return absl::OkStatus();
+}
+
+uint64_t Graph::ShardBytesOnDisk(uint32_t p) const {
+  if (p >= rep_->shards.size()) return 0;
+  uint64_t total = 0;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(rep_->shards[p].path, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    std::error_code file_ec;
+    if (it->is_regular_file(file_ec)) {
+      const uintmax_t size = it->file_size(file_ec);
+      if (!file_ec) total += size;
+    }
+  }
+  return total;
+}
+
+}  // namespace ember

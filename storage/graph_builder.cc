@@ -1,0 +1,465 @@
+#include "storage/graph_builder.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <filesystem>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
+#include "rocksdb/db.h"
+#include "rocksdb/sst_file_writer.h"
+#include "storage/file_util.h"
+#include "storage/rocks_util.h"
+#include "storage/status_macros.h"
+
+namespace ember {
+namespace {
+
+namespace fs = std::filesystem;
+
+// State of one run, shared by its writer and the builder so that a writer may
+// outlive the builder without dangling.
+struct RunState {
+  RunTarget target;
+  uint32_t partition;
+  std::string path;
+  // Set once by the writer; read by Commit.
+  std::atomic<bool> open{true};       // neither finished nor abandoned
+  std::atomic<bool> has_file{false};  // finished with at least one key
+};
+
+const char* TargetName(RunTarget t) {
+  switch (t) {
+    case RunTarget::kShardNodes:
+      return "nodes";
+    case RunTarget::kShardEdges:
+      return "edges";
+    case RunTarget::kShardFeatures:
+      return "features";
+    case RunTarget::kDictByName:
+      return "by_name";
+    case RunTarget::kDictById:
+      return "by_id";
+  }
+  return "unknown";
+}
+
+bool IsDictTarget(RunTarget t) {
+  return t == RunTarget::kDictByName || t == RunTarget::kDictById;
+}
+
+// A key for error messages: hex-escaped, at most 64 bytes of it.
+std::string PrintableKey(std::string_view key) {
+  std::string s = absl::CHexEscape(internal::Sv(key.substr(0, 64)));
+  if (key.size() > 64) s += "...";
+  return s;
+}
+
+class SstRunWriter : public SortedRunWriter {
+ public:
+  explicit SstRunWriter(std::shared_ptr<RunState> state)
+      : state_(std::move(state)) {
+    rocksdb::Options options(
+        rocksdb::DBOptions(),
+        internal::ColumnFamilyOptionsFor(TargetName(state_->target), nullptr));
+    writer_ = std::make_unique<rocksdb::SstFileWriter>(rocksdb::EnvOptions(),
+                                                       options);
+  }
+
+  ~SstRunWriter() override {
+    // An unfinished run is dropped; its partial file goes with the staging
+    // directory.
+    state_->open.store(false);
+  }
+
+  absl::Status Add(std::string_view key, std::string_view value) override {
+    RETURN_IF_ERROR(status_);
+    if (finished_) {
+      return status_ = absl::FailedPreconditionError(
+                 absl::StrCat("Add after Finish on run ", state_->path));
+    }
+    if (!opened_) {
+      status_ = internal::FromRocks(writer_->Open(state_->path),
+                                    absl::StrCat("cannot create run file ",
+                                                 state_->path));
+      RETURN_IF_ERROR(status_);
+      opened_ = true;
+    }
+    rocksdb::Status s = writer_->Put(rocksdb::Slice(key.data(), key.size()),
+                                     rocksdb::Slice(value.data(), value.size()));
+    if (!s.ok()) {
+      status_ = internal::FromRocks(
+          s, absl::StrCat("run ", state_->path, ": cannot add key '",
+                          PrintableKey(key),
+                          "' (keys must be strictly ascending)"));
+    }
+    ++count_;
+    return status_;
+  }
+
+  absl::Status Finish() override {
+    RETURN_IF_ERROR(status_);
+    if (finished_) {
+      return status_ = absl::FailedPreconditionError(
+                 absl::StrCat("Finish called twice on run ", state_->path));
+    }
+    finished_ = true;
+    if (opened_) {
+      status_ = internal::FromRocks(
+          writer_->Finish(),
+          absl::StrCat("cannot finish run file ", state_->path));
+      RETURN_IF_ERROR(status_);
+      state_->has_file.store(true);
+    }
+    state_->open.store(false);
+    return absl::OkStatus();
+  }
+
+ private:
+  std::shared_ptr<RunState> state_;
+  std::unique_ptr<rocksdb::SstFileWriter> writer_;
+  absl::Status status_;
+  bool opened_ = false;
+  bool finished_ = false;
+  uint64_t count_ = 0;
+};
+
+bool ProcessAlive(pid_t pid) {
+  if (pid <= 0) return false;
+  return ::kill(pid, 0) == 0 || errno == EPERM;
+}
+
+// Removes `<base>.<kind>-<pid>` entries of `parent` whose pid is dead.
+void RemoveStale(const fs::path& parent, const std::string& base,
+                 std::string_view kind) {
+  std::error_code ec;
+  fs::directory_iterator it(parent, ec);
+  if (ec) return;
+  const std::string prefix = absl::StrCat(base, ".", internal::Sv(kind), "-");
+  for (const fs::directory_entry& entry : it) {
+    std::string name = entry.path().filename().string();
+    absl::string_view rest = name;
+    if (!absl::ConsumePrefix(&rest, prefix)) continue;
+    int pid = 0;
+    if (!absl::SimpleAtoi(rest, &pid) || ProcessAlive(pid)) continue;
+    std::error_code remove_ec;
+    fs::remove_all(entry.path(), remove_ec);
+  }
+}
+
+// Fsyncs every file and directory under `root`, then `root` itself.
+absl::Status FsyncTree(const std::string& root) {
+  std::error_code ec;
+  std::vector<std::string> paths;
+  for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (it->is_regular_file(ec) || it->is_directory(ec)) {
+      paths.push_back(it->path().string());
+    }
+  }
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("cannot list ", root, ": ", ec.message()));
+  }
+  for (const std::string& p : paths) RETURN_IF_ERROR(internal::FsyncPath(p));
+  return internal::FsyncPath(root);
+}
+
+// Closes a DB and its column family handles.
+void CloseDb(rocksdb::DB* db,
+             std::vector<rocksdb::ColumnFamilyHandle*>* handles) {
+  if (db == nullptr) return;
+  for (rocksdb::ColumnFamilyHandle* h : *handles) {
+    db->DestroyColumnFamilyHandle(h);
+  }
+  handles->clear();
+  db->Close();
+  delete db;
+}
+
+}  // namespace
+
+struct GraphBuilder::Rep {
+  std::string out;
+  std::string staging;
+  std::string runs_dir;
+  std::string scratch;
+  GraphBuilderOptions options;
+  bool committed = false;
+
+  absl::Mutex mu;
+  uint64_t next_run ABSL_GUARDED_BY(mu) = 0;
+  std::vector<std::shared_ptr<RunState>> runs ABSL_GUARDED_BY(mu);
+
+  // Creates DB `name` under staging with `cfs` and ingests the finished runs
+  // whose target is in `targets` (index i of targets -> column family i).
+  absl::Status BuildDb(const std::string& name,
+                       const std::vector<std::string>& cfs,
+                       const std::vector<std::vector<std::string>>& files);
+};
+
+absl::Status GraphBuilder::Rep::BuildDb(
+    const std::string& name, const std::vector<std::string>& cfs,
+    const std::vector<std::vector<std::string>>& files) {
+  const std::string path = absl::StrCat(staging, "/", name);
+  rocksdb::DBOptions db_options;
+  db_options.create_if_missing = true;
+  db_options.create_missing_column_families = true;
+  db_options.max_open_files = 64;
+  db_options.keep_log_file_num = 2;
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  descriptors.emplace_back(rocksdb::kDefaultColumnFamilyName,
+                           rocksdb::ColumnFamilyOptions());
+  for (const std::string& cf : cfs) {
+    rocksdb::ColumnFamilyOptions o =
+        internal::ColumnFamilyOptionsFor(cf, nullptr);
+    o.disable_auto_compactions = true;  // Commit compacts nothing.
+    descriptors.emplace_back(cf, o);
+  }
+  rocksdb::DB* db = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  RETURN_IF_ERROR(internal::FromRocks(
+      rocksdb::DB::Open(db_options, path, descriptors, &handles, &db),
+      absl::StrCat("cannot create ", path)));
+  absl::Status status;
+  for (size_t i = 0; i < cfs.size() && status.ok(); ++i) {
+    if (files[i].empty()) continue;
+    rocksdb::IngestExternalFileOptions ingest;
+    ingest.move_files = true;
+    ingest.allow_global_seqno = true;
+    ingest.write_global_seqno = false;
+    // Runs may overlap in key range (never in keys); RocksDB then places the
+    // overlapping files in level 0, each with its own sequence number.
+    status = internal::FromRocks(
+        db->IngestExternalFile(handles[i + 1], files[i], ingest),
+        absl::StrCat("cannot ingest ", files[i].size(), " run(s) into ", path,
+                     " column family ", cfs[i]));
+  }
+  CloseDb(db, &handles);
+  return status;
+}
+
+GraphBuilder::GraphBuilder(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
+
+GraphBuilder::~GraphBuilder() {
+  if (!rep_->committed) Abandon();
+}
+
+absl::StatusOr<std::unique_ptr<GraphBuilder>> GraphBuilder::Create(
+    const std::string& out_arg, const GraphBuilderOptions& options) {
+  std::string out = out_arg;
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  if (out.empty()) return absl::InvalidArgumentError("empty output path");
+  if (options.num_partitions == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_partitions must be at least 1 (building ", out, ")"));
+  }
+  std::error_code ec;
+  const fs::path out_path(out);
+  if (fs::exists(out_path, ec) && !options.overwrite) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        out, " already exists (pass --overwrite to replace it)"));
+  }
+  fs::path parent = out_path.parent_path();
+  if (parent.empty()) parent = ".";
+  fs::create_directories(parent, ec);
+  if (ec) {
+    return absl::InternalError(absl::StrCat(
+        "cannot create directory ", parent.string(), ": ", ec.message()));
+  }
+  const std::string base = out_path.filename().string();
+  RemoveStale(parent, base, "staging");
+  // A leftover `<out>.old-<pid>` is garbage only if `out` itself exists (a
+  // crash between the two renames of an overwrite leaves the only copy in
+  // the .old directory).
+  if (fs::exists(out_path, ec)) RemoveStale(parent, base, "old");
+
+  auto rep = std::make_unique<Rep>();
+  rep->out = out;
+  rep->options = options;
+  rep->staging = absl::StrCat(out, ".staging-", ::getpid());
+  rep->runs_dir = rep->staging + "/runs";
+  rep->scratch = rep->staging + "/scratch";
+  if (::mkdir(rep->staging.c_str(), 0755) != 0) {
+    if (errno == EEXIST) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "staging directory ", rep->staging,
+          " exists: another builder in this process is writing ", out));
+    }
+    return internal::ErrnoStatus(errno, "cannot create staging directory",
+                                 rep->staging);
+  }
+  // From here on the builder owns the staging directory and removes it on
+  // failure.
+  std::unique_ptr<GraphBuilder> builder(new GraphBuilder(std::move(rep)));
+  for (const std::string* dir : {&builder->rep_->runs_dir,
+                                 &builder->rep_->scratch}) {
+    if (::mkdir(dir->c_str(), 0755) != 0) {
+      return internal::ErrnoStatus(errno, "cannot create directory", *dir);
+    }
+  }
+  return builder;
+}
+
+const std::string& GraphBuilder::scratch_dir() const { return rep_->scratch; }
+
+absl::StatusOr<std::unique_ptr<SortedRunWriter>> GraphBuilder::NewRun(
+    RunTarget target, uint32_t partition) {
+  if (IsDictTarget(target)) {
+    partition = 0;
+  } else if (partition >= rep_->options.num_partitions) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "run for ", TargetName(target), " of partition ", partition,
+        ", but the graph has ", rep_->options.num_partitions, " partitions"));
+  }
+  auto state = std::make_shared<RunState>();
+  state->target = target;
+  state->partition = partition;
+  {
+    absl::MutexLock lock(&rep_->mu);
+    if (rep_->committed) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("NewRun after Commit of ", rep_->out));
+    }
+    state->path = absl::StrCat(rep_->runs_dir, "/", TargetName(target), "-",
+                               partition, "-", rep_->next_run++, ".sst");
+    rep_->runs.push_back(state);
+  }
+  return std::unique_ptr<SortedRunWriter>(new SstRunWriter(std::move(state)));
+}
+
+absl::Status GraphBuilder::Commit(const Manifest& manifest) {
+  Rep& r = *rep_;
+  if (r.committed) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Commit called twice for ", r.out));
+  }
+  std::error_code ec;
+  if (!fs::is_directory(r.staging, ec)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "staging directory ", r.staging, " is gone (builder abandoned?)"));
+  }
+  if (manifest.num_partitions != r.options.num_partitions) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "manifest has ", manifest.num_partitions,
+        " partitions, the builder for ", r.out, " was created with ",
+        r.options.num_partitions));
+  }
+  absl::Status valid = manifest.Validate();
+  if (!valid.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "manifest for ", r.out, " is inconsistent: ", valid.message()));
+  }
+
+  // Collect finished runs per DB and column family.
+  const uint32_t num_p = r.options.num_partitions;
+  const auto& shard_cfs = internal::ShardColumnFamilies();
+  std::vector<std::vector<std::string>> dict_files(2);
+  std::vector<std::vector<std::vector<std::string>>> shard_files(
+      num_p, std::vector<std::vector<std::string>>(shard_cfs.size()));
+  {
+    absl::MutexLock lock(&r.mu);
+    for (const std::shared_ptr<RunState>& run : r.runs) {
+      if (run->open.load()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "Commit of ", r.out, " while run ", run->path,
+            " is still being written (call Finish or destroy its writer)"));
+      }
+      if (!run->has_file.load()) continue;
+      switch (run->target) {
+        case RunTarget::kDictByName:
+          dict_files[0].push_back(run->path);
+          break;
+        case RunTarget::kDictById:
+          dict_files[1].push_back(run->path);
+          break;
+        case RunTarget::kShardNodes:
+          shard_files[run->partition][0].push_back(run->path);
+          break;
+        case RunTarget::kShardEdges:
+          shard_files[run->partition][1].push_back(run->path);
+          break;
+        case RunTarget::kShardFeatures:
+          shard_files[run->partition][2].push_back(run->path);
+          break;
+      }
+    }
+    // Ingested or not, these runs are consumed by this Commit attempt.
+    r.runs.clear();
+  }
+
+  RETURN_IF_ERROR(r.BuildDb(internal::DictDirName(),
+                            internal::DictColumnFamilies(), dict_files));
+  for (uint32_t p = 0; p < num_p; ++p) {
+    RETURN_IF_ERROR(r.BuildDb(internal::ShardDirName(p), shard_cfs,
+                              shard_files[p]));
+  }
+  RETURN_IF_ERROR(
+      WriteManifestAtomic(absl::StrCat(r.staging, "/MANIFEST.json"), manifest));
+  for (const std::string* dir : {&r.runs_dir, &r.scratch}) {
+    fs::remove_all(*dir, ec);
+    if (ec) {
+      return absl::InternalError(
+          absl::StrCat("cannot remove ", *dir, ": ", ec.message()));
+    }
+  }
+  RETURN_IF_ERROR(FsyncTree(r.staging));
+
+  // The rename is the commit point.
+  const std::string parent = internal::ParentDir(r.out);
+  if (r.options.overwrite && fs::exists(r.out, ec)) {
+    const std::string old = absl::StrCat(r.out, ".old-", ::getpid());
+    fs::remove_all(old, ec);
+    if (::rename(r.out.c_str(), old.c_str()) != 0) {
+      return internal::ErrnoStatus(
+          errno, absl::StrCat("cannot move the existing graph aside to ", old,
+                              ":"),
+          r.out);
+    }
+    if (::rename(r.staging.c_str(), r.out.c_str()) != 0) {
+      absl::Status s = internal::ErrnoStatus(
+          errno, absl::StrCat("cannot rename ", r.staging, " to"), r.out);
+      ::rename(old.c_str(), r.out.c_str());  // put the old graph back
+      return s;
+    }
+    r.committed = true;
+    RETURN_IF_ERROR(internal::FsyncPath(parent));
+    fs::remove_all(old, ec);
+    if (ec) {
+      return absl::InternalError(absl::StrCat(
+          "committed ", r.out, " but cannot remove the old graph ", old, ": ",
+          ec.message()));
+    }
+    return absl::OkStatus();
+  }
+  // RENAME_NOREPLACE: never replace a graph that appeared since Create.
+  if (::renameat2(AT_FDCWD, r.staging.c_str(), AT_FDCWD, r.out.c_str(),
+                  RENAME_NOREPLACE) != 0) {
+    return internal::ErrnoStatus(
+        errno, absl::StrCat("cannot rename ", r.staging, " to"), r.out);
+  }
+  r.committed = true;
+  return internal::FsyncPath(parent);
+}
+
+void GraphBuilder::Abandon() {
+  if (rep_->committed) return;
+  std::error_code ec;
+  fs::remove_all(rep_->staging, ec);
+}
+
+}  // namespace ember

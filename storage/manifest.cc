@@ -1,0 +1,375 @@
+#include "storage/manifest.h"
+
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+#include "absl/strings/string_view.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "storage/file_util.h"
+#include "storage/status_macros.h"
+
+namespace ember {
+namespace {
+
+using Json = nlohmann::json;
+
+// Field readers: each names the dotted field path on error. `where` is the
+// manifest path, so every message says which file is wrong.
+class Reader {
+ public:
+  explicit Reader(const std::string& where) : where_(where) {}
+
+  absl::Status Error(absl::string_view field, absl::string_view what) const {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where_, ": field '", field, "' ", what));
+  }
+
+  // The member `key` of `obj`; nullptr if absent.
+  static const Json* Find(const Json& obj, const char* key) {
+    auto it = obj.find(key);
+    return it == obj.end() ? nullptr : &*it;
+  }
+
+  absl::StatusOr<const Json*> Require(const Json& obj, const char* key,
+                                      absl::string_view field) const {
+    const Json* v = Find(obj, key);
+    if (v == nullptr) return Error(field, "is missing");
+    return v;
+  }
+
+  absl::Status U64(const Json& v, absl::string_view field,
+                   uint64_t* out) const {
+    if (!v.is_number_integer() || (v.is_number_integer() && !v.is_number_unsigned() &&
+                                   v.get<int64_t>() < 0)) {
+      return Error(field, "must be a non-negative integer");
+    }
+    *out = v.get<uint64_t>();
+    return absl::OkStatus();
+  }
+
+  absl::Status U32(const Json& v, absl::string_view field,
+                   uint32_t* out) const {
+    uint64_t x = 0;
+    RETURN_IF_ERROR(U64(v, field, &x));
+    if (x > std::numeric_limits<uint32_t>::max()) {
+      return Error(field, "does not fit in 32 bits");
+    }
+    *out = static_cast<uint32_t>(x);
+    return absl::OkStatus();
+  }
+
+  absl::Status Double(const Json& v, absl::string_view field,
+                      double* out) const {
+    if (!v.is_number()) return Error(field, "must be a number");
+    *out = v.get<double>();
+    return absl::OkStatus();
+  }
+
+  absl::Status String(const Json& v, absl::string_view field,
+                      std::string* out) const {
+    if (!v.is_string()) return Error(field, "must be a string");
+    *out = v.get<std::string>();
+    return absl::OkStatus();
+  }
+
+  absl::Status Bool(const Json& v, absl::string_view field, bool* out) const {
+    if (!v.is_boolean()) return Error(field, "must be true or false");
+    *out = v.get<bool>();
+    return absl::OkStatus();
+  }
+
+  absl::Status U64Array(const Json& v, absl::string_view field,
+                        std::vector<uint64_t>* out) const {
+    if (!v.is_array()) return Error(field, "must be an array");
+    out->clear();
+    out->reserve(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      uint64_t x = 0;
+      RETURN_IF_ERROR(U64(v[i], absl::StrCat(field, "[", i, "]"), &x));
+      out->push_back(x);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Object(const Json& v, absl::string_view field) const {
+    if (!v.is_object()) return Error(field, "must be an object");
+    return absl::OkStatus();
+  }
+
+ private:
+  const std::string& where_;
+};
+
+absl::StatusOr<Manifest> FromJson(const Json& j, const std::string& path) {
+  Reader r(path);
+  Manifest m;
+  if (!j.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": top level must be a JSON object"));
+  }
+  ASSIGN_OR_RETURN(const Json* version,
+                   r.Require(j, "format_version", "format_version"));
+  uint64_t format_version = 0;
+  RETURN_IF_ERROR(r.U64(*version, "format_version", &format_version));
+  if (format_version != Manifest::kFormatVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": unsupported format_version ", format_version,
+        " (this ember reads version ", Manifest::kFormatVersion, ")"));
+  }
+  m.format_version = static_cast<int>(format_version);
+
+  ASSIGN_OR_RETURN(const Json* v, r.Require(j, "num_nodes", "num_nodes"));
+  RETURN_IF_ERROR(r.U64(*v, "num_nodes", &m.num_nodes));
+  ASSIGN_OR_RETURN(v, r.Require(j, "num_partitions", "num_partitions"));
+  RETURN_IF_ERROR(r.U32(*v, "num_partitions", &m.num_partitions));
+  ASSIGN_OR_RETURN(v, r.Require(j, "partition_sizes", "partition_sizes"));
+  RETURN_IF_ERROR(r.U64Array(*v, "partition_sizes", &m.partition_sizes));
+
+  ASSIGN_OR_RETURN(v, r.Require(j, "relations", "relations"));
+  if (!v->is_array()) return r.Error("relations", "must be an array");
+  for (size_t i = 0; i < v->size(); ++i) {
+    std::string name;
+    RETURN_IF_ERROR(
+        r.String((*v)[i], absl::StrCat("relations[", i, "]"), &name));
+    m.relations.push_back(std::move(name));
+  }
+
+  ASSIGN_OR_RETURN(v, r.Require(j, "edges", "edges"));
+  RETURN_IF_ERROR(r.Object(*v, "edges"));
+  for (Split s : kAllSplits) {
+    const std::string key(SplitName(s));
+    const std::string field = absl::StrCat("edges.", key);
+    ASSIGN_OR_RETURN(const Json* count, r.Require(*v, key.c_str(), field));
+    RETURN_IF_ERROR(r.U64(*count, field, &m.edges[s]));
+  }
+
+  // Optional fields keep their defaults when absent.
+  if ((v = Reader::Find(j, "train_bucket_edges")) != nullptr) {
+    RETURN_IF_ERROR(
+        r.U64Array(*v, "train_bucket_edges", &m.train_bucket_edges));
+  }
+  if ((v = Reader::Find(j, "partitioner")) != nullptr) {
+    RETURN_IF_ERROR(r.String(*v, "partitioner", &m.partitioner));
+  }
+  if ((v = Reader::Find(j, "seed")) != nullptr) {
+    RETURN_IF_ERROR(r.U64(*v, "seed", &m.seed));
+  }
+  if ((v = Reader::Find(j, "integer_ids")) != nullptr) {
+    RETURN_IF_ERROR(r.Bool(*v, "integer_ids", &m.integer_ids));
+  }
+  if ((v = Reader::Find(j, "num_features")) != nullptr) {
+    RETURN_IF_ERROR(r.U64(*v, "num_features", &m.num_features));
+  }
+  if ((v = Reader::Find(j, "degree")) != nullptr) {
+    RETURN_IF_ERROR(r.Object(*v, "degree"));
+    const Json& d = *v;
+    const Json* f;
+    if ((f = Reader::Find(d, "min")) != nullptr)
+      RETURN_IF_ERROR(r.U64(*f, "degree.min", &m.degree.min));
+    if ((f = Reader::Find(d, "max")) != nullptr)
+      RETURN_IF_ERROR(r.U64(*f, "degree.max", &m.degree.max));
+    if ((f = Reader::Find(d, "mean")) != nullptr)
+      RETURN_IF_ERROR(r.Double(*f, "degree.mean", &m.degree.mean));
+    if ((f = Reader::Find(d, "p50")) != nullptr)
+      RETURN_IF_ERROR(r.U64(*f, "degree.p50", &m.degree.p50));
+    if ((f = Reader::Find(d, "p90")) != nullptr)
+      RETURN_IF_ERROR(r.U64(*f, "degree.p90", &m.degree.p90));
+    if ((f = Reader::Find(d, "p99")) != nullptr)
+      RETURN_IF_ERROR(r.U64(*f, "degree.p99", &m.degree.p99));
+  }
+  if ((v = Reader::Find(j, "training")) != nullptr) {
+    RETURN_IF_ERROR(r.Object(*v, "training"));
+    const Json& t = *v;
+    const Json* f;
+    if ((f = Reader::Find(t, "checkpoint_version")) != nullptr) {
+      RETURN_IF_ERROR(r.U64(*f, "training.checkpoint_version",
+                            &m.training.checkpoint_version));
+    }
+    if ((f = Reader::Find(t, "epochs_done")) != nullptr) {
+      RETURN_IF_ERROR(
+          r.U32(*f, "training.epochs_done", &m.training.epochs_done));
+    }
+    if ((f = Reader::Find(t, "dim")) != nullptr) {
+      RETURN_IF_ERROR(r.U32(*f, "training.dim", &m.training.dim));
+    }
+    if ((f = Reader::Find(t, "state")) != nullptr) {
+      RETURN_IF_ERROR(r.Object(*f, "training.state"));
+      m.training.state_json = f->dump();
+    }
+  }
+  return m;
+}
+
+absl::StatusOr<Json> ToJson(const Manifest& m) {
+  Json state;
+  try {
+    state = Json::parse(m.training.state_json);
+  } catch (const Json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "training.state_json is not valid JSON: ", e.what()));
+  }
+  if (!state.is_object()) {
+    return absl::InvalidArgumentError(
+        "training.state_json must be a JSON object");
+  }
+  Json j = Json::object();
+  j["format_version"] = m.format_version;
+  j["num_nodes"] = m.num_nodes;
+  j["num_partitions"] = m.num_partitions;
+  j["partition_sizes"] = m.partition_sizes;
+  j["relations"] = m.relations;
+  j["edges"] = {{"train", m.edges.train},
+                {"valid", m.edges.valid},
+                {"test", m.edges.test}};
+  j["train_bucket_edges"] = m.train_bucket_edges;
+  j["partitioner"] = m.partitioner;
+  j["seed"] = m.seed;
+  j["integer_ids"] = m.integer_ids;
+  j["num_features"] = m.num_features;
+  j["degree"] = {{"min", m.degree.min}, {"max", m.degree.max},
+                 {"mean", m.degree.mean}, {"p50", m.degree.p50},
+                 {"p90", m.degree.p90}, {"p99", m.degree.p99}};
+  j["training"] = {{"checkpoint_version", m.training.checkpoint_version},
+                   {"epochs_done", m.training.epochs_done},
+                   {"dim", m.training.dim},
+                   {"state", std::move(state)}};
+  return j;
+}
+
+}  // namespace
+
+uint64_t& SplitCounts::operator[](Split s) {
+  switch (s) {
+    case Split::kTrain:
+      return train;
+    case Split::kValid:
+      return valid;
+    case Split::kTest:
+      return test;
+  }
+  EMBER_CHECK(false && "bad Split");
+  return train;
+}
+
+uint64_t SplitCounts::operator[](Split s) const {
+  return const_cast<SplitCounts&>(*this)[s];
+}
+
+uint64_t Manifest::PartitionBase(uint32_t p) const {
+  EMBER_CHECK(p <= partition_sizes.size());
+  uint64_t base = 0;
+  for (uint32_t i = 0; i < p; ++i) base += partition_sizes[i];
+  return base;
+}
+
+absl::Status Manifest::Validate() const {
+  if (format_version != kFormatVersion) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unsupported format_version ", format_version));
+  }
+  if (num_partitions == 0) {
+    return absl::InvalidArgumentError("num_partitions must be at least 1");
+  }
+  if (partition_sizes.size() != num_partitions) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "partition_sizes has ", partition_sizes.size(),
+        " entries, num_partitions is ", num_partitions));
+  }
+  uint64_t sum = 0;
+  for (uint32_t p = 0; p < num_partitions; ++p) {
+    if (partition_sizes[p] > std::numeric_limits<uint32_t>::max()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "partition_sizes[", p, "] = ", partition_sizes[p],
+          " exceeds 2^32 - 1 (offsets are 32-bit)"));
+    }
+    sum += partition_sizes[p];
+  }
+  if (sum != num_nodes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("partition_sizes sum to ", sum, ", num_nodes is ",
+                     num_nodes));
+  }
+  const uint64_t buckets = static_cast<uint64_t>(num_partitions) *
+                           num_partitions;
+  if (!train_bucket_edges.empty()) {
+    if (train_bucket_edges.size() != buckets) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "train_bucket_edges has ", train_bucket_edges.size(),
+          " entries, expected P*P = ", buckets, " (or none)"));
+    }
+    uint64_t total = 0;
+    for (uint64_t n : train_bucket_edges) total += n;
+    if (total != edges.train) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("train_bucket_edges sum to ", total,
+                       ", edges.train is ", edges.train));
+    }
+  }
+  if (partitioner.empty()) {
+    return absl::InvalidArgumentError("partitioner is empty");
+  }
+  if (num_nodes > 0 && degree.min > degree.max) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "degree.min ", degree.min, " > degree.max ", degree.max));
+  }
+  try {
+    Json state = Json::parse(training.state_json);
+    if (!state.is_object()) {
+      return absl::InvalidArgumentError(
+          "training.state_json must be a JSON object");
+    }
+  } catch (const Json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "training.state_json is not valid JSON: ", e.what()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Manifest> ReadManifest(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string text, internal::ReadFile(path));
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const Json::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": bad JSON: ", e.what()));
+  }
+  absl::StatusOr<Manifest> m;
+  try {
+    m = FromJson(j, path);
+  } catch (const Json::exception& e) {  // not expected: types are checked
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": bad manifest: ", e.what()));
+  }
+  if (!m.ok()) return m.status();
+  absl::Status valid = m->Validate();
+  if (!valid.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": inconsistent manifest: ", valid.message()));
+  }
+  return m;
+}
+
+absl::Status WriteManifestAtomic(const std::string& path, const Manifest& m) {
+  absl::Status valid = m.Validate();
+  if (!valid.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "refusing to write an inconsistent manifest to ", path, ": ",
+        valid.message()));
+  }
+  std::string text;
+  try {
+    ASSIGN_OR_RETURN(Json j, ToJson(m));
+    text = j.dump(2);
+  } catch (const Json::exception& e) {
+    return absl::InternalError(
+        absl::StrCat("cannot serialize manifest for ", path, ": ", e.what()));
+  }
+  text.push_back('\n');
+  return internal::WriteFileAtomic(path, text);
+}
+
+}  // namespace ember
