@@ -1,0 +1,81 @@
+// Model choices for PBG-style scoring: score(s, r, d) =
+// comparator(op_r(e_s), e_d), trained with a loss over one positive and many
+// negative scores per edge and side.
+#ifndef EMBER_TRAIN_MODEL_OPTIONS_H_
+#define EMBER_TRAIN_MODEL_OPTIONS_H_
+
+#include <cstdint>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace ember {
+
+// Relation operator op_r applied to the source embedding.
+enum class Operator : uint8_t {
+  kNone = 0,             // op_r(e) = e; no parameters.
+  kTranslation = 1,      // op_r(e) = e + t_r (TransE); t_r has dim floats.
+  kDiagonal = 2,         // op_r(e) = e ⊙ w_r (DistMult); w_r has dim floats.
+  kComplexDiagonal = 3,  // ComplEx: e and w_r hold dim/2 complex numbers,
+                         // real parts in [0, dim/2), imaginary parts in
+                         // [dim/2, dim) (PBG's layout); op_r(e) = e * w_r.
+};
+inline constexpr int kNumOperators = 4;
+
+enum class Comparator : uint8_t {
+  kDot = 0,  // <a, b>
+  kCos = 1,  // <a, b> / (|a| |b|), norms clamped below at 1e-12 as in PBG.
+  kL2 = 2,   // -|a - b|_2 (negative distance, as in PBG).
+};
+inline constexpr int kNumComparators = 3;
+
+enum class Loss : uint8_t {
+  // Sum over negatives of max(0, margin - pos + neg).
+  kRanking = 0,
+  // -log σ(pos) - mean over negatives of log(1 - σ(neg)) (PBG averages the
+  // negative term so that its weight does not grow with the negative count).
+  kLogistic = 1,
+  // -pos + log(exp(pos) + Σ_neg exp(neg)).
+  kSoftmax = 2,
+};
+inline constexpr int kNumLosses = 3;
+
+// Parse the CLI spellings ("none", "translation", "diagonal",
+// "complex_diagonal"; "dot", "cos", "l2"; "ranking", "logistic", "softmax").
+// Unknown names give InvalidArgument listing the accepted ones.
+absl::StatusOr<Operator> ParseOperator(std::string_view name);
+absl::StatusOr<Comparator> ParseComparator(std::string_view name);
+absl::StatusOr<Loss> ParseLoss(std::string_view name);
+// Inverse of the parse functions.
+std::string_view OperatorName(Operator op);
+std::string_view ComparatorName(Comparator cmp);
+std::string_view LossName(Loss loss);
+
+struct ModelOptions {
+  // Default: kNone.
+  Operator op = Operator::kNone;
+  // Default: kDot.
+  Comparator comparator = Comparator::kDot;
+  // Default: kSoftmax.
+  Loss loss = Loss::kSoftmax;
+  // Margin of the ranking loss; ignored by the other losses. Default: 0.1.
+  float margin = 0.1f;
+  // Embedding dimension; even for kComplexDiagonal. Default: 100.
+  int dim = 100;
+
+  absl::Status Validate() const;
+};
+
+// Number of floats of one relation's operator parameters: 0 for kNone, dim
+// otherwise.
+int RelationParamSize(Operator op, int dim);
+
+// Writes PBG's initial relation parameters (identity transforms): zeros for
+// kTranslation, ones for kDiagonal, 1 + 0i for kComplexDiagonal.
+// REQUIRES: `params` holds RelationParamSize(op, dim) floats.
+void InitRelationParams(Operator op, int dim, float* params);
+
+}  // namespace ember
+
+#endif  // EMBER_TRAIN_MODEL_OPTIONS_H_
