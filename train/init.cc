@@ -1,0 +1,57 @@
+#include "train/init.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "storage/status_macros.h"
+
+namespace ember {
+namespace {
+
+// SplitMix64 (Steele, Lea, Flood 2014): a full-period generator whose
+// outputs pass BigCrush; also used to derive one stream per row.
+class SplitMix64 {
+ public:
+  explicit SplitMix64(uint64_t state) : state_(state) {}
+  uint64_t Next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  // Uniform in (0, 1): 53 random bits, offset by half a step.
+  double NextOpenUnit() {
+    return (static_cast<double>(Next() >> 11) + 0.5) * 0x1.0p-53;
+  }
+
+ private:
+  uint64_t state_;
+};
+
+}  // namespace
+
+void InitEmbeddings(InitDistribution dist, float scale, uint64_t seed,
+                    int64_t first_row, int64_t num_rows, int dim, float* out) {
+  EMBER_CHECK(first_row >= 0 && num_rows >= 0 && dim >= 1 && scale >= 0.0f);
+  const uint64_t seed_key = SplitMix64(seed).Next();
+  for (int64_t r = 0; r < num_rows; ++r) {
+    const uint64_t row = static_cast<uint64_t>(first_row + r);
+    SplitMix64 rng(seed_key ^ SplitMix64(row).Next());
+    float* o = out + r * dim;
+    if (dist == InitDistribution::kUniform) {
+      for (int k = 0; k < dim; ++k) {
+        o[k] = static_cast<float>((2.0 * rng.NextOpenUnit() - 1.0) * scale);
+      }
+      continue;
+    }
+    // Box-Muller, two normals per pair of uniforms.
+    for (int k = 0; k < dim; k += 2) {
+      const double radius = std::sqrt(-2.0 * std::log(rng.NextOpenUnit()));
+      const double angle = 2.0 * std::numbers::pi * rng.NextOpenUnit();
+      o[k] = static_cast<float>(radius * std::cos(angle) * scale);
+      if (k + 1 < dim) o[k + 1] = static_cast<float>(radius * std::sin(angle) * scale);
+    }
+  }
+}
+
+}  // namespace ember
