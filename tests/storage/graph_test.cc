@@ -1,0 +1,281 @@
+#include "storage/graph.h"
+
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "storage/manifest.h"
+#include "tests/storage/test_graph.h"
+
+namespace ember {
+namespace {
+
+namespace fs = std::filesystem;
+using ::ember::testing::BuildTestGraph;
+using ::ember::testing::ExpectedGraph;
+using ::ember::testing::TempDir;
+using ::ember::testing::TestGraphOptions;
+
+class GraphTest : public ::testing::Test {
+ protected:
+  void SetUp() override { expected_ = BuildTestGraph(dir()); }
+  std::string dir() const { return tmp_.Sub("g"); }
+  std::unique_ptr<Graph> OpenRw() {
+    auto g = Graph::Open(dir(), {.read_only = false});
+    EXPECT_TRUE(g.ok()) << g.status();
+    return g.ok() ? std::move(*g) : nullptr;
+  }
+
+  TempDir tmp_;
+  ExpectedGraph expected_;
+};
+
+std::vector<float> RandomRows(uint64_t rows, uint32_t width, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> v(rows * width);
+  for (float& f : v) f = d(rng);
+  return v;
+}
+
+TEST(GraphOpenTest, MissingManifestIsNotFound) {
+  TempDir tmp;
+  auto g = Graph::Open(tmp.path());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(g.status().message().find(tmp.path() + "/MANIFEST.json"),
+            std::string::npos)
+      << g.status();
+}
+
+TEST(GraphOpenTest, MissingShardIsReported) {
+  TempDir tmp;
+  const std::string out = tmp.Sub("g");
+  BuildTestGraph(out);
+  fs::remove_all(out + "/shard-2");
+  auto g = Graph::Open(out);
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("shard-2"), std::string::npos)
+      << g.status();
+}
+
+TEST_F(GraphTest, LockExcludesSecondWriter) {
+  {
+    std::unique_ptr<Graph> first = OpenRw();
+    ASSERT_NE(first, nullptr);
+    auto second = Graph::Open(dir(), {.read_only = false});
+    EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(second.status().message().find("locked by another writer"),
+              std::string::npos);
+    EXPECT_NE(second.status().message().find(dir() + "/LOCK"),
+              std::string::npos)
+        << second.status();
+    auto reader = Graph::Open(dir());
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    std::vector<Edge> edges;
+    EXPECT_TRUE((*reader)->ReadBucket(Split::kTrain, 0, 0, &edges).ok());
+  }
+  EXPECT_NE(OpenRw(), nullptr);  // released on close
+}
+
+TEST_F(GraphTest, ReadOnlyRefusesWrites) {
+  auto g = Graph::Open(dir());
+  ASSERT_TRUE(g.ok());
+  float x = 1;
+  EXPECT_EQ((*g)->WriteTable(Table::kEmbeddings, 0, 1, &x, 1, 1).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ((*g)->CommitManifest((*g)->manifest()).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ((*g)->SyncTables().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(GraphTest, LookupNodeAndNames) {
+  auto g = Graph::Open(dir());
+  ASSERT_TRUE(g.ok());
+  const Graph& graph = **g;
+  for (uint64_t gid = 0; gid < expected_.names.size(); ++gid) {
+    const std::string& name = expected_.names[gid];
+    absl::StatusOr<NodeRef> ref = graph.LookupNode(name);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    EXPECT_EQ(graph.GlobalId(*ref), gid);
+    absl::StatusOr<NodeRef> from_id = graph.NodeFromGlobalId(gid);
+    ASSERT_TRUE(from_id.ok());
+    EXPECT_EQ(*from_id, *ref);
+    absl::StatusOr<std::string> back = graph.NodeName(*ref);
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(*back, name);
+  }
+  EXPECT_EQ(*graph.NodeFromGlobalId(4), (NodeRef{1, 0}));
+  EXPECT_EQ(*graph.NodeFromGlobalId(11), (NodeRef{2, 4}));
+  absl::StatusOr<NodeRef> missing = graph.LookupNode("no-such-node");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("no-such-node"),
+            std::string::npos);
+  EXPECT_EQ(graph.NodeFromGlobalId(12).status().code(),
+            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(graph.NodeName({1, 3}).status().code(),
+            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(graph.NodeName({3, 0}).status().code(),
+            absl::StatusCode::kOutOfRange);
+
+  std::vector<std::string> names;
+  ASSERT_TRUE(graph
+                  .ForEachNodeName(2,
+                                   [&](uint32_t offset, std::string_view n) {
+                                     EXPECT_EQ(offset, names.size());
+                                     names.emplace_back(n);
+                                     return absl::OkStatus();
+                                   })
+                  .ok());
+  EXPECT_EQ(names, std::vector<std::string>(expected_.names.begin() + 7,
+                                            expected_.names.end()));
+}
+
+TEST(GraphIntegerIdsTest, LookupIntegerNames) {
+  TempDir tmp;
+  const std::string out = tmp.Sub("g");
+  TestGraphOptions o;
+  o.integer_ids = true;
+  o.partition_sizes = {3, 0, 4};  // an empty partition in the middle
+  ExpectedGraph e = BuildTestGraph(out, o);
+  auto g = Graph::Open(out);
+  ASSERT_TRUE(g.ok()) << g.status();
+  for (uint64_t gid = 0; gid < e.names.size(); ++gid) {
+    absl::StatusOr<NodeRef> ref = (*g)->LookupNode(e.names[gid]);
+    ASSERT_TRUE(ref.ok()) << e.names[gid] << ": " << ref.status();
+    EXPECT_EQ((*g)->GlobalId(*ref), gid);
+    EXPECT_EQ(*(*g)->NodeName(*ref), e.names[gid]);
+  }
+  EXPECT_EQ(*(*g)->NodeFromGlobalId(3), (NodeRef{2, 0}));
+  // Non-canonical spelling of an integer finds the same node.
+  EXPECT_EQ((*g)->GlobalId(*(*g)->LookupNode("0" + e.names[1])), 1u);
+  EXPECT_EQ((*g)->LookupNode("1001").status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ((*g)->LookupNode("abc").status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ((*g)->LookupNode("-5").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(GraphTest, TableRoundTripMultiChunk) {
+  std::unique_ptr<Graph> g = OpenRw();
+  ASSERT_NE(g, nullptr);
+  // 4 MiB chunks of width 256 hold 4096 rows; 10000 rows make 3 chunks.
+  const uint64_t rows = 10000;
+  const uint32_t width = 256;
+  std::vector<float> emb = RandomRows(rows, width, 1);
+  std::vector<float> opt = RandomRows(rows, width, 2);
+  ASSERT_TRUE(g->WriteTable(Table::kEmbeddings, 1, 5, emb.data(), rows, width)
+                  .ok());
+  ASSERT_TRUE(
+      g->WriteTable(Table::kOptimizer, 1, 5, opt.data(), rows, width).ok());
+  std::vector<float> got(rows * width);
+  ASSERT_TRUE(
+      g->ReadTable(Table::kEmbeddings, 1, 5, got.data(), rows, width).ok());
+  EXPECT_EQ(got, emb);
+  ASSERT_TRUE(
+      g->ReadTable(Table::kOptimizer, 1, 5, got.data(), rows, width).ok());
+  EXPECT_EQ(got, opt);
+
+  // Shape mismatch, absent version, other partition, other table version.
+  absl::Status s =
+      g->ReadTable(Table::kEmbeddings, 1, 5, got.data(), rows - 1, width);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_EQ(g->ReadTable(Table::kEmbeddings, 1, 5, got.data(), rows, 128)
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  s = g->ReadTable(Table::kEmbeddings, 1, 6, got.data(), rows, width);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(s.message().find("version 6"), std::string::npos) << s;
+  EXPECT_EQ(g->ReadTable(Table::kEmbeddings, 0, 5, got.data(), rows, width)
+                .code(),
+            absl::StatusCode::kNotFound);
+
+  // Rewriting a version with a smaller shape replaces it entirely.
+  std::vector<float> small = RandomRows(10, 4, 3);
+  ASSERT_TRUE(
+      g->WriteTable(Table::kEmbeddings, 1, 5, small.data(), 10, 4).ok());
+  std::vector<float> small_got(40);
+  ASSERT_TRUE(
+      g->ReadTable(Table::kEmbeddings, 1, 5, small_got.data(), 10, 4).ok());
+  EXPECT_EQ(small_got, small);
+
+  ASSERT_TRUE(g->DeleteTableVersion(Table::kEmbeddings, 1, 5).ok());
+  EXPECT_EQ(g->ReadTable(Table::kEmbeddings, 1, 5, small_got.data(), 10, 4)
+                .code(),
+            absl::StatusCode::kNotFound);
+  // The optimizer table of the same version is untouched.
+  ASSERT_TRUE(
+      g->ReadTable(Table::kOptimizer, 1, 5, got.data(), rows, width).ok());
+}
+
+TEST_F(GraphTest, EmptyTable) {
+  std::unique_ptr<Graph> g = OpenRw();
+  ASSERT_NE(g, nullptr);
+  ASSERT_TRUE(g->WriteTable(Table::kEmbeddings, 0, 1, nullptr, 0, 8).ok());
+  EXPECT_TRUE(g->ReadTable(Table::kEmbeddings, 0, 1, nullptr, 0, 8).ok());
+  float x;
+  EXPECT_EQ(g->ReadTable(Table::kEmbeddings, 0, 1, &x, 1, 8).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(g->WriteTable(Table::kEmbeddings, 0, 1, &x, 1, 0).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(GraphTest, SyncTablesThenReopen) {
+  const uint64_t rows = 3000;
+  const uint32_t width = 100;
+  std::vector<float> emb = RandomRows(rows, width, 4);
+  {
+    std::unique_ptr<Graph> g = OpenRw();
+    ASSERT_NE(g, nullptr);
+    for (uint32_t p = 0; p < 3; ++p) {
+      ASSERT_TRUE(g->WriteTable(Table::kEmbeddings, p, 1, emb.data(), rows,
+                                width)
+                      .ok());
+    }
+    ASSERT_TRUE(g->SyncTables().ok());
+    Manifest m = g->manifest();
+    m.training.checkpoint_version = 1;
+    m.training.epochs_done = 1;
+    m.training.dim = width;
+    ASSERT_TRUE(g->CommitManifest(m).ok());
+    EXPECT_EQ(g->manifest().training.checkpoint_version, 1u);
+    Manifest bad = m;
+    bad.partition_sizes = {5, 2, 5};
+    EXPECT_EQ(g->CommitManifest(bad).code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+  auto g = Graph::Open(dir());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ((*g)->manifest().training.checkpoint_version, 1u);
+  EXPECT_EQ((*g)->manifest().training.dim, width);
+  std::vector<float> got(rows * width);
+  for (uint32_t p = 0; p < 3; ++p) {
+    ASSERT_TRUE((*g)->ReadTable(Table::kEmbeddings, p, 1, got.data(), rows,
+                                width)
+                    .ok());
+    EXPECT_EQ(got, emb);
+  }
+  EXPECT_GT((*g)->ShardBytesOnDisk(0), rows * width * sizeof(float));
+  EXPECT_EQ((*g)->ShardBytesOnDisk(99), 0u);
+}
+
+TEST_F(GraphTest, TablesSurviveCloseWithoutSync) {
+  std::vector<float> emb = RandomRows(50, 8, 5);
+  {
+    std::unique_ptr<Graph> g = OpenRw();
+    ASSERT_NE(g, nullptr);
+    ASSERT_TRUE(
+        g->WriteTable(Table::kOptimizer, 2, 3, emb.data(), 50, 8).ok());
+  }
+  auto g = Graph::Open(dir());
+  ASSERT_TRUE(g.ok());
+  std::vector<float> got(50 * 8);
+  ASSERT_TRUE(
+      (*g)->ReadTable(Table::kOptimizer, 2, 3, got.data(), 50, 8).ok());
+  EXPECT_EQ(got, emb);
+}
+
+}  // namespace
+}  // namespace ember

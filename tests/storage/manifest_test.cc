@@ -1,0 +1,244 @@
+#include "storage/manifest.h"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/storage/test_graph.h"
+
+namespace ember {
+namespace {
+
+using ::ember::testing::TempDir;
+
+Manifest SampleManifest() {
+  Manifest m;
+  m.num_nodes = 10;
+  m.num_partitions = 2;
+  m.partition_sizes = {6, 4};
+  m.relations = {"a", "b", "c"};
+  m.edges.train = 7;
+  m.edges.valid = 2;
+  m.edges.test = 1;
+  m.train_bucket_edges = {1, 2, 3, 1};
+  m.partitioner = "degree";
+  m.seed = 0xfedcba9876543210ull;
+  m.integer_ids = true;
+  m.num_features = 33;
+  m.degree = DegreeStats{1, 9, 2.5, 2, 8, 8};
+  m.training.checkpoint_version = 4;
+  m.training.epochs_done = 3;
+  m.training.dim = 64;
+  m.training.state_json = R"({"lr":0.1,"rng":[1,2,3]})";
+  return m;
+}
+
+void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
+
+TEST(ManifestTest, RoundTrip) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("MANIFEST.json");
+  const Manifest m = SampleManifest();
+  ASSERT_TRUE(WriteManifestAtomic(path, m).ok());
+  absl::StatusOr<Manifest> r = ReadManifest(path);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->format_version, Manifest::kFormatVersion);
+  EXPECT_EQ(r->num_nodes, m.num_nodes);
+  EXPECT_EQ(r->num_partitions, m.num_partitions);
+  EXPECT_EQ(r->partition_sizes, m.partition_sizes);
+  EXPECT_EQ(r->relations, m.relations);
+  EXPECT_EQ(r->edges.train, 7u);
+  EXPECT_EQ(r->edges.valid, 2u);
+  EXPECT_EQ(r->edges.test, 1u);
+  EXPECT_EQ(r->train_bucket_edges, m.train_bucket_edges);
+  EXPECT_EQ(r->partitioner, "degree");
+  EXPECT_EQ(r->seed, m.seed);
+  EXPECT_TRUE(r->integer_ids);
+  EXPECT_EQ(r->num_features, 33u);
+  EXPECT_EQ(r->degree.max, 9u);
+  EXPECT_DOUBLE_EQ(r->degree.mean, 2.5);
+  EXPECT_EQ(r->degree.p99, 8u);
+  EXPECT_EQ(r->training.checkpoint_version, 4u);
+  EXPECT_EQ(r->training.epochs_done, 3u);
+  EXPECT_EQ(r->training.dim, 64u);
+  EXPECT_EQ(nlohmann::json::parse(r->training.state_json),
+            nlohmann::json::parse(m.training.state_json));
+}
+
+TEST(ManifestTest, JsonUsesStructFieldNames) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("MANIFEST.json");
+  ASSERT_TRUE(WriteManifestAtomic(path, SampleManifest()).ok());
+  std::ifstream in(path);
+  nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["format_version"], 1);
+  EXPECT_EQ(j["num_nodes"], 10);
+  EXPECT_EQ(j["edges"]["train"], 7);
+  EXPECT_EQ(j["train_bucket_edges"].size(), 4u);
+  EXPECT_EQ(j["degree"]["p90"], 8);
+  EXPECT_EQ(j["training"]["state"]["lr"], 0.1);  // embedded, not a string
+  EXPECT_EQ(j["training"]["checkpoint_version"], 4);
+}
+
+TEST(ManifestTest, AtomicWriteLeavesNoTempFileAndReplaces) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("MANIFEST.json");
+  Manifest m = SampleManifest();
+  ASSERT_TRUE(WriteManifestAtomic(path, m).ok());
+  m.training.epochs_done = 9;
+  ASSERT_TRUE(WriteManifestAtomic(path, m).ok());
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(tmp.path())) {
+    EXPECT_EQ(e.path().filename(), "MANIFEST.json");
+    ++files;
+  }
+  EXPECT_EQ(files, 1);
+  EXPECT_EQ(ReadManifest(path)->training.epochs_done, 9u);
+}
+
+TEST(ManifestTest, InconsistentManifestIsNotWritten) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("MANIFEST.json");
+  Manifest m = SampleManifest();
+  m.partition_sizes = {6, 5};
+  absl::Status s = WriteManifestAtomic(path, m);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(std::filesystem::exists(path));
+  m = SampleManifest();
+  m.training.state_json = "{not json";
+  EXPECT_FALSE(WriteManifestAtomic(path, m).ok());
+}
+
+TEST(ManifestTest, Validate) {
+  EXPECT_TRUE(SampleManifest().Validate().ok());
+  Manifest m = SampleManifest();
+  m.partition_sizes = {10};
+  EXPECT_FALSE(m.Validate().ok());
+  m = SampleManifest();
+  m.num_nodes = 11;
+  EXPECT_FALSE(m.Validate().ok());
+  m = SampleManifest();
+  m.train_bucket_edges = {1, 2, 3};
+  EXPECT_FALSE(m.Validate().ok());
+  m = SampleManifest();
+  m.train_bucket_edges = {1, 2, 3, 2};  // sums to 8, edges.train is 7
+  EXPECT_FALSE(m.Validate().ok());
+  m = SampleManifest();
+  m.train_bucket_edges.clear();  // unknown is fine
+  EXPECT_TRUE(m.Validate().ok());
+  m = SampleManifest();
+  m.num_partitions = 0;
+  m.partition_sizes.clear();
+  EXPECT_FALSE(m.Validate().ok());
+  m = SampleManifest();
+  m.partition_sizes = {10, 0};
+  m.num_nodes = 10;
+  EXPECT_TRUE(m.Validate().ok());
+}
+
+TEST(ManifestTest, PartitionBase) {
+  Manifest m;
+  m.num_partitions = 3;
+  m.partition_sizes = {5, 0, 7};
+  EXPECT_EQ(m.PartitionBase(0), 0u);
+  EXPECT_EQ(m.PartitionBase(1), 5u);
+  EXPECT_EQ(m.PartitionBase(2), 5u);
+  EXPECT_EQ(m.PartitionBase(3), 12u);
+}
+
+TEST(ManifestTest, SplitCountsIndexing) {
+  SplitCounts c;
+  c[Split::kTrain] = 3;
+  c[Split::kValid] = 2;
+  c[Split::kTest] = 1;
+  EXPECT_EQ(c.train, 3u);
+  EXPECT_EQ(c.valid, 2u);
+  EXPECT_EQ(c.test, 1u);
+  EXPECT_EQ(c.total(), 6u);
+  const SplitCounts& cc = c;
+  EXPECT_EQ(cc[Split::kValid], 2u);
+}
+
+TEST(ManifestTest, MissingFileIsNotFound) {
+  TempDir tmp;
+  absl::StatusOr<Manifest> r = ReadManifest(tmp.Sub("nope.json"));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(r.status().message().find("nope.json"), std::string::npos);
+}
+
+struct BadCase {
+  const char* name;
+  const char* text;
+  const char* expect;  // substring of the message
+};
+
+TEST(ManifestTest, BadManifestsNameFileAndProblem) {
+  const BadCase cases[] = {
+      {"bad_json", "{\"num_nodes\": ", "bad JSON"},
+      {"not_object", "[1,2]", "object"},
+      {"no_version", R"({"num_nodes": 1})", "format_version"},
+      {"future_version", R"({"format_version": 99})",
+       "unsupported format_version 99"},
+      {"missing_nodes",
+       R"({"format_version":1,"num_partitions":1,"partition_sizes":[1],
+           "relations":[],"edges":{"train":0,"valid":0,"test":0}})",
+       "'num_nodes' is missing"},
+      {"missing_split",
+       R"({"format_version":1,"num_nodes":1,"num_partitions":1,
+           "partition_sizes":[1],"relations":[],"edges":{"train":0,"valid":0}})",
+       "'edges.test' is missing"},
+      {"wrong_type",
+       R"({"format_version":1,"num_nodes":"many","num_partitions":1,
+           "partition_sizes":[1],"relations":[],
+           "edges":{"train":0,"valid":0,"test":0}})",
+       "'num_nodes' must be a non-negative integer"},
+      {"negative",
+       R"({"format_version":1,"num_nodes":1,"num_partitions":1,
+           "partition_sizes":[-1],"relations":[],
+           "edges":{"train":0,"valid":0,"test":0}})",
+       "partition_sizes[0]"},
+      {"inconsistent",
+       R"({"format_version":1,"num_nodes":5,"num_partitions":2,
+           "partition_sizes":[1,2],"relations":[],
+           "edges":{"train":0,"valid":0,"test":0}})",
+       "sum to 3"},
+      {"bad_state",
+       R"({"format_version":1,"num_nodes":1,"num_partitions":1,
+           "partition_sizes":[1],"relations":["r"],
+           "edges":{"train":0,"valid":0,"test":0},
+           "training":{"state":"x"}})",
+       "'training.state' must be an object"},
+  };
+  TempDir tmp;
+  for (const BadCase& c : cases) {
+    const std::string path = tmp.Sub(std::string(c.name) + ".json");
+    WriteText(path, c.text);
+    absl::StatusOr<Manifest> r = ReadManifest(path);
+    ASSERT_FALSE(r.ok()) << c.name;
+    const std::string message(r.status().message());
+    EXPECT_NE(message.find(path), std::string::npos) << c.name << ": "
+                                                     << message;
+    EXPECT_NE(message.find(c.expect), std::string::npos)
+        << c.name << ": " << message;
+  }
+}
+
+TEST(ManifestTest, MinimalManifestGetsDefaults) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("m.json");
+  WriteText(path, R"({"format_version":1,"num_nodes":3,"num_partitions":1,
+      "partition_sizes":[3],"relations":["r"],
+      "edges":{"train":2,"valid":0,"test":0}})");
+  absl::StatusOr<Manifest> r = ReadManifest(path);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->partitioner, "hash");
+  EXPECT_TRUE(r->train_bucket_edges.empty());
+  EXPECT_EQ(r->training.state_json, "{}");
+}
+
+}  // namespace
+}  // namespace ember
