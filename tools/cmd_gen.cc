@@ -82,8 +82,7 @@ absl::Status RunGen(const std::vector<std::string>& args) {
     o.mixing = absl::GetFlag(FLAGS_mixing);
     o.seed = absl::GetFlag(FLAGS_seed);
     const std::string labels = absl::GetFlag(FLAGS_labels_out);
-    if (absl::Status s = gen::GenerateSbm(o, output, labels, &stats);
-        !s.ok()) {
+    if (absl::Status s = gen::GenerateSbm(o, output, labels, &stats); !s.ok()) {
       return s;
     }
     if (absl::GetFlag(FLAGS_json)) PrintJson("sbm", output, stats, labels);

@@ -23,8 +23,9 @@ namespace ember::tools::gen {
 namespace {
 
 absl::Status OsError(const char* what, const std::string& path, int err) {
-  return absl::Status(absl::ErrnoToStatusCode(err),
-                      absl::StrCat(what, " '", path, "': ", std::strerror(err)));
+  return absl::Status(
+      absl::ErrnoToStatusCode(err),
+      absl::StrCat(what, " '", path, "': ", std::strerror(err)));
 }
 
 bool PathExists(const std::string& path) {
@@ -76,9 +77,8 @@ absl::StatusOr<std::unique_ptr<GenOutputFile>> GenOutputFile::Create(
   std::string tmp = absl::StrCat(path, ".tmp-", ::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return OsError("cannot create", tmp, errno);
-  return std::unique_ptr<GenOutputFile>(
-      new GenOutputFile(path, std::move(tmp), fd, overwrite,
-                        IsGzipPath(path) ? gzip_level : -1));
+  return std::unique_ptr<GenOutputFile>(new GenOutputFile(
+      path, std::move(tmp), fd, overwrite, IsGzipPath(path) ? gzip_level : -1));
 }
 
 GenOutputFile::GenOutputFile(std::string path, std::string tmp_path, int fd,
@@ -94,24 +94,21 @@ GenOutputFile::~GenOutputFile() {
   if (!committed_) ::unlink(tmp_path_.c_str());
 }
 
-absl::Status GenOutputFile::Encode(std::string_view text,
-                                   std::string* bytes) const {
-  bytes->clear();
-  if (gzip_level_ < 0) {
-    bytes->assign(text);
-    return absl::OkStatus();
-  }
+absl::Status GenOutputFile::Encode(std::string* chunk) const {
+  if (gzip_level_ < 0) return absl::OkStatus();
+  const std::string_view text = *chunk;
+  std::string out;
   z_stream zs;
   std::memset(&zs, 0, sizeof(zs));
   // windowBits 15 + 16: a gzip (not zlib) wrapper; each chunk is one member.
   if (deflateInit2(&zs, gzip_level_, Z_DEFLATED, 15 + 16, 8,
                    Z_DEFAULT_STRATEGY) != Z_OK) {
-    return absl::InternalError(absl::StrCat("deflateInit2 failed for '",
-                                            path_, "'"));
+    return absl::InternalError(
+        absl::StrCat("deflateInit2 failed for '", path_, "'"));
   }
-  bytes->resize(deflateBound(&zs, text.size()) + 64);
-  zs.next_out = reinterpret_cast<Bytef*>(bytes->data());
-  zs.avail_out = static_cast<uInt>(bytes->size());
+  out.resize(deflateBound(&zs, text.size()) + 64);
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
   size_t fed = 0;
   int rc = Z_OK;
   while (rc == Z_OK) {
@@ -123,21 +120,21 @@ absl::Status GenOutputFile::Encode(std::string_view text,
       fed += n;
     }
     if (zs.avail_out == 0) {  // deflateBound should make this unreachable
-      const size_t used = bytes->size();
-      bytes->resize(used * 2);
-      zs.next_out = reinterpret_cast<Bytef*>(bytes->data() + used);
-      zs.avail_out = static_cast<uInt>(bytes->size() - used);
+      const size_t used = out.size();
+      out.resize(used * 2);
+      zs.next_out = reinterpret_cast<Bytef*>(out.data() + used);
+      zs.avail_out = static_cast<uInt>(out.size() - used);
     }
     rc = deflate(&zs, fed == text.size() ? Z_FINISH : Z_NO_FLUSH);
   }
-  const size_t produced = reinterpret_cast<char*>(zs.next_out) - bytes->data();
+  const size_t produced = reinterpret_cast<char*>(zs.next_out) - out.data();
   deflateEnd(&zs);
   if (rc != Z_STREAM_END) {
-    return absl::InternalError(
-        absl::StrCat("gzip compression failed for '", path_, "' (rc ", rc,
-                     ")"));
+    return absl::InternalError(absl::StrCat("gzip compression failed for '",
+                                            path_, "' (rc ", rc, ")"));
   }
-  bytes->resize(produced);
+  out.resize(produced);
+  chunk->swap(out);
   return absl::OkStatus();
 }
 
@@ -176,14 +173,15 @@ absl::Status GenOutputFile::Commit() {
     if (::link(tmp_path_.c_str(), path_.c_str()) == 0) {
       ::unlink(tmp_path_.c_str());
     } else if (errno == EEXIST) {
-      return absl::AlreadyExistsError(absl::StrCat(
-          "output '", path_, "' already exists; pass --overwrite to replace it"));
+      return absl::AlreadyExistsError(
+          absl::StrCat("output '", path_,
+                       "' already exists; pass --overwrite to replace it"));
     } else {
       // Filesystems without hard links: check, then rename.
       if (PathExists(path_)) {
-        return absl::AlreadyExistsError(absl::StrCat(
-            "output '", path_,
-            "' already exists; pass --overwrite to replace it"));
+        return absl::AlreadyExistsError(
+            absl::StrCat("output '", path_,
+                         "' already exists; pass --overwrite to replace it"));
       }
       if (::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
         return OsError("cannot rename temporary to", path_, errno);
@@ -195,15 +193,13 @@ absl::Status GenOutputFile::Commit() {
 }
 
 absl::Status WriteChunksInOrder(
-    uint64_t num_chunks, const ChunkTextFn& produce,
+    uint64_t num_chunks, uint64_t total_items, const ChunkTextFn& produce,
     const std::function<uint64_t(uint64_t)>& items_per_chunk,
     const GenOutputOptions& options, std::string_view label,
     std::string_view unit, GenOutputFile* out) {
   const int threads = options.threads > 0
                           ? options.threads
                           : tbb::this_task_arena::max_concurrency();
-  uint64_t total_items = 0;
-  for (uint64_t i = 0; i < num_chunks; ++i) total_items += items_per_chunk(i);
 
   // One token per chunk in flight: bounds memory to ~2 chunks per thread.
   struct Token {
@@ -245,14 +241,13 @@ absl::Status WriteChunksInOrder(
               t->index = next_chunk++;
               return t;
             }) &
-            tbb::make_filter<Token*, Token*>(
-                tbb::filter_mode::parallel,
-                [&](Token* t) -> Token* {
-                  std::string text;
-                  produce(t->index, &text);
-                  t->status = out->Encode(text, &t->bytes);
-                  return t;
-                }) &
+            tbb::make_filter<Token*, Token*>(tbb::filter_mode::parallel,
+                                             [&](Token* t) -> Token* {
+                                               produce(t->index, &t->bytes);
+                                               t->status =
+                                                   out->Encode(&t->bytes);
+                                               return t;
+                                             }) &
             tbb::make_filter<Token*, void>(
                 tbb::filter_mode::serial_in_order, [&](Token* t) {
                   std::unique_ptr<Token> owned(t);

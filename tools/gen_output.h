@@ -68,9 +68,10 @@ class GenOutputFile {
   GenOutputFile& operator=(const GenOutputFile&) = delete;
   ~GenOutputFile();
 
-  // Turns a chunk of text into the bytes to Write(): the text itself, or one
-  // complete gzip member for a ".gz" path. Pure and thread-safe.
-  absl::Status Encode(std::string_view text, std::string* bytes) const;
+  // Replaces the chunk of text in `*chunk` with the bytes to Write(): the
+  // text itself (untouched, no copy), or one complete gzip member for a
+  // ".gz" path. Pure and thread-safe.
+  absl::Status Encode(std::string* chunk) const;
 
   // Appends encoded bytes to the temporary file.
   absl::Status Write(std::string_view bytes);
@@ -83,8 +84,8 @@ class GenOutputFile {
   uint64_t bytes_written() const { return bytes_written_; }
 
  private:
-  GenOutputFile(std::string path, std::string tmp_path, int fd,
-                bool overwrite, int gzip_level);
+  GenOutputFile(std::string path, std::string tmp_path, int fd, bool overwrite,
+                int gzip_level);
 
   std::string path_;
   std::string tmp_path_;
@@ -100,11 +101,12 @@ class GenOutputFile {
 using ChunkTextFn = std::function<void(uint64_t index, std::string* text)>;
 
 // Generates chunks [0, num_chunks) in parallel on `options.threads` threads
-// (a bounded number in flight), encodes them, and writes them to `out` in
-// index order. `items_per_chunk(i)` counts chunk i's items (edges) for the
-// progress line, which reads "<label>: <done>/<total> <unit> (<rate>/s)".
+// (at most 2 chunks per thread in flight), encodes them, and writes them to
+// `out` in index order. `items_per_chunk(i)` counts chunk i's items (edges)
+// and `total_items` their sum, for the progress line, which reads
+// "<label>: <done>/<total> <unit> (<rate>/s)". Stops at the first error.
 absl::Status WriteChunksInOrder(
-    uint64_t num_chunks, const ChunkTextFn& produce,
+    uint64_t num_chunks, uint64_t total_items, const ChunkTextFn& produce,
     const std::function<uint64_t(uint64_t)>& items_per_chunk,
     const GenOutputOptions& options, std::string_view label,
     std::string_view unit, GenOutputFile* out);

@@ -54,8 +54,8 @@ class Xoshiro256 {
   // A value in [0, n) (Lemire's multiply-shift; bias below n / 2^64).
   // REQUIRES: n > 0.
   uint64_t Below(uint64_t n) {
-    return static_cast<uint64_t>(
-        (static_cast<unsigned __int128>(Next()) * n) >> 64);
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * n) >>
+                                 64);
   }
 
   // A double in [0, 1) with 53 random bits.

@@ -82,18 +82,18 @@ void ForEachRmatEdge(const RmatOptions& options, uint64_t chunk_index,
 
 absl::Status RmatOptions::Validate() const {
   if (scale < 1 || scale > kMaxScale) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--scale must be in [1, ", kMaxScale, "], got ", scale));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--scale must be in [1, ", kMaxScale, "], got ", scale));
   }
   if (edge_factor < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("--edge-factor must be >= 1, got ", edge_factor));
   }
   if (edge_factor > (kMaxEdges >> scale)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--edge-factor ", edge_factor, " at --scale ", scale,
-        " exceeds the limit of 2^48 edges (max edge factor ",
-        kMaxEdges >> scale, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--edge-factor ", edge_factor, " at --scale ", scale,
+                     " exceeds the limit of 2^48 edges (max edge factor ",
+                     kMaxEdges >> scale, ")"));
   }
   if (relations < 1 || relations > kMaxRelations) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -112,8 +112,7 @@ absl::Status RmatOptions::Validate() const {
   }
   if (chunk_edges < 1 || chunk_edges > kMaxChunkEdges) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "chunk_edges must be in [1, ", kMaxChunkEdges, "], got ",
-        chunk_edges));
+        "chunk_edges must be in [1, ", kMaxChunkEdges, "], got ", chunk_edges));
   }
   return absl::OkStatus();
 }
@@ -176,7 +175,7 @@ absl::Status GenerateRmat(const RmatOptions& options,
   if (!file.ok()) return file.status();
 
   absl::Status s = WriteChunksInOrder(
-      options.num_chunks(),
+      options.num_chunks(), options.num_edges(),
       [&options](uint64_t i, std::string* text) {
         AppendRmatChunkText(options, i, text);
       },

@@ -29,8 +29,7 @@ int DecimalDigits(uint64_t v) {
 
 // Calls fn(src, dst) for each edge of chunk `chunk_index`, in order.
 template <typename Fn>
-void ForEachSbmEdge(const SbmOptions& options, uint64_t chunk_index,
-                    Fn&& fn) {
+void ForEachSbmEdge(const SbmOptions& options, uint64_t chunk_index, Fn&& fn) {
   const uint64_t n = options.nodes;
   const uint64_t k = options.blocks;
   const uint64_t full_rows = n / k;  // node i sits in row i / k, column i % k
@@ -39,8 +38,7 @@ void ForEachSbmEdge(const SbmOptions& options, uint64_t chunk_index,
   // always pick inter-block, so it is handled by a flag, not the threshold.
   const bool always_inter = options.mixing >= 1.0;
   const uint64_t inter_threshold =
-      always_inter ? 0
-                   : static_cast<uint64_t>(std::ldexp(options.mixing, 64));
+      always_inter ? 0 : static_cast<uint64_t>(std::ldexp(options.mixing, 64));
   Xoshiro256 rng(StreamKey(options.seed, kEdgeStream, chunk_index));
 
   const uint64_t count = options.chunk_size(chunk_index);
@@ -91,9 +89,10 @@ absl::Status SbmOptions::Validate() const {
   }
   if (mixing < 1 && nodes / blocks < 2) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--mixing ", mixing, " < 1 needs at least 2 nodes per block, but "
-        "--nodes=", nodes, " / --blocks=", blocks, " leaves blocks of ",
-        nodes / blocks));
+        "--mixing ", mixing,
+        " < 1 needs at least 2 nodes per block, but "
+        "--nodes=",
+        nodes, " / --blocks=", blocks, " leaves blocks of ", nodes / blocks));
   }
   if (!(avg_degree > 0) || !std::isfinite(avg_degree)) {
     return absl::InvalidArgumentError(
@@ -105,14 +104,13 @@ absl::Status SbmOptions::Validate() const {
         "--nodes * --avg-degree / 2 exceeds the limit of 2^48 edges"));
   }
   if (num_edges() < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--nodes=", nodes, " and --avg-degree=", avg_degree,
-        " give no edges (round(N * D / 2) = 0)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--nodes=", nodes, " and --avg-degree=", avg_degree,
+                     " give no edges (round(N * D / 2) = 0)"));
   }
   if (chunk_edges < 1 || chunk_edges > kMaxChunkEdges) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "chunk_edges must be in [1, ", kMaxChunkEdges, "], got ",
-        chunk_edges));
+        "chunk_edges must be in [1, ", kMaxChunkEdges, "], got ", chunk_edges));
   }
   return absl::OkStatus();
 }
@@ -175,7 +173,7 @@ absl::Status GenerateSbm(const SbmOptions& options,
   if (!labels.ok()) return labels.status();
 
   absl::Status s = WriteChunksInOrder(
-      options.num_chunks(),
+      options.num_chunks(), options.num_edges(),
       [&options](uint64_t i, std::string* text) {
         AppendSbmChunkText(options, i, text);
       },
@@ -192,7 +190,7 @@ absl::Status GenerateSbm(const SbmOptions& options,
   label_output.path = labels_path;
   label_output.progress = false;  // fast next to the edges; no second meter
   s = WriteChunksInOrder(
-      label_chunks,
+      label_chunks, n,
       [&options, &labels_in](uint64_t i, std::string* text) {
         const uint64_t begin = i * kLabelsPerChunk;
         const uint64_t count = labels_in(i);

@@ -42,9 +42,7 @@ class TempDir {
     for (const std::string& f : Files()) ::unlink((path_ + "/" + f).c_str());
     ::rmdir(path_.c_str());
   }
-  std::string File(const std::string& name) const {
-    return path_ + "/" + name;
-  }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
   std::vector<std::string> Files() const {
     std::vector<std::string> out;
     if (DIR* dir = ::opendir(path_.c_str())) {
@@ -107,7 +105,7 @@ std::vector<std::vector<std::string>> SplitLines(const std::string& text) {
 RmatOptions SmallRmat() {
   RmatOptions o;
   o.scale = 10;
-  o.edge_factor = 8;  // 8192 edges
+  o.edge_factor = 8;     // 8192 edges
   o.chunk_edges = 1000;  // 9 chunks, the last one short
   o.seed = 42;
   return o;
@@ -197,8 +195,7 @@ TEST(RmatTest, DegreeIsSkewed) {
   const uint64_t max = *std::max_element(degree.begin(), degree.end());
   EXPECT_GT(static_cast<double>(max), 10 * mean) << "max degree " << max;
   // Scrambling spreads the hubs: the top-degree node is not id 0.
-  EXPECT_NE(std::max_element(degree.begin(), degree.end()) - degree.begin(),
-            0);
+  EXPECT_NE(std::max_element(degree.begin(), degree.end()) - degree.begin(), 0);
 }
 
 TEST(RmatTest, QuadrantFrequenciesMatchProbabilities) {
@@ -222,8 +219,7 @@ TEST(RmatTest, QuadrantFrequenciesMatchProbabilities) {
     EXPECT_NEAR(static_cast<double>(count[q]) / edges.size(), expected[q],
                 0.005)
         << "top-level quadrant " << q;
-    EXPECT_NEAR(static_cast<double>(level_count[q]) /
-                    (edges.size() * o.scale),
+    EXPECT_NEAR(static_cast<double>(level_count[q]) / (edges.size() * o.scale),
                 expected[q], 0.002)
         << "all-levels quadrant " << q;
   }
@@ -477,16 +473,16 @@ TEST(SbmTest, FilesDeterministicThreadIndependentAndLabelled) {
   TempDir dir;
   const SbmOptions o = SmallSbm();
   GenStats stats;
-  ASSERT_TRUE(GenerateSbm(o, Out(dir.File("a.tsv"), 1), dir.File("a.labels"),
-                          &stats)
-                  .ok());
+  ASSERT_TRUE(
+      GenerateSbm(o, Out(dir.File("a.tsv"), 1), dir.File("a.labels"), &stats)
+          .ok());
   EXPECT_EQ(stats.edges, 20030u);
   ASSERT_TRUE(
       GenerateSbm(o, Out(dir.File("b.tsv"), 2), dir.File("b.labels")).ok());
   SbmOptions other = o;
   other.seed = 6;
-  ASSERT_TRUE(GenerateSbm(other, Out(dir.File("c.tsv")), dir.File("c.labels"))
-                  .ok());
+  ASSERT_TRUE(
+      GenerateSbm(other, Out(dir.File("c.tsv")), dir.File("c.labels")).ok());
   const std::string a = ReadFile(dir.File("a.tsv"));
   EXPECT_EQ(a, ReadFile(dir.File("b.tsv")));
   EXPECT_NE(a, ReadFile(dir.File("c.tsv")));
@@ -583,9 +579,13 @@ int RunCommand(const std::string& cmd) {
 TEST(GenCliTest, RmatAndSbmSmoke) {
   TempDir dir;
   const std::string bin = EMBER_BINARY;
+  ASSERT_EQ(::access(bin.c_str(), X_OK), 0)
+      << bin << " is missing: build the `ember` target before tools_test";
   const std::string out = dir.File("cli.tsv");
-  ASSERT_EQ(RunCommand(bin + " gen rmat --scale 6 --edge_factor 2 --seed 1 "
-                             "--threads 2 --quiet --out " + out),
+  ASSERT_EQ(RunCommand(bin +
+                       " gen rmat --scale 6 --edge_factor 2 --seed 1 "
+                       "--threads 2 --quiet --out " +
+                       out),
             0);
   RmatOptions o;
   o.scale = 6;
@@ -599,10 +599,12 @@ TEST(GenCliTest, RmatAndSbmSmoke) {
             0);
   EXPECT_EQ(ReadFile(out), ReadFile(dir.File("lib.tsv")));
 
-  ASSERT_EQ(RunCommand(bin + " gen sbm --nodes 100 --blocks 4 --avg_degree 6 "
-                             "--mixing 0.1 --quiet --out " + dir.File("s.tsv") +
-                             " --labels_out " + dir.File("s.labels")),
-            0);
+  ASSERT_EQ(
+      RunCommand(bin +
+                 " gen sbm --nodes 100 --blocks 4 --avg_degree 6 "
+                 "--mixing 0.1 --quiet --out " +
+                 dir.File("s.tsv") + " --labels_out " + dir.File("s.labels")),
+      0);
   EXPECT_EQ(SplitLines(ReadFile(dir.File("s.tsv"))).size(), 300u);
   EXPECT_EQ(SplitLines(ReadFile(dir.File("s.labels"))).size(), 100u);
   EXPECT_NE(RunCommand(bin + " gen nosuch --quiet --out " + dir.File("n") +
