@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <utility>
 
 #include "storage/status_macros.h"
@@ -27,11 +27,11 @@ inline void GemmNT(int m, int n, int k, const float* x, const float* y,
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x, k, y,
               k, beta, c, n);
 }
-// C (m × n) = X (m × k) · Y (k × n) + beta · C, with X's row stride ldx.
-inline void GemmNN(int m, int n, int k, const float* x, int ldx,
-                   const float* y, float beta, float* c) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, x, ldx,
-              y, n, beta, c, n);
+// C (m × n) = X (m × k) · Y (k × n) + beta · C, all compact.
+inline void GemmNN(int m, int n, int k, const float* x, const float* y,
+                   float beta, float* c) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, x, k, y,
+              n, beta, c, n);
 }
 // C (m × n) = Xᵀ · Y + beta · C, X is k × m (row stride m), Y is k × n.
 inline void GemmTN(int m, int n, int k, const float* x, const float* y,
@@ -45,42 +45,48 @@ inline void GemmTN(int m, int n, int k, const float* x, const float* y,
 // also used as scratch, so it is written even when only the loss is wanted).
 template <Loss kLoss>
 float RowLoss(const float* s, int n, int pos_col, float margin, float* g) {
+  using vec::F8;
   const float pos = s[pos_col];
   if constexpr (kLoss == Loss::kSoftmax) {
     const float m = vec::Max(s, n);
-    for (int j = 0; j < n; ++j) g[j] = vec::Exp(s[j] - m);
-    const float z = vec::Sum(g, n);
+    const float z = vec::MapSum(
+        n, g, [m](F8 x) { return vec::Exp(x - m); }, s);
     const float inv_z = 1.0f / z;
-    for (int j = 0; j < n; ++j) g[j] *= inv_z;
+    vec::Map(
+        n, g, [inv_z](F8 x) { return x * inv_z; }, g);
     g[pos_col] -= 1.0f;
     return std::log(z) + m - pos;
   } else if constexpr (kLoss == Loss::kRanking) {
     const float shift = margin - pos;
-    for (int j = 0; j < n; ++j) g[j] = std::max(s[j] + shift, 0.0f);
-    const float loss = vec::Sum(g, n) - g[pos_col];
-    for (int j = 0; j < n; ++j) g[j] = g[j] > 0.0f ? 1.0f : 0.0f;
-    g[pos_col] = 0.0f;
-    g[pos_col] = -vec::Sum(g, n);
+    const float total = vec::MapSum(
+        n, g, [shift](F8 x) { return vec::Max(x + shift, F8{}); }, s);
+    const float loss = total - g[pos_col];
+    const float active = vec::MapSum(
+        n, g, [](F8 x) { return x > F8{} ? vec::Splat(1.0f) : F8{}; }, g);
+    g[pos_col] = -(active - g[pos_col]);
     return loss;
   } else {
     static_assert(kLoss == Loss::kLogistic);
-    // softplus(x) = -log(1 - σ(x)) = max(x, 0) + log(1 + e^-|x|).
-    for (int j = 0; j < n; ++j) {
-      const float x = s[j];
-      g[j] = std::max(x, 0.0f) + vec::Log(1.0f + vec::Exp(-std::fabs(x)));
-    }
+    // -log(1 - σ(x)) = softplus(x) = max(x, 0) + log(1 + e^-|x|).
+    const float total = vec::MapSum(
+        n, g,
+        [](F8 x) {
+          return vec::Max(x, F8{}) + vec::Log(1.0f + vec::Exp(-vec::Abs(x)));
+        },
+        s);
     const float neg_weight = n > 1 ? 1.0f / static_cast<float>(n - 1) : 0.0f;
     const float sp_pos = g[pos_col];
     // -log σ(pos) = softplus(pos) - pos.
-    const float loss =
-        (sp_pos - pos) + neg_weight * (vec::Sum(g, n) - sp_pos);
-    for (int j = 0; j < n; ++j) {
-      const float x = s[j];
-      const float e = vec::Exp(-std::fabs(x));
-      g[j] = neg_weight * (x >= 0.0f ? 1.0f : e) / (1.0f + e);  // w · σ(x)
-    }
+    const float loss = (sp_pos - pos) + neg_weight * (total - sp_pos);
+    vec::Map(
+        n, g,
+        [neg_weight](F8 x) {
+          const F8 e = vec::Exp(-vec::Abs(x));
+          return neg_weight * (x >= F8{} ? vec::Splat(1.0f) : e) / (1.0f + e);
+        },
+        s);
     // d/dpos of -log σ(pos) is σ(pos) - 1 = -σ(-pos).
-    const float e = vec::Exp(-std::fabs(pos));
+    const float e = std::exp(-std::fabs(pos));
     g[pos_col] = -(pos >= 0.0f ? e : 1.0f) / (1.0f + e);
     return loss;
   }
@@ -138,8 +144,8 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
         const float norm = std::sqrt(vec::Dot(xr, xr, d));
         const float s = 1.0f / std::max(norm, kMinNorm);
         inv[r] = s;
-        float* o = xh + int64_t{r} * d;
-        for (int k = 0; k < d; ++k) o[k] = xr[k] * s;
+        vec::Map(
+            d, xh + int64_t{r} * d, [s](vec::F8 v) { return v * s; }, xr);
       }
     };
     normalize(a, na, ws->a_hat_.data(), a_aux);
@@ -147,8 +153,14 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
     ah = ws->a_hat_.data();
     bh = ws->b_hat_.data();
   } else if constexpr (kCmp == Comparator::kL2) {
-    for (int r = 0; r < na; ++r) a_aux[r] = vec::Dot(a + int64_t{r} * d, a + int64_t{r} * d, d);
-    for (int r = 0; r < nb; ++r) b_aux[r] = vec::Dot(b + int64_t{r} * d, b + int64_t{r} * d, d);
+    for (int r = 0; r < na; ++r) {
+      const float* x = a + int64_t{r} * d;
+      a_aux[r] = vec::Dot(x, x, d);
+    }
+    for (int r = 0; r < nb; ++r) {
+      const float* x = b + int64_t{r} * d;
+      b_aux[r] = vec::Dot(x, x, d);
+    }
   }
 
   // Scores: Sd = Â[0:c] B̂ᵀ, Ss = B̂[0:c] Âᵀ.
@@ -162,10 +174,13 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
       for (int i = 0; i < rows; ++i) {
         float* si = s + int64_t{i} * cols;
         const float ri = row_sq[i];
-        for (int j = 0; j < cols; ++j) {
-          const float d2 = ri + col_sq[j] - 2.0f * si[j];
-          si[j] = -std::sqrt(std::max(d2, kMinSquaredDistance));
-        }
+        vec::Map(
+            cols, si,
+            [ri](vec::F8 dot, vec::F8 cj) {
+              const vec::F8 d2 = ri + cj - 2.0f * dot;
+              return -vec::Sqrt(vec::Max(d2, vec::Splat(kMinSquaredDistance)));
+            },
+            si, col_sq);
       }
     };
     to_distance(sd, c, nb, a_aux, b_aux);
@@ -212,12 +227,14 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
       for (int i = 0; i < rows; ++i) {
         const float* si = s + int64_t{i} * cols;
         float* gi = g + int64_t{i} * cols;
-        for (int j = 0; j < cols; ++j) {
-          const float dist = -si[j];
-          gi[j] = dist > min_dist ? gi[j] / dist : 0.0f;
-          col_sum[j] += gi[j];
-        }
-        row_sum[i] += vec::Sum(gi, cols);
+        row_sum[i] += vec::MapSum(
+            cols, gi,
+            [min_dist](vec::F8 score, vec::F8 grad) {
+              const vec::F8 dist = -score;
+              return dist > min_dist ? grad / dist : vec::F8{};
+            },
+            si, gi);
+        vec::Add(gi, cols, col_sum);
       }
     };
     scale(sd, gd, c, nb, coef_a, coef_b);
@@ -228,9 +245,9 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
   float* da = ws->da_.data();
   float* db = ws->db_.data();
   GemmTN(na, d, c, gs, bh, 0.0f, da);
-  GemmNN(c, d, nb, gd, nb, bh, 1.0f, da);
+  GemmNN(c, d, nb, gd, bh, 1.0f, da);
   GemmTN(nb, d, c, gd, ah, 0.0f, db);
-  GemmNN(c, d, na, gs, na, ah, 1.0f, db);
+  GemmNN(c, d, na, gs, ah, 1.0f, db);
 
   // Comparator backward: dÂ → dA, dB̂ → dB.
   if constexpr (kCmp == Comparator::kCos) {
@@ -241,7 +258,10 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
         float* g = dx + int64_t{r} * d;
         const float proj = vec::Dot(x, g, d);
         const float s = inv[r];
-        for (int k = 0; k < d; ++k) g[k] = (g[k] - x[k] * proj) * s;
+        vec::Map(
+            d, g,
+            [proj, s](vec::F8 gk, vec::F8 xk) { return (gk - xk * proj) * s; },
+            g, x);
       }
     };
     unnormalize(ah, a_aux, na, da);
@@ -253,7 +273,8 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
         const float* xr = x + int64_t{r} * d;
         float* g = dx + int64_t{r} * d;
         const float w = coef[r];
-        for (int k = 0; k < d; ++k) g[k] -= w * xr[k];
+        vec::Map(
+            d, g, [w](vec::F8 gk, vec::F8 xk) { return gk - w * xk; }, g, xr);
       }
     };
     subtract(a, coef_a, na, da);
@@ -310,7 +331,8 @@ float Dispatch(const ModelOptions& options, const float* rel,
   EMBER_CHECK(in.lhs != nullptr && in.rhs != nullptr);
   EMBER_CHECK(in.num_src_negs == 0 || in.src_negs != nullptr);
   EMBER_CHECK(in.num_dst_negs == 0 || in.dst_negs != nullptr);
-  EMBER_CHECK(RelationParamSize(options.op, options.dim) == 0 || rel != nullptr);
+  EMBER_CHECK(RelationParamSize(options.op, options.dim) == 0 ||
+              rel != nullptr);
   if (grads != nullptr) {
     EMBER_CHECK(grads->lhs != nullptr && grads->rhs != nullptr);
     EMBER_CHECK(in.num_src_negs == 0 || grads->src_negs != nullptr);

@@ -23,6 +23,11 @@
 // never scored against itself as a negative. Row i contributes
 // loss(pos_i, row i without its diagonal) once per side; the chunk's loss is
 // the sum over rows and both sides.
+//
+// Threads: calls on distinct workspaces may run concurrently. The GEMMs go
+// to OpenBLAS, which should then be limited to one thread
+// (openblas_set_num_threads(1) or OPENBLAS_NUM_THREADS=1): these matrices are
+// too small to split, and nested threading oversubscribes the cores.
 #ifndef EMBER_TRAIN_CHUNK_SCORER_H_
 #define EMBER_TRAIN_CHUNK_SCORER_H_
 
@@ -83,12 +88,12 @@ class ChunkWorkspace {
   friend class ChunkKernels;
 
   int dim_, max_chunk_, max_negs_;
-  std::vector<float> a_, b_;          // A, B (raw)
-  std::vector<float> a_hat_, b_hat_;  // A, B rows normalized (cos only)
-  std::vector<float> a_aux_, b_aux_;  // per row: 1/|x| (cos) or |x|^2 (l2)
-  std::vector<float> s_dst_, s_src_;  // scores
-  std::vector<float> g_dst_, g_src_;  // dLoss/dscores
-  std::vector<float> da_, db_;        // dLoss/dA, dLoss/dB
+  std::vector<float> a_, b_;            // A, B (raw)
+  std::vector<float> a_hat_, b_hat_;    // A, B rows normalized (cos only)
+  std::vector<float> a_aux_, b_aux_;    // per row: 1/|x| (cos) or |x|^2 (l2)
+  std::vector<float> s_dst_, s_src_;    // scores
+  std::vector<float> g_dst_, g_src_;    // dLoss/dscores
+  std::vector<float> da_, db_;          // dLoss/dA, dLoss/dB
   std::vector<float> coef_a_, coef_b_;  // l2 only: row weights of x in dx
 };
 

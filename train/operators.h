@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "train/model_options.h"
+#include "train/vec_math.h"
 
 namespace ember {
 
@@ -17,6 +18,7 @@ namespace ember {
 template <Operator kOp>
 void OpForward(const float* param, const float* x, int rows, int dim,
                float* out) {
+  using vec::F8;
   const int h = dim / 2;
   for (int r = 0; r < rows; ++r) {
     const float* xr = x + static_cast<int64_t>(r) * dim;
@@ -24,17 +26,23 @@ void OpForward(const float* param, const float* x, int rows, int dim,
     if constexpr (kOp == Operator::kNone) {
       std::copy(xr, xr + dim, o);
     } else if constexpr (kOp == Operator::kTranslation) {
-      for (int k = 0; k < dim; ++k) o[k] = xr[k] + param[k];
+      vec::Map(
+          dim, o, [](F8 a, F8 t) { return a + t; }, xr, param);
     } else if constexpr (kOp == Operator::kDiagonal) {
-      for (int k = 0; k < dim; ++k) o[k] = xr[k] * param[k];
+      vec::Map(
+          dim, o, [](F8 a, F8 w) { return a * w; }, xr, param);
     } else {
       static_assert(kOp == Operator::kComplexDiagonal);
       const float* wr = param;
       const float* wi = param + h;
-      for (int k = 0; k < h; ++k) {
-        o[k] = xr[k] * wr[k] - xr[h + k] * wi[k];
-        o[h + k] = xr[k] * wi[k] + xr[h + k] * wr[k];
-      }
+      vec::Map(
+          h, o,
+          [](F8 re, F8 im, F8 w_re, F8 w_im) { return re * w_re - im * w_im; },
+          xr, xr + h, wr, wi);
+      vec::Map(
+          h, o + h,
+          [](F8 re, F8 im, F8 w_re, F8 w_im) { return re * w_im + im * w_re; },
+          xr, xr + h, wr, wi);
     }
   }
 }
@@ -46,6 +54,7 @@ void OpForward(const float* param, const float* x, int rows, int dim,
 template <Operator kOp>
 void OpBackward(const float* param, const float* x, const float* d_out,
                 int rows, int dim, float* d_x, float* d_param) {
+  using vec::F8;
   const int h = dim / 2;
   for (int r = 0; r < rows; ++r) {
     const int64_t off = static_cast<int64_t>(r) * dim;
@@ -53,31 +62,30 @@ void OpBackward(const float* param, const float* x, const float* d_out,
     const float* g = d_out + off;
     float* dx = d_x + off;
     if constexpr (kOp == Operator::kNone) {
-      for (int k = 0; k < dim; ++k) dx[k] += g[k];
+      vec::Add(g, dim, dx);
     } else if constexpr (kOp == Operator::kTranslation) {
-      for (int k = 0; k < dim; ++k) {
-        dx[k] += g[k];
-        d_param[k] += g[k];
-      }
+      vec::Add(g, dim, dx);
+      vec::Add(g, dim, d_param);
     } else if constexpr (kOp == Operator::kDiagonal) {
-      for (int k = 0; k < dim; ++k) {
-        dx[k] += g[k] * param[k];
-        d_param[k] += g[k] * xr[k];
-      }
+      auto fma = [](F8 acc, F8 u, F8 v) { return acc + u * v; };
+      vec::Map(dim, dx, fma, dx, g, param);
+      vec::Map(dim, d_param, fma, d_param, g, xr);
     } else {
       static_assert(kOp == Operator::kComplexDiagonal);
-      const float* wr = param;
-      const float* wi = param + h;
-      float* dwr = d_param;
-      float* dwi = d_param + h;
-      for (int k = 0; k < h; ++k) {
-        const float gr = g[k], gi = g[h + k];
-        const float xre = xr[k], xim = xr[h + k];
-        dx[k] += gr * wr[k] + gi * wi[k];
-        dx[h + k] += gi * wr[k] - gr * wi[k];
-        dwr[k] += gr * xre + gi * xim;
-        dwi[k] += gi * xre - gr * xim;
-      }
+      const float *wr = param, *wi = param + h;
+      const float *gr = g, *gi = g + h;
+      const float *x_re = xr, *x_im = xr + h;
+      // With o = x * w (complex): dx = g * conj(w), dw = g * conj(x).
+      auto re = [](F8 acc, F8 g_re, F8 g_im, F8 v_re, F8 v_im) {
+        return acc + g_re * v_re + g_im * v_im;
+      };
+      auto im = [](F8 acc, F8 g_re, F8 g_im, F8 v_re, F8 v_im) {
+        return acc + g_im * v_re - g_re * v_im;
+      };
+      vec::Map(h, dx, re, dx, gr, gi, wr, wi);
+      vec::Map(h, dx + h, im, dx + h, gr, gi, wr, wi);
+      vec::Map(h, d_param, re, d_param, gr, gi, x_re, x_im);
+      vec::Map(h, d_param + h, im, d_param + h, gr, gi, x_re, x_im);
     }
   }
 }

@@ -63,7 +63,9 @@ double RefCmp(Comparator cmp, const Vec& a, const double* b) {
   return 0;
 }
 
-double SoftPlus(double x) { return std::log1p(std::exp(-std::fabs(x))) + std::max(x, 0.0); }
+double SoftPlus(double x) {
+  return std::log1p(std::exp(-std::fabs(x))) + std::max(x, 0.0);
+}
 
 double RefLoss(Loss loss, double margin, double pos, const Vec& negs) {
   double total = 0;
@@ -97,9 +99,9 @@ double RefDstScore(const ModelOptions& o, const RefChunk& x, int i, int j) {
   return RefCmp(o.comparator, a, b);
 }
 double RefSrcScore(const ModelOptions& o, const RefChunk& x, int i, int j) {
-  const Vec a = RefOp(o.op, x.rel,
-                      j < x.c ? &x.lhs[j * x.d] : &x.src_negs[(j - x.c) * x.d],
-                      x.d);
+  const Vec a =
+      RefOp(o.op, x.rel,
+            j < x.c ? &x.lhs[j * x.d] : &x.src_negs[(j - x.c) * x.d], x.d);
   return RefCmp(o.comparator, a, &x.rhs[i * x.d]);
 }
 
@@ -157,8 +159,13 @@ FloatChunk MakeChunk(const ModelOptions& o, int c, int ns, int nd,
   InitRelationParams(o.op, d, f.rel.data());
   // Perturb away from the identity so that relation terms matter.
   for (float& x : f.rel) x += normal(rng);
-  f.input = {f.lhs.data(), f.rhs.data(), ns ? f.src_negs.data() : nullptr,
-             nd ? f.dst_negs.data() : nullptr, c, ns, nd};
+  f.input = {f.lhs.data(),
+             f.rhs.data(),
+             ns ? f.src_negs.data() : nullptr,
+             nd ? f.dst_negs.data() : nullptr,
+             c,
+             ns,
+             nd};
   return f;
 }
 
@@ -179,8 +186,11 @@ RefChunk ToRef(const ModelOptions& o, const FloatChunk& f) {
 struct Grads {
   std::vector<float> lhs, rhs, src_negs, dst_negs, rel;
   explicit Grads(const FloatChunk& f)
-      : lhs(f.lhs.size()), rhs(f.rhs.size()), src_negs(f.src_negs.size()),
-        dst_negs(f.dst_negs.size()), rel(f.rel.size()) {}
+      : lhs(f.lhs.size()),
+        rhs(f.rhs.size()),
+        src_negs(f.src_negs.size()),
+        dst_negs(f.dst_negs.size()),
+        rel(f.rel.size()) {}
   ChunkGrads View() {
     return {lhs.data(), rhs.data(), src_negs.data(), dst_negs.data(),
             rel.data()};
@@ -210,7 +220,8 @@ TEST_P(GradientTest, MatchesCentralDifferencesOfReference) {
 
   ChunkWorkspace ws(o.dim, c, std::max(ns, nd));
   Grads g(f);
-  const float loss = ChunkForwardBackward(o, f.rel.data(), f.input, g.View(), &ws);
+  const float loss =
+      ChunkForwardBackward(o, f.rel.data(), f.input, g.View(), &ws);
   double min_hinge;
   const double ref_loss = RefChunkLoss(o, ref, &min_hinge);
   EXPECT_NEAR(loss, ref_loss, 1e-4 * std::max(1.0, std::fabs(ref_loss)));
@@ -250,13 +261,11 @@ TEST_P(GradientTest, MatchesCentralDifferencesOfReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllModels, GradientTest,
-    testing::Combine(testing::Values(Operator::kNone, Operator::kTranslation,
-                                     Operator::kDiagonal,
-                                     Operator::kComplexDiagonal),
-                     testing::Values(Comparator::kDot, Comparator::kCos,
-                                     Comparator::kL2),
-                     testing::Values(Loss::kRanking, Loss::kLogistic,
-                                     Loss::kSoftmax)),
+    testing::Combine(
+        testing::Values(Operator::kNone, Operator::kTranslation,
+                        Operator::kDiagonal, Operator::kComplexDiagonal),
+        testing::Values(Comparator::kDot, Comparator::kCos, Comparator::kL2),
+        testing::Values(Loss::kRanking, Loss::kLogistic, Loss::kSoftmax)),
     [](const auto& info) {
       ModelOptions o;
       std::tie(o.op, o.comparator, o.loss) = info.param;
@@ -358,7 +367,8 @@ TEST(ChunkScorerTest, GradientsAccumulateAndForwardMatches) {
   FloatChunk f = MakeChunk(o, 6, 7, 7, /*seed=*/5);
   ChunkWorkspace ws(o.dim, 8, 8);
   Grads once(f), twice(f);
-  const float l1 = ChunkForwardBackward(o, f.rel.data(), f.input, once.View(), &ws);
+  const float l1 =
+      ChunkForwardBackward(o, f.rel.data(), f.input, once.View(), &ws);
   EXPECT_EQ(ChunkForward(o, f.rel.data(), f.input, &ws), l1);
   ChunkForwardBackward(o, f.rel.data(), f.input, twice.View(), &ws);
   ChunkForwardBackward(o, f.rel.data(), f.input, twice.View(), &ws);
@@ -387,8 +397,8 @@ TEST(ChunkScorerTest, SharedNegativesMayAlias) {
   view.dst_negs = view.src_negs;  // both sides' gradients into one buffer
   ChunkForwardBackward(o, f.rel.data(), f.input, view, &ws);
   for (size_t k = 0; k < shared.src_negs.size(); ++k) {
-    EXPECT_NEAR(shared.src_negs[k],
-                separate.src_negs[k] + separate.dst_negs[k], 1e-6);
+    EXPECT_NEAR(shared.src_negs[k], separate.src_negs[k] + separate.dst_negs[k],
+                1e-6);
   }
 }
 
