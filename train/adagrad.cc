@@ -6,8 +6,8 @@
 
 namespace ember {
 
-void AdagradRowUpdate(float* row, float* row_state, const float* grad,
-                      int dim, float lr, float eps) {
+void AdagradRowUpdate(float* row, float* row_state, const float* grad, int dim,
+                      float lr, float eps) {
   const float mean_sq = vec::Dot(grad, grad, dim) / static_cast<float>(dim);
   const float state = *row_state + mean_sq;
   *row_state = state;

@@ -16,8 +16,8 @@ inline constexpr float kAdagradEps = 1e-10f;
 // REQUIRES: row and grad hold dim floats and do not overlap. Concurrent calls
 // on the same row (Hogwild) race benignly: an update may be lost, never torn
 // into a non-finite value.
-void AdagradRowUpdate(float* row, float* row_state, const float* grad,
-                      int dim, float lr, float eps = kAdagradEps);
+void AdagradRowUpdate(float* row, float* row_state, const float* grad, int dim,
+                      float lr, float eps = kAdagradEps);
 
 // Dense Adagrad (torch.optim.Adagrad without decay):
 //   state[k] += grad[k]^2;  params[k] -= lr * grad[k] / (sqrt(state[k]) + eps)

@@ -49,7 +49,8 @@ void InitEmbeddings(InitDistribution dist, float scale, uint64_t seed,
       const double radius = std::sqrt(-2.0 * std::log(rng.NextOpenUnit()));
       const double angle = 2.0 * std::numbers::pi * rng.NextOpenUnit();
       o[k] = static_cast<float>(radius * std::cos(angle) * scale);
-      if (k + 1 < dim) o[k + 1] = static_cast<float>(radius * std::sin(angle) * scale);
+      if (k + 1 < dim)
+        o[k + 1] = static_cast<float>(radius * std::sin(angle) * scale);
     }
   }
 }

@@ -70,8 +70,8 @@ absl::Status ModelOptions::Validate() const {
         "model options: complex_diagonal needs an even dim, got %d", dim));
   }
   if (!(margin >= 0.0f)) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "model options: margin must be >= 0, got %g", margin));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("model options: margin must be >= 0, got %g", margin));
   }
   return absl::OkStatus();
 }

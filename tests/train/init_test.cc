@@ -11,8 +11,8 @@ namespace {
 TEST(InitTest, NormalHasPbgScale) {
   const int rows = 1000, dim = 100;
   std::vector<float> x(rows * dim);
-  InitEmbeddings(InitDistribution::kNormal, kDefaultInitScale, 42, 0, rows,
-                 dim, x.data());
+  InitEmbeddings(InitDistribution::kNormal, kDefaultInitScale, 42, 0, rows, dim,
+                 x.data());
   double sum = 0, sum_sq = 0;
   for (float v : x) {
     sum += v;
