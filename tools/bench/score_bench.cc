@@ -1,0 +1,143 @@
+// Chunk scoring throughput against raw OpenBLAS sgemm at the same shapes.
+// Run single-threaded for per-core figures:
+//   OPENBLAS_NUM_THREADS=1 build/tools/bench/score_bench
+// FLOPs count GEMM work only: per side, forward 2·C·(C+N)·d and backward
+// twice that, so one chunk step (both sides) is 12·C·(C+N)·d.
+#include <cblas.h>
+
+#include <random>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "train/chunk_scorer.h"
+#include "train/model_options.h"
+
+namespace ember {
+namespace {
+
+constexpr int kDim = 100;
+constexpr int kChunk = 50;
+constexpr int kNegs = 50;
+
+std::vector<float> RandomMatrix(int rows, int cols, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 0.1f);
+  std::vector<float> m(static_cast<size_t>(rows) * cols);
+  for (float& x : m) x = normal(rng);
+  return m;
+}
+
+void SetFlops(benchmark::State& state, double flops_per_iter) {
+  state.counters["FLOPS"] = benchmark::Counter(
+      flops_per_iter * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate);
+}
+
+// C (m × n) = op(X) · op(Y), row-major, with the transposes the scorer uses:
+//   NT: scores  = Q (C × d) · Kᵀ,   m = C,   n = C + N, k = d
+//   NN: dQ      = G (C × (C+N)) · K, m = C,  n = d,     k = C + N
+//   TN: dK      = Gᵀ · Q,           m = C+N, n = d,     k = C
+void BM_Sgemm(benchmark::State& state, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb,
+              int m, int n, int k) {
+  const std::vector<float> x = RandomMatrix(m, k, 1);
+  const std::vector<float> y = RandomMatrix(k, n, 2);
+  std::vector<float> c(static_cast<size_t>(m) * n);
+  const int lda = ta == CblasNoTrans ? k : m;
+  const int ldb = tb == CblasNoTrans ? n : k;
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, x.data(), lda, y.data(),
+                ldb, 0.0f, c.data(), n);
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  SetFlops(state, 2.0 * m * n * k);
+}
+BENCHMARK_CAPTURE(BM_Sgemm, scores_NT_50x100x100, CblasNoTrans, CblasTrans,
+                  kChunk, kChunk + kNegs, kDim);
+BENCHMARK_CAPTURE(BM_Sgemm, dquery_NN_50x100x100, CblasNoTrans, CblasNoTrans,
+                  kChunk, kDim, kChunk + kNegs);
+BENCHMARK_CAPTURE(BM_Sgemm, dkey_TN_100x100x50, CblasTrans, CblasNoTrans,
+                  kChunk + kNegs, kDim, kChunk);
+
+// The six sgemm calls of one chunk step back to back, nothing else: the
+// ceiling the full step is measured against.
+void BM_SgemmChunkSequence(benchmark::State& state) {
+  const int c = kChunk, n = kChunk + kNegs, d = kDim;
+  const std::vector<float> a = RandomMatrix(n, d, 1), b = RandomMatrix(n, d, 2);
+  const std::vector<float> g = RandomMatrix(c, n, 3);
+  std::vector<float> s(static_cast<size_t>(c) * n), da(n * d), db(n * d);
+  for (auto _ : state) {
+    for (int side = 0; side < 2; ++side) {
+      const float* q = side == 0 ? a.data() : b.data();
+      const float* k = side == 0 ? b.data() : a.data();
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c, n, d, 1.0f, q, d,
+                  k, d, 0.0f, s.data(), n);
+    }
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, d, c, 1.0f,
+                g.data(), n, b.data(), d, 0.0f, da.data(), d);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c, d, n, 1.0f,
+                g.data(), n, b.data(), d, 1.0f, da.data(), d);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, d, c, 1.0f,
+                g.data(), n, a.data(), d, 0.0f, db.data(), d);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c, d, n, 1.0f,
+                g.data(), n, a.data(), d, 1.0f, db.data(), d);
+    benchmark::DoNotOptimize(da.data());
+    benchmark::DoNotOptimize(db.data());
+    benchmark::ClobberMemory();
+  }
+  SetFlops(state, 12.0 * c * n * d);
+}
+BENCHMARK(BM_SgemmChunkSequence);
+
+// args: operator, comparator, loss (enum values), backward (0/1).
+void BM_Chunk(benchmark::State& state) {
+  ModelOptions options;
+  options.op = static_cast<Operator>(state.range(0));
+  options.comparator = static_cast<Comparator>(state.range(1));
+  options.loss = static_cast<Loss>(state.range(2));
+  options.dim = kDim;
+  const bool backward = state.range(3) != 0;
+  state.SetLabel(std::string(OperatorName(options.op)) + "/" +
+                 std::string(ComparatorName(options.comparator)) + "/" +
+                 std::string(LossName(options.loss)) +
+                 (backward ? "/fwd+bwd" : "/fwd"));
+
+  const std::vector<float> lhs = RandomMatrix(kChunk, kDim, 1);
+  const std::vector<float> rhs = RandomMatrix(kChunk, kDim, 2);
+  const std::vector<float> src_negs = RandomMatrix(kNegs, kDim, 3);
+  const std::vector<float> dst_negs = RandomMatrix(kNegs, kDim, 4);
+  std::vector<float> rel(RelationParamSize(options.op, kDim));
+  InitRelationParams(options.op, kDim, rel.data());
+  std::vector<float> d_lhs(lhs.size()), d_rhs(rhs.size()),
+      d_src(src_negs.size()), d_dst(dst_negs.size()), d_rel(rel.size());
+  const ChunkInput input{
+      lhs.data(), rhs.data(), src_negs.data(), dst_negs.data(), kChunk,
+      kNegs,      kNegs};
+  const ChunkGrads grads{d_lhs.data(), d_rhs.data(), d_src.data(), d_dst.data(),
+                         d_rel.data()};
+  ChunkWorkspace ws(kDim, kChunk, kNegs);
+  for (auto _ : state) {
+    float loss =
+        backward ? ChunkForwardBackward(options, rel.data(), input, grads, &ws)
+                 : ChunkForward(options, rel.data(), input, &ws);
+    benchmark::DoNotOptimize(loss);
+  }
+  SetFlops(state, (backward ? 12.0 : 4.0) * kChunk * (kChunk + kNegs) * kDim);
+}
+
+void ChunkArgs(benchmark::internal::Benchmark* b) {
+  constexpr int kSoftmax = static_cast<int>(Loss::kSoftmax);
+  // The headline configuration: softmax / dot, each operator.
+  for (int op = 0; op < kNumOperators; ++op) b->Args({op, 0, kSoftmax, 1});
+  b->Args({0, 0, kSoftmax, 0});
+  // Other comparators and losses with the identity operator.
+  for (int cmp = 1; cmp < kNumComparators; ++cmp)
+    b->Args({0, cmp, kSoftmax, 1});
+  for (int loss = 0; loss < kSoftmax; ++loss) b->Args({0, 0, loss, 1});
+}
+BENCHMARK(BM_Chunk)->Apply(ChunkArgs);
+
+}  // namespace
+}  // namespace ember
+
+BENCHMARK_MAIN();
