@@ -64,6 +64,10 @@ class GraphBuilder {
 
   // Ingests every finished run, compacts nothing, writes MANIFEST.json,
   // fsyncs and renames into place (replacing `out` when overwrite is set).
+  // FailedPrecondition while a run is still open (neither finished nor its
+  // writer destroyed); InvalidArgument if the manifest is inconsistent or its
+  // num_partitions differs from the builder's. On failure `out` is untouched
+  // and the builder may be abandoned.
   absl::Status Commit(const Manifest& manifest);
   void Abandon();
 

@@ -42,8 +42,9 @@ class Reader {
 
   absl::Status U64(const Json& v, absl::string_view field,
                    uint64_t* out) const {
-    if (!v.is_number_integer() || (v.is_number_integer() && !v.is_number_unsigned() &&
-                                   v.get<int64_t>() < 0)) {
+    // nlohmann parses non-negative integers as unsigned, negative ones as
+    // signed.
+    if (!v.is_number_unsigned()) {
       return Error(field, "must be a non-negative integer");
     }
     *out = v.get<uint64_t>();

@@ -261,7 +261,7 @@ TEST(GraphBuilderTest, StaleStagingFromDeadPidIsRemoved) {
   const std::string stale = out + ".staging-" + std::to_string(dead);
   fs::create_directories(stale + "/runs");
   std::ofstream(stale + "/runs/x.sst") << "junk";
-  // A staging dir of a live process (ours is pid 1's? use our parent) stays.
+  // A staging dir of a live process (our parent) stays.
   const std::string live = out + ".staging-" + std::to_string(::getppid());
   fs::create_directories(live);
   const std::string other = tmp.Sub("h.staging-" + std::to_string(dead));
