@@ -252,7 +252,7 @@ TEST_F(ImportBadInputTest, TruncatedGzip) {
 
 TEST_F(ImportBadInputTest, CrlfLineEndings) {
   const std::string f =
-      Input("crlf.tsv", "a\tb\r\nb\tc\r\n# comment\r\n\r\nc\ta\r\n");
+      Input("crlf.tsv", "a\tb\r\nb\tc\r\n# comment\r\n\r\nc\ta\r");  // no final \n
   Result r = ImportOk(Options({f}));
   EXPECT_EQ(r.split[kTrain], Pairs({{"a", "b"}, {"b", "c"}, {"c", "a"}}));
   EXPECT_EQ(r.names, (std::vector<std::string>{"a", "b", "c"}));
@@ -347,18 +347,22 @@ TEST_F(ImportBadInputTest, DedupeKeepsEdgesThatDifferInRelation) {
 }
 
 TEST_F(ImportBadInputTest, SelfLoopsKeptByDefaultDroppedOnRequest) {
-  const std::string f = Input("loops.tsv", "a\ta\na\tb\nb\tb\nb\tc\n");
+  const std::string f = Input("loops.tsv", "a\ta\na\tb\nb\tb\nb\tc\nz\tz\n");
   Result r = ImportOk(Options({f}));
-  EXPECT_EQ(r.split[kTrain],
-            Pairs({{"a", "a"}, {"a", "b"}, {"b", "b"}, {"b", "c"}}));
+  EXPECT_EQ(r.split[kTrain], Pairs({{"a", "a"}, {"a", "b"}, {"b", "b"},
+                                    {"b", "c"}, {"z", "z"}}));
   EXPECT_EQ(r.summary.self_loops_dropped, 0u);
+  EXPECT_EQ(r.names, (std::vector<std::string>{"a", "b", "c", "z"}));
 
   ImportOptions o = Options({f});
   o.out = tmp_.Sub("no_loops");
   o.drop_self_loops = true;
   Result d = ImportOk(o);
   EXPECT_EQ(d.split[kTrain], Pairs({{"a", "b"}, {"b", "c"}}));
-  EXPECT_EQ(d.summary.self_loops_dropped, 2u);
+  EXPECT_EQ(d.summary.self_loops_dropped, 3u);
+  // z only had a dropped self loop: it is no node.
+  EXPECT_EQ(d.names, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(d.summary.nodes, 3u);
   EXPECT_EQ(d.manifest.edges.train, 2u);
 }
 
@@ -533,6 +537,21 @@ TEST_F(ImportBadInputTest, SpaceDelimitedRunsOfBlanks) {
   const std::string f = Input("space.txt", "a b\nb   c\nc \t a\n");
   Result r = ImportOk(Options({f}));
   EXPECT_EQ(r.split[kTrain], Pairs({{"a", "b"}, {"b", "c"}, {"c", "a"}}));
+}
+
+TEST_F(ImportBadInputTest, HeaderLineSkippedInEachFileIncludingGzip) {
+  const std::string f1 = Input("h1.tsv", "src\tdst\na\tb\n");
+  const std::string f2 = tmp_.Sub("h2.tsv.gz");
+  ASSERT_NO_FATAL_FAILURE(WriteGzip(f2, "from\tto\nb\tc\nc\t\n"));
+  ImportOptions o = Options({f1, f2});
+  o.header = true;
+  o.delimiter = '\t';
+  // Line 3 of the gzip file is bad: the header still counts as line 1.
+  ExpectBadLine(ImportGraph(o), f2, 3, "empty id");
+  ASSERT_NO_FATAL_FAILURE(WriteGzip(f2, "from\tto\nb\tc\n"));
+  Result r = ImportOk(o);
+  EXPECT_EQ(r.split[kTrain], Pairs({{"a", "b"}, {"b", "c"}}));
+  EXPECT_EQ(r.names, (std::vector<std::string>{"a", "b", "c"}));
 }
 
 TEST_F(ImportBadInputTest, ColumnsPickOtherPositions) {
