@@ -55,14 +55,14 @@ std::vector<std::string> ImportArgs(const std::string& out,
 
 TEST(ImportKillTest, KilledImportLeavesNoGraphAndRerunSucceeds) {
   ScopedTempDir tmp;
-  const std::string input = tmp.Sub("rmat17.tsv");
-  ProcessResult gen = RunProcess({kEmber, "gen", "rmat", "--scale", "17",
+  const std::string input = tmp.Sub("rmat18.tsv");
+  ProcessResult gen = RunProcess({kEmber, "gen", "rmat", "--scale", "18",
                                   "--edge_factor", "16", "--seed", "21",
                                   "--threads", "2", "--quiet", "--out", input},
                                  tmp.path());
   ASSERT_EQ(gen.exit_code, 0) << "ember gen rmat failed: " << gen.err;
   const std::vector<IntEdge> edges = ReadIntEdgeFile(input);
-  ASSERT_EQ(edges.size(), uint64_t{16} << 17);
+  ASSERT_EQ(edges.size(), uint64_t{16} << 18);
   const uint64_t distinct = DistinctNodes(edges);
 
   const std::string out = tmp.Sub("graph");
