@@ -60,13 +60,19 @@ rocksdb::ColumnFamilyOptions ColumnFamilyOptionsFor(
   t.block_size = kBlockSize;
   if (block_cache != nullptr) {
     t.block_cache = block_cache;
+    // Partitioned index and filters: only small top-level blocks stay
+    // pinned; the partitions compete for the cache like data blocks, so a
+    // big shard neither blows memory nor rereads a huge filter per lookup.
     t.cache_index_and_filter_blocks = true;
-    t.pin_l0_filter_and_index_blocks_in_cache = true;
+    t.pin_top_level_index_and_filter = true;
+    t.index_type = rocksdb::BlockBasedTableOptions::kTwoLevelIndexSearch;
+    t.metadata_block_size = 4096;
   } else {
     t.no_block_cache = true;
   }
   if (point_lookups) {
     t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+    t.partition_filters = block_cache != nullptr;
   }
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
 

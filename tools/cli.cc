@@ -44,6 +44,19 @@ std::string Usage() {
   return u;
 }
 
+// Abseil flag names use '_'; users type `--edge-factor`. Rewrites the name
+// part of every `--flag[=value]` argument (up to a bare `--`) to '_'.
+void NormalizeFlagNames(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    char* a = argv[i];
+    if (std::strcmp(a, "--") == 0) return;
+    if (a[0] != '-' || a[1] != '-') continue;
+    for (char* c = a + 2; *c != '\0' && *c != '='; ++c) {
+      if (*c == '-') *c = '_';
+    }
+  }
+}
+
 }  // namespace
 
 int ReportStatus(const std::string& command, const absl::Status& status) {
@@ -64,6 +77,7 @@ int RunCli(int argc, char** argv) {
   for (const Subcommand& c : kSubcommands) {
     if (name != c.name) continue;
     // Parse the flags after the subcommand; argv[1] stands in as argv[0].
+    NormalizeFlagNames(argc, argv);
     std::vector<char*> positional = absl::ParseCommandLine(argc - 1, argv + 1);
     std::vector<std::string> args(positional.begin() + 1, positional.end());
     return c.main(args);

@@ -1,11 +1,150 @@
-#include "tools/cli.h"
+// ember import --out GRAPH [options] FILE...
+#include <cstdio>
+#include <string>
+#include <vector>
 
-#include "absl/status/status.h"
+#include "absl/flags/flag.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "nlohmann/json.hpp"
+#include "partition/importer.h"
+#include "storage/status_macros.h"
+#include "tools/cli.h"
+#include "tools/common_flags.h"
+#include "tools/progress.h"
+
+ABSL_FLAG(std::string, partitioner, "hash",
+          "import: node partitioner: hash (uniform) or degree (evens out "
+          "edges per partition).");
+ABSL_FLAG(std::string, split, "1",
+          "import: TRAIN[,VALID[,TEST]] fractions, e.g. 0.9,0.05,0.05. "
+          "Default: all edges train.");
+ABSL_FLAG(std::vector<std::string>, valid, {},
+          "import: file(s) whose edges form the validation split.");
+ABSL_FLAG(std::vector<std::string>, test, {},
+          "import: file(s) whose edges form the test split.");
+ABSL_FLAG(std::string, delimiter, "auto",
+          "import: auto, tab, space, comma or one character.");
+ABSL_FLAG(std::string, columns, "",
+          "import: 0-based SRC,DST or SRC,REL,DST columns. Default: 2 "
+          "fields are src dst, 3 or more src rel dst.");
+ABSL_FLAG(bool, header, false, "import: skip the first line of each file.");
+ABSL_FLAG(bool, integer_ids, false,
+          "import: ids are non-negative 64-bit integers (faster).");
+ABSL_FLAG(bool, dedupe, false,
+          "import: drop repeated (src, rel, dst) edges within a split.");
+ABSL_FLAG(std::string, self_loops, "keep", "import: keep or drop self loops.");
+ABSL_FLAG(bool, skip_bad_lines, false,
+          "import: count bad lines by reason and go on, instead of stopping "
+          "at the first one.");
+ABSL_FLAG(std::string, memory_budget, "2G",
+          "import: peak memory target, e.g. 1G, 512M.");
 
 namespace ember::tools {
+namespace {
+
+absl::StatusOr<ImportOptions> OptionsFromFlags(const std::vector<std::string>& files) {
+  ImportOptions o;
+  o.out = absl::GetFlag(FLAGS_out);
+  o.files = files;
+  o.valid_files = absl::GetFlag(FLAGS_valid);
+  o.test_files = absl::GetFlag(FLAGS_test);
+  if (absl::GetFlag(FLAGS_partitions) < 1) {
+    return absl::InvalidArgumentError("--partitions must be >= 1");
+  }
+  o.num_partitions = absl::GetFlag(FLAGS_partitions);
+  ASSIGN_OR_RETURN(o.partitioner, ParsePartitionerKind(absl::GetFlag(FLAGS_partitioner)));
+  ASSIGN_OR_RETURN(o.split, ParseSplitFractions(absl::GetFlag(FLAGS_split)));
+  ASSIGN_OR_RETURN(o.delimiter, ParseDelimiterFlag(absl::GetFlag(FLAGS_delimiter)));
+  if (!absl::GetFlag(FLAGS_columns).empty()) {
+    ASSIGN_OR_RETURN(o.columns, ParseColumnsFlag(absl::GetFlag(FLAGS_columns)));
+  }
+  o.header = absl::GetFlag(FLAGS_header);
+  o.integer_ids = absl::GetFlag(FLAGS_integer_ids);
+  o.dedupe = absl::GetFlag(FLAGS_dedupe);
+  const std::string loops = absl::GetFlag(FLAGS_self_loops);
+  if (loops != "keep" && loops != "drop") {
+    return absl::InvalidArgumentError("--self-loops takes keep or drop");
+  }
+  o.drop_self_loops = loops == "drop";
+  o.skip_bad_lines = absl::GetFlag(FLAGS_skip_bad_lines);
+  o.seed = absl::GetFlag(FLAGS_seed);
+  o.threads = ThreadCount();
+  ASSIGN_OR_RETURN(o.memory_budget, ParseByteSize(absl::GetFlag(FLAGS_memory_budget)));
+  o.overwrite = absl::GetFlag(FLAGS_overwrite);
+  return o;
+}
+
+nlohmann::json SummaryJson(const ImportSummary& s) {
+  nlohmann::json rejected = nlohmann::json::object();
+  for (int i = 0; i < kNumRejectReasons; ++i) {
+    rejected[std::string(RejectReasonName(static_cast<RejectReason>(i)))] = s.rejected[i];
+  }
+  return {
+      {"nodes", s.nodes},
+      {"edges", {{"train", s.edges.train}, {"valid", s.edges.valid}, {"test", s.edges.test}}},
+      {"relations", s.relations},
+      {"partitions", s.partitions},
+      {"lines", s.lines},
+      {"rejected", rejected},
+      {"self_loops_dropped", s.self_loops_dropped},
+      {"duplicates_dropped", s.duplicates_dropped},
+      {"moved_to_train", s.moved_to_train},
+      {"input_bytes", s.input_bytes},
+      {"seconds", s.seconds},
+      {"edges_per_second", s.seconds > 0 ? s.lines / s.seconds : 0.0},
+  };
+}
+
+void PrintSummary(const ImportSummary& s, const std::string& out) {
+  uint64_t rejected = 0;
+  for (uint64_t r : s.rejected) rejected += r;
+  std::printf("imported %s: %llu nodes, %llu edges (train %llu, valid %llu, test %llu), "
+              "%u relations, %u partitions\n",
+              out.c_str(), (unsigned long long)s.nodes,
+              (unsigned long long)s.edges.total(), (unsigned long long)s.edges.train,
+              (unsigned long long)s.edges.valid, (unsigned long long)s.edges.test,
+              s.relations, s.partitions);
+  std::printf("read %s in %.2f s (%s edges/s)\n", HumanBytes(s.input_bytes).c_str(),
+              s.seconds, HumanCount(s.seconds > 0 ? s.lines / s.seconds : 0).c_str());
+  if (rejected > 0) {
+    std::printf("rejected %llu lines:", (unsigned long long)rejected);
+    for (int i = 0; i < kNumRejectReasons; ++i) {
+      if (s.rejected[i] > 0) {
+        std::printf(" %s=%llu", std::string(RejectReasonName(static_cast<RejectReason>(i))).c_str(),
+                    (unsigned long long)s.rejected[i]);
+      }
+    }
+    std::printf("\n");
+  }
+  if (s.self_loops_dropped) std::printf("dropped %llu self loops\n", (unsigned long long)s.self_loops_dropped);
+  if (s.duplicates_dropped) std::printf("dropped %llu duplicate edges\n", (unsigned long long)s.duplicates_dropped);
+  if (s.moved_to_train) {
+    std::printf("moved %llu valid/test edges to train: an endpoint appears in no train edge\n",
+                (unsigned long long)s.moved_to_train);
+  }
+}
+
+}  // namespace
 
 int ImportMain(const std::vector<std::string>& args) {
-  return ReportStatus("import", absl::UnimplementedError("not built yet"));
+  auto options = OptionsFromFlags(args);
+  if (!options.ok()) return ReportStatus("import", options.status());
+  ProgressPrinter progress(!absl::GetFlag(FLAGS_quiet));
+  options->progress = [&](const ImportProgress& p) {
+    progress.Update(p.phase, p.done, p.total, p.unit,
+                    absl::StrFormat("%s edges", HumanCount(p.edges_read)));
+  };
+  auto summary = ImportGraph(*options);
+  progress.Finish();
+  if (!summary.ok()) return ReportStatus("import", summary.status());
+  if (absl::GetFlag(FLAGS_json)) {
+    std::printf("%s\n", SummaryJson(*summary).dump().c_str());
+  } else {
+    PrintSummary(*summary, options->out);
+  }
+  return 0;
 }
 
 }  // namespace ember::tools

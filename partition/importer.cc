@@ -1,0 +1,884 @@
+#include "partition/importer.h"
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/parallel_pipeline.h>
+#include <tbb/task_arena.h>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "partition/line_reader.h"
+#include "partition/node_aggregator.h"
+#include "partition/node_slots.h"
+#include "partition/record_file.h"
+#include "storage/graph_builder.h"
+#include "storage/keys.h"
+#include "storage/node_hash.h"
+#include "storage/status_macros.h"
+
+namespace ember {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// An edge between phases. Endpoints are node keys until translated, then
+// PackSlot() values; flags say which.
+struct EdgeRecord {
+  uint64_t src;
+  uint64_t dst;
+  uint32_t rel;
+  uint8_t split;
+  uint8_t flags;
+  uint16_t unused;
+};
+static_assert(sizeof(EdgeRecord) == 24);
+enum : uint8_t { kSrcSlot = 1, kDstSlot = 2 };
+
+struct SlotRecord {
+  uint64_t key;
+  uint64_t slot;
+};
+
+struct InputFile {
+  std::string path;
+  std::optional<Split> split;  // fixed split, or by fractions
+};
+
+struct FileFormat {
+  bool known = false;
+  LineFormat line;
+};
+
+// One chunk of input lines travelling through the parse pipeline.
+struct ParseToken {
+  size_t file_index = 0;
+  LineChunk lines;
+  FileFormat format;
+  bool skip_first_line = false;
+  std::vector<EdgeRecord> edges;
+  std::vector<std::string_view> rel_names;  // local id -> name
+  std::optional<std::pair<uint64_t, std::string>> bad_line;  // (line, why)
+  std::array<uint64_t, kNumRejectReasons> rejected{};
+  uint64_t self_loops = 0;
+  uint64_t data_lines = 0;
+  absl::Status status;
+};
+
+std::string Printable(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s.substr(0, 60)) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      absl::StrAppendFormat(&out, "\\x%02x", c);
+    }
+  }
+  if (s.size() > 60) out += "...";
+  return out;
+}
+
+std::string BadLineMessage(RejectReason reason, std::string_view line,
+                           const LineFormat& format) {
+  switch (reason) {
+    case RejectReason::kTooFewColumns:
+      return absl::StrCat("too few columns: expected ", format.min_fields(),
+                          ", got ", CountFields(line, format.delimiter),
+                          format.rel_col >= 0 ? " (missing relation column?)" : "",
+                          " in '", Printable(line), "'");
+    case RejectReason::kEmptyId:
+      return absl::StrCat("empty id in '", Printable(line), "'");
+    case RejectReason::kNonNumericId:
+      return absl::StrCat("non-numeric id under --integer-ids in '",
+                          Printable(line), "'");
+    case RejectReason::kNegativeId:
+      return absl::StrCat("negative id under --integer-ids in '",
+                          Printable(line), "'");
+    case RejectReason::kIdOutOfRange:
+      return absl::StrCat("id larger than 2^64-1 under --integer-ids in '",
+                          Printable(line), "'");
+    case RejectReason::kBinaryData:
+      return absl::StrCat("binary data (control byte) in '", Printable(line),
+                          "'");
+    case RejectReason::kInvalidUtf8:
+      return absl::StrCat("invalid UTF-8 in '", Printable(line), "'");
+    case RejectReason::kCount:
+      break;
+  }
+  return "bad line";
+}
+
+// The importer's state across phases.
+class Importer {
+ public:
+  explicit Importer(const ImportOptions& options)
+      : options_(options), start_(Clock::now()) {}
+
+  absl::StatusOr<ImportSummary> Run();
+
+ private:
+  absl::Status ReadAndParse();
+  void ParseChunk(ParseToken* token) const;
+  absl::Status AbsorbChunk(ParseToken* token);
+  absl::Status DetectFormat(std::string_view text, bool skip_first,
+                            FileFormat* format);
+  absl::Status AssignNodes();
+  absl::Status WriteDictionary();
+  absl::Status TranslateAndWriteEdges();
+  absl::Status LoadSlotRange(RecordReader* reader, uint32_t range,
+                             std::optional<SlotRecord>* pending);
+  absl::Status Distribute(const std::string& in_path, const std::string& prefix,
+                          bool by_src, bool translate_src);
+  absl::Status EmitChunk(std::vector<EdgeRecord>* records);
+  uint32_t RangeOf(uint64_t key) const {
+    return range_bits_ == 0 ? 0 : static_cast<uint32_t>(key >> (64 - range_bits_));
+  }
+  void Report(const std::string& phase, uint64_t done, uint64_t total,
+              const std::string& unit);
+  double Elapsed() const {
+    return std::chrono::duration<double>(Clock::now() - start_).count();
+  }
+  std::string Scratch(std::string_view name) const {
+    return absl::StrCat(builder_->scratch_dir(), "/", std::string(name));
+  }
+
+  const ImportOptions& options_;
+  const Clock::time_point start_;
+  std::unique_ptr<GraphBuilder> builder_;
+  std::vector<InputFile> inputs_;
+  uint64_t input_bytes_ = 0;
+  uint64_t bytes_before_current_ = 0;
+  std::optional<LineFormat> columns_;  // decided on the first data line
+
+  std::unique_ptr<NodeAggregator> nodes_;
+  std::unique_ptr<RecordWriter> edge_spill_;
+  uint64_t num_records_ = 0;
+  absl::flat_hash_map<std::string, uint32_t> relation_ids_;
+  std::vector<std::string> relations_;
+
+  uint32_t num_partitions_ = 1;
+  std::vector<uint64_t> partition_sizes_;
+  uint64_t num_nodes_ = 0;
+  DegreeStats degree_;
+  int range_bits_ = 0;
+  NodeSlotTable slots_;
+  uint64_t chunk_id_ = 0;
+  uint64_t chunk_edges_ = 1 << 20;
+  uint64_t edges_translated_ = 0;
+  std::vector<uint64_t> train_bucket_edges_;
+  ImportSummary summary_;
+};
+
+absl::Status Importer::DetectFormat(std::string_view text, bool skip_first,
+                                    FileFormat* format) {
+  size_t pos = 0;
+  bool first = true;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (first && skip_first) {
+      first = false;
+      continue;
+    }
+    first = false;
+    if (IsSkippableLine(line)) continue;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    LineFormat f;
+    f.integer_ids = options_.integer_ids;
+    f.delimiter = options_.delimiter != '\0' ? options_.delimiter
+                                             : DetectDelimiter(line);
+    if (!columns_.has_value()) {
+      LineFormat cols;
+      if (options_.columns.size() == 2) {
+        cols.src_col = options_.columns[0];
+        cols.dst_col = options_.columns[1];
+      } else if (options_.columns.size() == 3) {
+        cols.src_col = options_.columns[0];
+        cols.rel_col = options_.columns[1];
+        cols.dst_col = options_.columns[2];
+      } else if (CountFields(line, f.delimiter) >= 3) {
+        cols.src_col = 0;
+        cols.rel_col = 1;
+        cols.dst_col = 2;
+      }
+      columns_ = cols;
+    }
+    f.src_col = columns_->src_col;
+    f.rel_col = columns_->rel_col;
+    f.dst_col = columns_->dst_col;
+    format->line = f;
+    format->known = true;
+    return absl::OkStatus();
+  }
+  return absl::OkStatus();
+}
+
+void Importer::ParseChunk(ParseToken* t) const {
+  const std::string& text = t->lines.text;
+  const LineFormat& format = t->format.line;
+  const bool has_rel = format.rel_col >= 0;
+  absl::flat_hash_map<std::string_view, uint32_t> local_rels;
+  std::vector<NodeOccurrence> occurrences;
+  t->edges.reserve(t->lines.num_lines);
+  occurrences.reserve(2 * t->lines.num_lines);
+  const std::optional<Split> fixed = inputs_[t->file_index].split;
+  size_t pos = 0;
+  uint64_t line_no = t->lines.first_line;
+  for (; pos < text.size(); ++line_no) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string_view line(text.data() + pos, end - pos);
+    pos = end + 1;
+    if (line_no == 1 && t->skip_first_line) continue;
+    if (IsSkippableLine(line)) continue;
+    ++t->data_lines;
+    ParsedLine parsed;
+    RejectReason reason;
+    if (!t->format.known || !ParseEdgeLine(line, format, &parsed, &reason)) {
+      if (!t->format.known) reason = RejectReason::kTooFewColumns;
+      ++t->rejected[static_cast<int>(reason)];
+      if (!options_.skip_bad_lines) {
+        t->bad_line.emplace(line_no, BadLineMessage(reason, line, format));
+        break;
+      }
+      continue;
+    }
+    uint64_t src_key, dst_key;
+    if (format.integer_ids) {
+      if (parsed.src_id == parsed.dst_id && options_.drop_self_loops) {
+        ++t->self_loops;
+        continue;
+      }
+      src_key = IntegerNodeKey(parsed.src_id);
+      dst_key = IntegerNodeKey(parsed.dst_id);
+    } else {
+      if (parsed.src == parsed.dst && options_.drop_self_loops) {
+        ++t->self_loops;
+        continue;
+      }
+      src_key = StringNodeKey(parsed.src);
+      dst_key = StringNodeKey(parsed.dst);
+    }
+    uint32_t rel = 0;
+    uint64_t rel_key = 0;
+    if (has_rel) {
+      auto [it, inserted] = local_rels.try_emplace(parsed.rel, t->rel_names.size());
+      if (inserted) t->rel_names.push_back(parsed.rel);
+      rel = it->second;
+      rel_key = StringNodeKey(parsed.rel);
+    }
+    Split split = fixed.has_value()
+                      ? *fixed
+                      : SplitOfEdge(options_.split, options_.seed, src_key,
+                                    rel_key, dst_key);
+    t->edges.push_back(EdgeRecord{src_key, dst_key, rel,
+                                  static_cast<uint8_t>(split), 0, 0});
+    const bool train = split == Split::kTrain;
+    occurrences.push_back({src_key, parsed.src, train});
+    occurrences.push_back({dst_key, parsed.dst, train});
+  }
+  t->status = nodes_->Add(occurrences);
+}
+
+absl::Status Importer::AbsorbChunk(ParseToken* t) {
+  const std::string& path = inputs_[t->file_index].path;
+  if (t->bad_line.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ":", t->bad_line->first, ": ", t->bad_line->second));
+  }
+  RETURN_IF_ERROR(t->status);
+  if (!t->rel_names.empty() || t->format.line.rel_col < 0) {
+    std::vector<uint32_t> remap(t->rel_names.size());
+    for (size_t i = 0; i < t->rel_names.size(); ++i) {
+      auto [it, inserted] = relation_ids_.try_emplace(
+          std::string(t->rel_names[i]), relations_.size());
+      if (inserted) relations_.emplace_back(t->rel_names[i]);
+      remap[i] = it->second;
+    }
+    if (t->format.line.rel_col >= 0) {
+      for (EdgeRecord& e : t->edges) e.rel = remap[e.rel];
+    }
+  }
+  RETURN_IF_ERROR(edge_spill_->Append(t->edges.data(),
+                                      t->edges.size() * sizeof(EdgeRecord)));
+  num_records_ += t->edges.size();
+  summary_.lines += t->data_lines;
+  summary_.self_loops_dropped += t->self_loops;
+  for (int i = 0; i < kNumRejectReasons; ++i) summary_.rejected[i] += t->rejected[i];
+  return absl::OkStatus();
+}
+
+absl::Status Importer::ReadAndParse() {
+  NodeAggregatorOptions agg;
+  agg.integer_ids = options_.integer_ids;
+  agg.spill_dir = builder_->scratch_dir();
+  // Parse tokens and RocksDB take ~256 MiB; the node shards get most of the
+  // rest while this phase runs.
+  agg.memory_bytes = std::max<uint64_t>(
+      64ull << 20, (options_.memory_budget - std::min<uint64_t>(
+                                                 options_.memory_budget / 2, 256ull << 20)) * 3 / 4);
+  nodes_ = std::make_unique<NodeAggregator>(agg);
+  ASSIGN_OR_RETURN(edge_spill_, RecordWriter::Create(Scratch("edges.spill")));
+
+  absl::Status status;
+  std::atomic<bool> failed{false};
+  size_t file_index = 0;
+  std::unique_ptr<LineReader> reader;
+  FileFormat format;
+  const int threads = options_.threads > 0 ? options_.threads
+                                           : tbb::this_task_arena::max_concurrency();
+  const size_t chunk_bytes = std::clamp<uint64_t>(options_.memory_budget / 64,
+                                                  256 << 10, 4 << 20);
+  auto fail = [&](absl::Status s) {
+    if (!failed.exchange(true)) status = std::move(s);
+  };
+  tbb::parallel_pipeline(
+      2 * threads + 1,
+      tbb::make_filter<void, ParseToken*>(
+          tbb::filter_mode::serial_in_order,
+          [&](tbb::flow_control& fc) -> ParseToken* {
+            while (!failed.load()) {
+              if (reader == nullptr) {
+                if (file_index == inputs_.size()) break;
+                auto r = LineReader::Open(inputs_[file_index].path, chunk_bytes);
+                if (!r.ok()) {
+                  fail(r.status());
+                  break;
+                }
+                reader = std::move(r).value();
+                format = FileFormat();
+              }
+              auto token = std::make_unique<ParseToken>();
+              token->file_index = file_index;
+              auto more = reader->Next(&token->lines);
+              if (!more.ok()) {
+                fail(more.status());
+                break;
+              }
+              if (!*more) {
+                bytes_before_current_ += reader->file_bytes();
+                reader.reset();
+                ++file_index;
+                continue;
+              }
+              token->skip_first_line = options_.header;
+              if (!format.known) {
+                absl::Status s = DetectFormat(
+                    token->lines.text, options_.header && token->lines.first_line == 1,
+                    &format);
+                if (!s.ok()) {
+                  fail(s);
+                  break;
+                }
+              }
+              token->format = format;
+              Report("read", bytes_before_current_ + reader->bytes_read(),
+                     input_bytes_, "bytes");
+              return token.release();
+            }
+            fc.stop();
+            return nullptr;
+          }) &
+          tbb::make_filter<ParseToken*, ParseToken*>(
+              tbb::filter_mode::parallel,
+              [&](ParseToken* t) {
+                if (!failed.load()) ParseChunk(t);
+                return t;
+              }) &
+          tbb::make_filter<ParseToken*, void>(
+              tbb::filter_mode::serial_in_order, [&](ParseToken* t) {
+                std::unique_ptr<ParseToken> owned(t);
+                if (failed.load()) return;
+                absl::Status s = AbsorbChunk(t);
+                if (!s.ok()) fail(std::move(s));
+              }));
+  RETURN_IF_ERROR(status);
+  RETURN_IF_ERROR(edge_spill_->Close());
+  if (relations_.empty()) relations_.push_back("default");
+  summary_.node_runs_spilled = nodes_->runs_spilled();
+  if (num_records_ == 0) {
+    return absl::InvalidArgumentError(
+        "no edges in the input (only comments, blank or rejected lines)");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Importer::AssignNodes() {
+  std::vector<std::unique_ptr<SortedRunWriter>> node_runs(num_partitions_);
+  for (uint32_t p = 0; p < num_partitions_; ++p) {
+    ASSIGN_OR_RETURN(node_runs[p], builder_->NewRun(RunTarget::kShardNodes, p));
+  }
+  ASSIGN_OR_RETURN(auto slot_writer, RecordWriter::Create(Scratch("slots")));
+  std::unique_ptr<RecordWriter> name_writer;
+  if (!options_.integer_ids) {
+    ASSIGN_OR_RETURN(name_writer, RecordWriter::Create(Scratch("names")));
+  }
+  partition_sizes_.assign(num_partitions_, 0);
+  std::optional<DegreeBalancer> balancer;
+  if (options_.partitioner == PartitionerKind::kDegree) balancer.emplace(num_partitions_);
+  std::array<uint64_t, 65> histogram{};
+  uint64_t min_degree = UINT64_MAX, max_degree = 0, degree_sum = 0;
+  char digits[24];
+  RETURN_IF_ERROR(nodes_->ForEachMerged([&](const MergedNode& n) -> absl::Status {
+    const uint32_t p = balancer ? balancer->Assign(n.degree)
+                                : HashPartition(n.key, num_partitions_);
+    const uint64_t offset = partition_sizes_[p]++;
+    if (offset > kMaxPartitionNodes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "partition ", p, " has more than ", kMaxPartitionNodes,
+          " nodes; import with more --partitions"));
+    }
+    SlotRecord rec{n.key, PackSlot(p, offset, n.in_train)};
+    RETURN_IF_ERROR(slot_writer->Append(&rec, sizeof(rec)));
+    std::string_view name = n.name;
+    if (options_.integer_ids) {
+      auto [end, ec] = std::to_chars(digits, digits + sizeof(digits),
+                                     IntegerFromNodeKey(n.key));
+      name = std::string_view(digits, end - digits);
+    } else {
+      uint32_t len = name.size();
+      RETURN_IF_ERROR(name_writer->Append(&len, sizeof(len)));
+      RETURN_IF_ERROR(name_writer->Append(name.data(), name.size()));
+    }
+    RETURN_IF_ERROR(node_runs[p]->Add(NodeOffsetKey(offset), name));
+    ++histogram[std::bit_width(n.degree)];
+    min_degree = std::min(min_degree, n.degree);
+    max_degree = std::max(max_degree, n.degree);
+    degree_sum += n.degree;
+    if (++num_nodes_ % (1 << 20) == 0) Report("nodes", num_nodes_, 0, "nodes");
+    return absl::OkStatus();
+  }));
+  nodes_.reset();
+  RETURN_IF_ERROR(slot_writer->Close());
+  if (name_writer) RETURN_IF_ERROR(name_writer->Close());
+  for (auto& run : node_runs) RETURN_IF_ERROR(run->Finish());
+
+  degree_.min = num_nodes_ ? min_degree : 0;
+  degree_.max = max_degree;
+  degree_.mean = num_nodes_ ? static_cast<double>(degree_sum) / num_nodes_ : 0;
+  auto percentile = [&](double q) -> uint64_t {
+    uint64_t target = static_cast<uint64_t>(std::ceil(q * num_nodes_)), seen = 0;
+    for (int b = 0; b < 65; ++b) {
+      seen += histogram[b];
+      if (seen >= target && histogram[b] > 0) return b == 0 ? 0 : uint64_t{1} << (b - 1);
+    }
+    return max_degree;
+  };
+  degree_.p50 = percentile(0.5);
+  degree_.p90 = percentile(0.9);
+  degree_.p99 = percentile(0.99);
+  return absl::OkStatus();
+}
+
+absl::Status Importer::WriteDictionary() {
+  std::vector<uint64_t> base(num_partitions_, 0);
+  for (uint32_t p = 1; p < num_partitions_; ++p) {
+    base[p] = base[p - 1] + partition_sizes_[p - 1];
+  }
+  ASSIGN_OR_RETURN(auto by_name, builder_->NewRun(RunTarget::kDictByName, 0));
+  std::vector<std::unique_ptr<SortedRunWriter>> by_id(num_partitions_);
+  for (uint32_t p = 0; p < num_partitions_; ++p) {
+    ASSIGN_OR_RETURN(by_id[p], builder_->NewRun(RunTarget::kDictById, p));
+  }
+  ASSIGN_OR_RETURN(auto slots, RecordReader::Open(Scratch("slots")));
+  std::unique_ptr<RecordReader> names;
+  if (!options_.integer_ids) {
+    ASSIGN_OR_RETURN(names, RecordReader::Open(Scratch("names")));
+  }
+  std::string name;
+  char digits[24];
+  for (uint64_t i = 0; i < num_nodes_; ++i) {
+    SlotRecord rec;
+    RETURN_IF_ERROR(slots->ReadExactly(&rec, sizeof(rec)));
+    std::string_view name_view;
+    if (names) {
+      uint32_t len;
+      RETURN_IF_ERROR(names->ReadExactly(&len, sizeof(len)));
+      name.resize(len);
+      RETURN_IF_ERROR(names->ReadExactly(name.data(), len));
+      name_view = name;
+    } else {
+      auto [end, ec] = std::to_chars(digits, digits + sizeof(digits),
+                                     IntegerFromNodeKey(rec.key));
+      name_view = std::string_view(digits, end - digits);
+    }
+    const uint32_t p = SlotPartition(rec.slot);
+    const uint64_t gid = base[p] + SlotOffset(rec.slot);
+    RETURN_IF_ERROR(by_name->Add(DictNameKey(rec.key, name_view), EncodeU64(gid)));
+    RETURN_IF_ERROR(by_id[p]->Add(DictIdKey(gid), name_view));
+  }
+  RETURN_IF_ERROR(by_name->Finish());
+  for (auto& w : by_id) RETURN_IF_ERROR(w->Finish());
+  return absl::OkStatus();
+}
+
+absl::Status Importer::LoadSlotRange(RecordReader* reader, uint32_t range,
+                                     std::optional<SlotRecord>* pending) {
+  slots_.Clear();
+  while (true) {
+    if (!pending->has_value()) {
+      SlotRecord rec;
+      ASSIGN_OR_RETURN(size_t got, reader->Read(&rec, sizeof(rec)));
+      if (got == 0) break;
+      if (got != sizeof(rec)) return absl::DataLossError("truncated slot file");
+      *pending = rec;
+    }
+    if (RangeOf((*pending)->key) != range) break;
+    slots_.Append((*pending)->key, (*pending)->slot);
+    pending->reset();
+  }
+  slots_.Seal();
+  return absl::OkStatus();
+}
+
+// Reads edge records from `in_path`, translates the src endpoint with the
+// loaded slot range when `translate_src`, and appends each record to
+// `prefix-<r>` where r is the key range of its src (by_src) or dst endpoint.
+absl::Status Importer::Distribute(const std::string& in_path,
+                                  const std::string& prefix, bool by_src,
+                                  bool translate_src) {
+  const uint32_t ranges = 1u << range_bits_;
+  ASSIGN_OR_RETURN(auto reader, RecordReader::Open(in_path));
+  std::vector<std::unique_ptr<RecordWriter>> outs(ranges);
+  for (uint32_t r = 0; r < ranges; ++r) {
+    const std::string path = absl::StrCat(prefix, "-", r);
+    // Append mode: each source range adds to the same destination files.
+    auto w = RecordWriter::Create(path + ".part" + std::to_string(chunk_id_),
+                                  std::max<size_t>(64 << 10, (64 << 20) / ranges));
+    if (!w.ok()) return w.status();
+    outs[r] = std::move(w).value();
+  }
+  ++chunk_id_;
+  std::vector<EdgeRecord> buf(1 << 16);
+  while (true) {
+    ASSIGN_OR_RETURN(size_t got, reader->Read(buf.data(), buf.size() * sizeof(EdgeRecord)));
+    if (got % sizeof(EdgeRecord) != 0) return absl::DataLossError("truncated edge spill");
+    const size_t n = got / sizeof(EdgeRecord);
+    if (n == 0) break;
+    for (size_t i = 0; i < n; ++i) {
+      EdgeRecord& e = buf[i];
+      if (translate_src) {
+        const uint64_t* slot = slots_.Find(e.src);
+        if (slot == nullptr) return absl::InternalError("edge endpoint missing from node table");
+        e.src = *slot;
+        e.flags |= kSrcSlot;
+      }
+      const uint32_t r = RangeOf(by_src ? e.src : e.dst);
+      RETURN_IF_ERROR(outs[r]->Append(&e, sizeof(e)));
+    }
+  }
+  for (auto& w : outs) RETURN_IF_ERROR(w->Close());
+  return absl::OkStatus();
+}
+
+absl::Status Importer::EmitChunk(std::vector<EdgeRecord>* records) {
+  const uint32_t P = num_partitions_;
+  const uint64_t groups = uint64_t{3} * P * P;
+  std::vector<uint64_t> start(groups + 1, 0);
+  auto group_of = [P](const EdgeRecord& e) {
+    return (uint64_t{SlotPartition(e.src)} * 3 + e.split) * P + SlotPartition(e.dst);
+  };
+  for (EdgeRecord& e : *records) {
+    if (e.split != static_cast<uint8_t>(Split::kTrain) &&
+        !(SlotInTrain(e.src) && SlotInTrain(e.dst))) {
+      e.split = static_cast<uint8_t>(Split::kTrain);
+      ++summary_.moved_to_train;
+    }
+    ++start[group_of(e) + 1];
+  }
+  for (uint64_t g = 0; g < groups; ++g) start[g + 1] += start[g];
+  std::vector<Edge> edges(records->size());
+  {
+    std::vector<uint64_t> pos(start.begin(), start.end() - 1);
+    for (const EdgeRecord& e : *records) {
+      edges[pos[group_of(e)]++] =
+          Edge{SlotOffset(e.src), e.rel, SlotOffset(e.dst)};
+    }
+  }
+  std::vector<uint64_t> end(start.begin() + 1, start.end());
+  if (options_.dedupe) {
+    tbb::parallel_for(uint64_t{0}, groups, [&](uint64_t g) {
+      auto first = edges.begin() + start[g], last = edges.begin() + end[g];
+      std::sort(first, last);
+      end[g] = std::unique(first, last) - edges.begin();
+    });
+  }
+  for (uint32_t ps = 0; ps < P; ++ps) {
+    for (int s = 0; s < kNumSplits; ++s) {
+      for (uint32_t pd = 0; pd < P; ++pd) {
+        const uint64_t g = (uint64_t{ps} * 3 + s) * P + pd;
+        const uint64_t kept = end[g] - start[g];
+        summary_.duplicates_dropped += start[g + 1] - start[g] - kept;
+        summary_.edges[static_cast<Split>(s)] += kept;
+        if (s == 0) train_bucket_edges_[uint64_t{ps} * P + pd] += kept;
+      }
+    }
+  }
+  const uint64_t chunk = chunk_id_++;
+  std::vector<absl::Status> statuses(P);
+  tbb::parallel_for(uint32_t{0}, P, [&](uint32_t ps) {
+    statuses[ps] = [&]() -> absl::Status {
+      ASSIGN_OR_RETURN(auto run, builder_->NewRun(RunTarget::kShardEdges, ps));
+      for (int s = 0; s < kNumSplits; ++s) {
+        for (uint32_t pd = 0; pd < P; ++pd) {
+          const uint64_t g = (uint64_t{ps} * 3 + s) * P + pd;
+          uint64_t block = 0;
+          for (uint64_t b = start[g]; b < end[g]; b += kMaxEdgesPerBlock, ++block) {
+            const uint64_t n = std::min<uint64_t>(kMaxEdgesPerBlock, end[g] - b);
+            RETURN_IF_ERROR(run->Add(
+                EdgeBlockKey(static_cast<Split>(s), pd, (chunk << 32) | block),
+                EncodeEdgeBlock(std::span<const Edge>(edges.data() + b, n))));
+          }
+        }
+      }
+      return run->Finish();
+    }();
+  });
+  for (const absl::Status& s : statuses) RETURN_IF_ERROR(s);
+  edges_translated_ += records->size();
+  Report("edges", edges_translated_, num_records_, "edges");
+  return absl::OkStatus();
+}
+
+absl::Status Importer::TranslateAndWriteEdges() {
+  train_bucket_edges_.assign(uint64_t{num_partitions_} * num_partitions_, 0);
+  // Memory plan: the slot table (or one key range of it) and one chunk of
+  // edge records being grouped.
+  const uint64_t budget = options_.memory_budget;
+  const uint64_t slot_bytes = num_nodes_ * NodeSlotTable::kBytesPerNode;
+  const uint64_t chunk_bytes = std::max<uint64_t>(budget * 3 / 10, 16 << 20);
+  chunk_edges_ = std::max<uint64_t>(chunk_bytes / (sizeof(EdgeRecord) + sizeof(Edge) + 8), 1 << 16);
+  uint64_t ranges = 1;
+  if (slot_bytes > budget * 45 / 100) {
+    ranges = (slot_bytes + budget * 3 / 10 - 1) / (budget * 3 / 10);
+  }
+  if (options_.dedupe && num_records_ > chunk_edges_) {
+    // Exact dedupe needs each range's edges in one chunk.
+    ranges = std::max<uint64_t>(ranges, (num_records_ + chunk_edges_ - 1) / chunk_edges_ * 2);
+  }
+  range_bits_ = ranges <= 1 ? 0 : std::bit_width(ranges - 1);
+  if (range_bits_ > 12) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "--memory-budget ", budget, " bytes is too small for ", num_nodes_,
+        " nodes and ", num_records_, " edges"));
+  }
+  summary_.key_ranges = 1u << range_bits_;
+  ASSIGN_OR_RETURN(auto slot_reader, RecordReader::Open(Scratch("slots")));
+  std::optional<SlotRecord> pending;
+
+  auto process_file = [&](const std::string& path, bool translate_src,
+                          bool whole_file_chunk) -> absl::Status {
+    ASSIGN_OR_RETURN(auto reader, RecordReader::Open(path));
+    const uint64_t total = reader->file_bytes() / sizeof(EdgeRecord);
+    uint64_t done = 0;
+    const uint64_t per_chunk = whole_file_chunk ? std::max<uint64_t>(total, 1) : chunk_edges_;
+    std::vector<EdgeRecord> records;
+    while (done < total) {
+      const uint64_t n = std::min(per_chunk, total - done);
+      records.resize(n);
+      RETURN_IF_ERROR(reader->ReadExactly(records.data(), n * sizeof(EdgeRecord)));
+      std::atomic<bool> missing{false};
+      tbb::parallel_for(tbb::blocked_range<uint64_t>(0, n, 1 << 14),
+                        [&](const tbb::blocked_range<uint64_t>& r) {
+                          for (uint64_t i = r.begin(); i < r.end(); ++i) {
+                            EdgeRecord& e = records[i];
+                            if (translate_src) {
+                              const uint64_t* s = slots_.Find(e.src);
+                              if (s == nullptr) { missing = true; continue; }
+                              e.src = *s;
+                            }
+                            const uint64_t* d = slots_.Find(e.dst);
+                            if (d == nullptr) { missing = true; continue; }
+                            e.dst = *d;
+                          }
+                        });
+      if (missing) return absl::InternalError("edge endpoint missing from node table");
+      RETURN_IF_ERROR(EmitChunk(&records));
+      done += n;
+    }
+    return absl::OkStatus();
+  };
+
+  const std::string spill = Scratch("edges.spill");
+  if (range_bits_ == 0) {
+    RETURN_IF_ERROR(LoadSlotRange(slot_reader.get(), 0, &pending));
+    RETURN_IF_ERROR(process_file(spill, /*translate_src=*/true, options_.dedupe));
+    slots_.Clear();
+    return absl::OkStatus();
+  }
+  // Step A: by src range. Step B: translate src, regroup by dst range.
+  // Step C: translate dst, emit.
+  const uint32_t R = 1u << range_bits_;
+  RETURN_IF_ERROR(Distribute(spill, Scratch("by-src"), /*by_src=*/true, false));
+  std::filesystem::remove(spill);
+  for (uint32_t r = 0; r < R; ++r) {
+    RETURN_IF_ERROR(LoadSlotRange(slot_reader.get(), r, &pending));
+    const std::string in = absl::StrCat(Scratch("by-src"), "-", r, ".part0");
+    RETURN_IF_ERROR(Distribute(in, Scratch("by-dst"), /*by_src=*/false, true));
+    std::filesystem::remove(in);
+  }
+  slot_reader.reset();
+  ASSIGN_OR_RETURN(slot_reader, RecordReader::Open(Scratch("slots")));
+  pending.reset();
+  for (uint32_t r = 0; r < R; ++r) {
+    RETURN_IF_ERROR(LoadSlotRange(slot_reader.get(), r, &pending));
+    // Concatenate the parts written by each step-B pass (part1..partR).
+    const std::string merged = absl::StrCat(Scratch("by-dst"), "-", r);
+    {
+      ASSIGN_OR_RETURN(auto out, RecordWriter::Create(merged));
+      std::vector<char> buf(1 << 20);
+      for (uint32_t part = 1; part <= R; ++part) {
+        const std::string p = absl::StrCat(merged, ".part", part);
+        ASSIGN_OR_RETURN(auto in, RecordReader::Open(p));
+        while (true) {
+          ASSIGN_OR_RETURN(size_t got, in->Read(buf.data(), buf.size()));
+          if (got == 0) break;
+          RETURN_IF_ERROR(out->Append(buf.data(), got));
+        }
+        in.reset();
+        std::filesystem::remove(p);
+      }
+      RETURN_IF_ERROR(out->Close());
+    }
+    RETURN_IF_ERROR(process_file(merged, /*translate_src=*/false, options_.dedupe));
+    std::filesystem::remove(merged);
+  }
+  slots_.Clear();
+  return absl::OkStatus();
+}
+
+void Importer::Report(const std::string& phase, uint64_t done, uint64_t total,
+                      const std::string& unit) {
+  if (!options_.progress) return;
+  ImportProgress p;
+  p.phase = phase;
+  p.done = done;
+  p.total = total;
+  p.unit = unit;
+  p.edges_read = num_records_;
+  p.elapsed_seconds = Elapsed();
+  options_.progress(p);
+}
+
+absl::StatusOr<ImportSummary> Importer::Run() {
+  RETURN_IF_ERROR(options_.Validate());
+  for (const auto& f : options_.files) inputs_.push_back({f, std::nullopt});
+  for (const auto& f : options_.valid_files) inputs_.push_back({f, Split::kValid});
+  for (const auto& f : options_.test_files) inputs_.push_back({f, Split::kTest});
+  for (const InputFile& in : inputs_) {
+    std::error_code ec;
+    uint64_t size = std::filesystem::file_size(in.path, ec);
+    if (ec) return absl::NotFoundError(absl::StrCat(in.path, ": ", ec.message()));
+    input_bytes_ += size;
+  }
+  num_partitions_ = options_.num_partitions;
+  GraphBuilderOptions bopts;
+  bopts.num_partitions = num_partitions_;
+  bopts.overwrite = options_.overwrite;
+  ASSIGN_OR_RETURN(builder_, GraphBuilder::Create(options_.out, bopts));
+
+  RETURN_IF_ERROR(ReadAndParse());
+  RETURN_IF_ERROR(AssignNodes());
+  RETURN_IF_ERROR(WriteDictionary());
+  RETURN_IF_ERROR(TranslateAndWriteEdges());
+
+  Manifest m;
+  m.num_nodes = num_nodes_;
+  m.num_partitions = num_partitions_;
+  m.partition_sizes = partition_sizes_;
+  m.relations = relations_;
+  m.edges = summary_.edges;
+  m.train_bucket_edges = train_bucket_edges_;
+  m.partitioner = std::string(PartitionerName(options_.partitioner));
+  m.seed = options_.seed;
+  m.integer_ids = options_.integer_ids;
+  m.degree = degree_;
+  Report("commit", 0, 0, "");
+  RETURN_IF_ERROR(builder_->Commit(m));
+
+  summary_.nodes = num_nodes_;
+  summary_.relations = relations_.size();
+  summary_.partitions = num_partitions_;
+  summary_.input_bytes = input_bytes_;
+  summary_.seconds = Elapsed();
+  return summary_;
+}
+
+}  // namespace
+
+absl::Status ImportOptions::Validate() const {
+  if (out.empty()) return absl::InvalidArgumentError("--out is required");
+  if (files.empty() && valid_files.empty() && test_files.empty()) {
+    return absl::InvalidArgumentError("no input files");
+  }
+  if (files.empty()) {
+    return absl::InvalidArgumentError("no training input: give at least one FILE");
+  }
+  if (num_partitions < 1 || num_partitions > 4096) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--partitions ", num_partitions, " is outside [1, 4096]"));
+  }
+  if (memory_budget < (64ull << 20)) {
+    return absl::InvalidArgumentError("--memory-budget must be at least 64M");
+  }
+  if (columns.size() != 0 && columns.size() != 2 && columns.size() != 3) {
+    return absl::InvalidArgumentError("--columns takes SRC,DST or SRC,REL,DST");
+  }
+  if ((!valid_files.empty() || !test_files.empty()) && split.fraction[0] < 1.0) {
+    return absl::InvalidArgumentError(
+        "give either --split or --valid/--test files, not both");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ImportSummary> ImportGraph(const ImportOptions& options) {
+  const int threads = options.threads > 0 ? options.threads
+                                          : tbb::this_task_arena::max_concurrency();
+  tbb::task_arena arena(threads);
+  absl::StatusOr<ImportSummary> result;
+  arena.execute([&] {
+    Importer importer(options);
+    result = importer.Run();
+  });
+  return result;
+}
+
+absl::StatusOr<uint64_t> ParseByteSize(std::string_view text) {
+  std::string t = absl::AsciiStrToUpper(
+      absl::StripAsciiWhitespace(absl::string_view(text.data(), text.size())));
+  double mult = 1;
+  for (auto [suffix, m] : std::initializer_list<std::pair<const char*, double>>{
+           {"KIB", 1024.0}, {"MIB", 1024.0 * 1024}, {"GIB", 1024.0 * 1024 * 1024},
+           {"TIB", 1024.0 * 1024 * 1024 * 1024}, {"K", 1024.0}, {"M", 1024.0 * 1024},
+           {"G", 1024.0 * 1024 * 1024}, {"T", 1024.0 * 1024 * 1024 * 1024},
+           {"B", 1.0}}) {
+    if (absl::EndsWith(t, suffix)) {
+      t.resize(t.size() - std::strlen(suffix));
+      mult = m;
+      break;
+    }
+  }
+  double v;
+  if (!absl::SimpleAtod(t, &v) || v < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", std::string(text), "' is not a size (e.g. 512M, 4G)"));
+  }
+  return static_cast<uint64_t>(v * mult);
+}
+
+}  // namespace ember

@@ -1,0 +1,91 @@
+// `ember import`: turns edge-list text files into a partitioned graph
+// directory in bounded memory.
+//
+// Phases (see docs/import.md):
+//  1. read + parse (oneTBB pipeline, parallel parse, in-order spill): edges
+//     go to a spill file as (src key, dst key, relation, split); nodes are
+//     aggregated with their degrees in a NodeAggregator (spilling runs).
+//  2. merge nodes in key order, assign partitions and dense offsets, write
+//     the shards' node tables, the node dictionary and a key -> slot file.
+//  3. translate edge endpoints to (partition, offset) with as much of the
+//     slot table in memory as the budget allows (key ranges otherwise),
+//     group them into P x P buckets and write edge blocks as sorted runs.
+//  4. ingest the runs, write MANIFEST.json, rename the staging directory
+//     into place. Any failure before that leaves nothing at --out.
+#ifndef EMBER_PARTITION_IMPORTER_H_
+#define EMBER_PARTITION_IMPORTER_H_
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "partition/line_parser.h"
+#include "partition/partitioner.h"
+#include "storage/manifest.h"
+
+namespace ember {
+
+struct ImportProgress {
+  std::string phase;         // "read", "nodes", "edges", "commit"
+  uint64_t done = 0;         // units of this phase done ...
+  uint64_t total = 0;        // ... out of total (0: unknown)
+  std::string unit;          // "bytes", "nodes", "edges"
+  uint64_t edges_read = 0;   // edge lines accepted so far
+  double elapsed_seconds = 0;
+};
+
+struct ImportOptions {
+  std::string out;                       // graph directory to create
+  std::vector<std::string> files;        // split by `split` fractions
+  std::vector<std::string> valid_files;  // all edges -> valid
+  std::vector<std::string> test_files;   // all edges -> test
+  uint32_t num_partitions = 1;
+  PartitionerKind partitioner = PartitionerKind::kHash;
+  SplitFractions split;                  // Default: all train.
+  char delimiter = '\0';                 // '\0': detect per file
+  std::vector<int> columns;              // empty: 2 fields -> src dst,
+                                         // 3+ -> src rel dst
+  bool header = false;                   // skip each file's first line
+  bool integer_ids = false;              // ids are non-negative integers
+  bool dedupe = false;                   // drop repeated (src, rel, dst)
+                                         // within a split
+  bool drop_self_loops = false;          // Default: keep them
+  bool skip_bad_lines = false;           // count bad lines instead of failing
+  uint64_t seed = 0;
+  int threads = 0;                       // 0: all hardware threads
+  uint64_t memory_budget = 2ull << 30;   // peak RSS target, bytes
+  bool overwrite = false;
+  // Called from one thread at a time, often; throttle in the callee.
+  std::function<void(const ImportProgress&)> progress;
+
+  absl::Status Validate() const;
+};
+
+struct ImportSummary {
+  uint64_t nodes = 0;
+  SplitCounts edges;
+  uint32_t relations = 0;
+  uint32_t partitions = 0;
+  uint64_t lines = 0;                 // data lines read (not comments/blank)
+  std::array<uint64_t, kNumRejectReasons> rejected{};  // by reason
+  uint64_t self_loops_dropped = 0;
+  uint64_t duplicates_dropped = 0;
+  uint64_t moved_to_train = 0;  // valid/test edges with a node seen only
+                                // outside train, moved to train
+  uint64_t input_bytes = 0;
+  uint64_t node_runs_spilled = 0;
+  uint32_t key_ranges = 1;      // >1: the slot table did not fit the budget
+  double seconds = 0;
+};
+
+absl::StatusOr<ImportSummary> ImportGraph(const ImportOptions& options);
+
+// Parses "512M", "4G", "1.5GiB", "1000000" into bytes.
+absl::StatusOr<uint64_t> ParseByteSize(std::string_view text);
+
+}  // namespace ember
+
+#endif  // EMBER_PARTITION_IMPORTER_H_

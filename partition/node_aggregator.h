@@ -1,0 +1,71 @@
+// Collects the distinct nodes of an import with their degrees, in bounded
+// memory: nodes are kept in 64 key-range shards; a shard that outgrows its
+// share of the budget is sorted and spilled to a run file, and Finish()
+// merges the runs. The merged result does not depend on the order of Add()
+// calls, so parallel parsing stays deterministic.
+#ifndef EMBER_PARTITION_NODE_AGGREGATOR_H_
+#define EMBER_PARTITION_NODE_AGGREGATOR_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace ember {
+
+struct NodeOccurrence {
+  uint64_t key = 0;       // StringNodeKey / IntegerNodeKey
+  std::string_view name;  // ignored when the aggregator has integer ids
+  bool train = false;     // the occurrence is in a train edge
+};
+
+struct MergedNode {
+  uint64_t key = 0;
+  uint64_t degree = 0;    // occurrences, all splits
+  bool in_train = false;  // at least one occurrence in a train edge
+  std::string_view name;  // valid until the next Next(); empty for integers
+};
+
+struct NodeAggregatorOptions {
+  bool integer_ids = false;
+  // Memory for the in-memory shards (the spill threshold). Default: 256 MiB.
+  uint64_t memory_bytes = 256ull << 20;
+  // Where run files go. Required.
+  std::string spill_dir;
+};
+
+class NodeAggregator {
+ public:
+  static constexpr int kShardBits = 6;
+  static constexpr int kNumShards = 1 << kShardBits;
+
+  explicit NodeAggregator(const NodeAggregatorOptions& options);
+  ~NodeAggregator();
+  NodeAggregator(const NodeAggregator&) = delete;
+  NodeAggregator& operator=(const NodeAggregator&) = delete;
+
+  // Thread-safe. Fails (sticky) on a key collision between two different
+  // names or a spill I/O error.
+  absl::Status Add(std::span<const NodeOccurrence> occurrences);
+
+  // Streams all nodes in ascending key order. REQUIRES: all Add()s done.
+  // Calls fn for each node; stops at the first non-OK status.
+  absl::Status ForEachMerged(
+      const std::function<absl::Status(const MergedNode&)>& fn);
+
+  uint64_t runs_spilled() const;
+
+ private:
+  struct Shard;
+  absl::Status SpillShard(Shard* shard, int index);
+  NodeAggregatorOptions options_;
+  std::vector<std::unique_ptr<Shard>> shards_;
+};
+
+}  // namespace ember
+
+#endif  // EMBER_PARTITION_NODE_AGGREGATOR_H_
