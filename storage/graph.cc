@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <charconv>
 #include <cstring>
 #include <filesystem>
@@ -586,6 +588,52 @@ uint64_t Graph::ShardBytesOnDisk(uint32_t p) const {
     }
   }
   return total;
+}
+
+}  // namespace ember
+
+namespace ember {
+namespace {
+
+absl::Status CheckBlobName(std::string_view name) {
+  if (name.empty() || name.size() > 200) {
+    return absl::InvalidArgumentError("blob name must be 1..200 characters");
+  }
+  for (char c : name) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("blob name '", internal::Sv(name), "' has characters outside [A-Za-z0-9._-]"));
+    }
+  }
+  if (name == "." || name == "..") return absl::InvalidArgumentError("bad blob name");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Graph::WriteBlob(std::string_view name, std::string_view bytes) {
+  RETURN_IF_ERROR(rep_->RequireWritable("WriteBlob"));
+  RETURN_IF_ERROR(CheckBlobName(name));
+  const std::string dir = rep_->dir + "/blobs";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return internal::ErrnoStatus(ec.value(), "create directory", dir);
+  return internal::WriteFileAtomic(absl::StrCat(dir, "/", internal::Sv(name)), bytes);
+}
+
+absl::StatusOr<std::string> Graph::ReadBlob(std::string_view name) const {
+  RETURN_IF_ERROR(CheckBlobName(name));
+  return internal::ReadFile(absl::StrCat(rep_->dir, "/blobs/", internal::Sv(name)));
+}
+
+absl::Status Graph::DeleteBlob(std::string_view name) {
+  RETURN_IF_ERROR(rep_->RequireWritable("DeleteBlob"));
+  RETURN_IF_ERROR(CheckBlobName(name));
+  const std::string path = absl::StrCat(rep_->dir, "/blobs/", internal::Sv(name));
+  if (std::remove(path.c_str()) != 0 && errno != ENOENT) {
+    return internal::ErrnoStatus(errno, "remove", path);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace ember

@@ -82,6 +82,13 @@ class Graph {
   // manifest naming the new version may be committed after it returns.
   absl::Status SyncTables();
 
+  // Small named files (GRAPH/blobs/<name>) for per-checkpoint state too
+  // small for a table, e.g. relation parameters. Names are [A-Za-z0-9._-]+.
+  // WriteBlob replaces atomically. REQUIRES (write/delete): read-write.
+  absl::Status WriteBlob(std::string_view name, std::string_view bytes);
+  absl::StatusOr<std::string> ReadBlob(std::string_view name) const;
+  absl::Status DeleteBlob(std::string_view name);
+
   // Bytes of files under shard-<p>/.
   uint64_t ShardBytesOnDisk(uint32_t p) const;
 

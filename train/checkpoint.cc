@@ -1,0 +1,128 @@
+#include "train/checkpoint.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "storage/status_macros.h"
+
+namespace ember {
+
+std::string RelationBlobName(uint64_t version) {
+  return absl::StrCat("relations-", version);
+}
+
+// Layout: [num_relations u32][param_size u32][has_state u32]
+//         [params f32 x n*size][state f32 x n*size if has_state]
+std::string EncodeRelationBlob(const RelationParams& r) {
+  const uint32_t header[3] = {r.num_relations, static_cast<uint32_t>(r.param_size),
+                              r.state.empty() ? 0u : 1u};
+  std::string out(reinterpret_cast<const char*>(header), sizeof(header));
+  out.append(reinterpret_cast<const char*>(r.params.data()), r.params.size() * sizeof(float));
+  out.append(reinterpret_cast<const char*>(r.state.data()), r.state.size() * sizeof(float));
+  return out;
+}
+
+absl::StatusOr<RelationParams> DecodeRelationBlob(std::string_view bytes) {
+  uint32_t header[3];
+  if (bytes.size() < sizeof(header)) return absl::DataLossError("relation blob too short");
+  std::memcpy(header, bytes.data(), sizeof(header));
+  RelationParams r;
+  r.num_relations = header[0];
+  r.param_size = static_cast<int>(header[1]);
+  const size_t n = size_t{r.num_relations} * r.param_size;
+  const size_t want = sizeof(header) + n * sizeof(float) * (header[2] ? 2 : 1);
+  if (bytes.size() != want) {
+    return absl::DataLossError(absl::StrCat("relation blob has ", bytes.size(),
+                                            " bytes, expected ", want));
+  }
+  r.params.resize(n);
+  std::memcpy(r.params.data(), bytes.data() + sizeof(header), n * sizeof(float));
+  if (header[2]) {
+    r.state.resize(n);
+    std::memcpy(r.state.data(), bytes.data() + sizeof(header) + n * sizeof(float),
+                n * sizeof(float));
+  }
+  return r;
+}
+
+std::string ModelOptionsToJson(const ModelOptions& m) {
+  nlohmann::json j = {{"operator", std::string(OperatorName(m.op))},
+                      {"comparator", std::string(ComparatorName(m.comparator))},
+                      {"loss", std::string(LossName(m.loss))},
+                      {"margin", m.margin},
+                      {"dim", m.dim}};
+  return j.dump();
+}
+
+absl::StatusOr<ModelOptions> ModelOptionsFromJson(std::string_view text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::DataLossError("model options: not a JSON object");
+  }
+  ModelOptions m;
+  try {
+    ASSIGN_OR_RETURN(m.op, ParseOperator(j.at("operator").get<std::string>()));
+    ASSIGN_OR_RETURN(m.comparator, ParseComparator(j.at("comparator").get<std::string>()));
+    ASSIGN_OR_RETURN(m.loss, ParseLoss(j.at("loss").get<std::string>()));
+    m.margin = j.at("margin").get<float>();
+    m.dim = j.at("dim").get<int>();
+  } catch (const nlohmann::json::exception& e) {
+    return absl::DataLossError(absl::StrCat("model options: ", e.what()));
+  }
+  RETURN_IF_ERROR(m.Validate());
+  return m;
+}
+
+absl::StatusOr<StoredModel> LoadStoredModel(const Graph& graph) {
+  const TrainingState& t = graph.manifest().training;
+  if (t.checkpoint_version == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        graph.dir(), " has no trained embeddings yet; run `ember train ", graph.dir(), "` first"));
+  }
+  nlohmann::json state = nlohmann::json::parse(t.state_json, nullptr, false);
+  if (state.is_discarded() || !state.contains("model")) {
+    return absl::DataLossError(
+        absl::StrCat(graph.dir(), "/MANIFEST.json: training.state has no model"));
+  }
+  StoredModel out;
+  out.version = t.checkpoint_version;
+  ASSIGN_OR_RETURN(out.model, ModelOptionsFromJson(state["model"].dump()));
+  const uint32_t P = graph.manifest().num_partitions;
+  if (!state.contains("partition_versions") || !state["partition_versions"].is_array() ||
+      state["partition_versions"].size() != P) {
+    return absl::DataLossError(absl::StrCat(
+        graph.dir(), "/MANIFEST.json: training.state.partition_versions missing or not ", P,
+        " entries"));
+  }
+  for (const auto& v : state["partition_versions"]) {
+    if (!v.is_number_unsigned()) {
+      return absl::DataLossError(absl::StrCat(graph.dir(), ": bad partition version"));
+    }
+    out.partition_versions.push_back(v.get<uint64_t>());
+  }
+  ASSIGN_OR_RETURN(std::string blob, graph.ReadBlob(RelationBlobName(out.version)));
+  ASSIGN_OR_RETURN(out.relations, DecodeRelationBlob(blob));
+  if (out.relations.num_relations != graph.manifest().relations.size() ||
+      out.relations.param_size != RelationParamSize(out.model.op, out.model.dim)) {
+    return absl::DataLossError(absl::StrCat(graph.dir(), ": relation parameters of checkpoint ",
+                                            out.version, " do not match the model"));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<float>> LoadPartitionEmbeddings(const Graph& graph,
+                                                           const StoredModel& model,
+                                                           uint32_t p) {
+  if (p >= model.partition_versions.size()) {
+    return absl::OutOfRangeError(absl::StrCat("partition ", p, " out of range"));
+  }
+  const uint64_t rows = graph.manifest().partition_sizes[p];
+  const int dim = model.model.dim;
+  std::vector<float> out(rows * dim);
+  RETURN_IF_ERROR(graph.ReadTable(Table::kEmbeddings, p, model.partition_versions[p],
+                                  out.data(), rows, dim));
+  return out;
+}
+
+}  // namespace ember
