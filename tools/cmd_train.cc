@@ -1,11 +1,116 @@
-#include "tools/cli.h"
+// ember train GRAPH [flags]
+#include <cstdio>
+#include <string>
+#include <vector>
 
-#include "absl/status/status.h"
+#include "absl/flags/flag.h"
+#include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
+#include "storage/status_macros.h"
+#include "tools/cli.h"
+#include "tools/common_flags.h"
+#include "tools/progress.h"
+#include "train/train_loop.h"
+
+ABSL_FLAG(int, dim, 100, "train: embedding dimension.");
+ABSL_FLAG(int, epochs, 10, "train: total epochs (a resumed run trains the rest).");
+ABSL_FLAG(double, lr, 0.1, "train: Adagrad learning rate.");
+ABSL_FLAG(int, batch_size, 1000, "train: positive edges per batch.");
+ABSL_FLAG(int, chunk_size, 50, "train: edges per negative-sharing chunk.");
+ABSL_FLAG(int, num_uniform_negs, 50, "train: uniform negatives per chunk and side.");
+ABSL_FLAG(std::string, operator, "none",
+          "train: relation operator: none, translation, diagonal, complex_diagonal.");
+ABSL_FLAG(std::string, comparator, "dot", "train: dot, cos or l2.");
+ABSL_FLAG(std::string, loss, "softmax", "train: ranking, logistic or softmax.");
+ABSL_FLAG(double, margin, 0.1, "train: margin of the ranking loss.");
+ABSL_FLAG(double, init_scale, 1e-3, "train: std-dev of the initial embeddings.");
+ABSL_FLAG(int, trainers, 1, "train: trainers working at once on disjoint buckets.");
+ABSL_FLAG(int, buffer_partitions, 0, "train: partitions held in memory (0: all).");
+ABSL_FLAG(std::string, bucket_order, "inside-out",
+          "train: inside-out (PBG), beta (Marius), sequential or random.");
+ABSL_FLAG(int, checkpoint_every, 0,
+          "train: also checkpoint every N buckets (0: at epoch ends only).");
+ABSL_FLAG(bool, from_scratch, false, "train: ignore an existing checkpoint.");
+ABSL_FLAG(bool, deterministic, false,
+          "train: one batch in flight; with --threads 1 results are bit-identical.");
+ABSL_FLAG(bool, eval_valid, false,
+          "train: report validation MRR (sampled) after each epoch.");
 
 namespace ember::tools {
+namespace {
+
+absl::StatusOr<TrainOptions> OptionsFromFlags() {
+  TrainOptions o;
+  ASSIGN_OR_RETURN(o.model.op, ParseOperator(absl::GetFlag(FLAGS_operator)));
+  ASSIGN_OR_RETURN(o.model.comparator, ParseComparator(absl::GetFlag(FLAGS_comparator)));
+  ASSIGN_OR_RETURN(o.model.loss, ParseLoss(absl::GetFlag(FLAGS_loss)));
+  o.model.margin = absl::GetFlag(FLAGS_margin);
+  o.model.dim = absl::GetFlag(FLAGS_dim);
+  o.epochs = absl::GetFlag(FLAGS_epochs);
+  o.lr = absl::GetFlag(FLAGS_lr);
+  o.batch_size = absl::GetFlag(FLAGS_batch_size);
+  o.chunk_size = absl::GetFlag(FLAGS_chunk_size);
+  o.num_uniform_negs = absl::GetFlag(FLAGS_num_uniform_negs);
+  o.init_scale = absl::GetFlag(FLAGS_init_scale);
+  o.seed = absl::GetFlag(FLAGS_seed);
+  o.threads = ThreadCount();
+  o.trainers = absl::GetFlag(FLAGS_trainers);
+  if (absl::GetFlag(FLAGS_buffer_partitions) < 0) {
+    return absl::InvalidArgumentError("--buffer-partitions must be >= 0");
+  }
+  o.buffer_partitions = absl::GetFlag(FLAGS_buffer_partitions);
+  ASSIGN_OR_RETURN(o.bucket_order, ParseBucketOrderKind(absl::GetFlag(FLAGS_bucket_order)));
+  if (absl::GetFlag(FLAGS_checkpoint_every) < 0) {
+    return absl::InvalidArgumentError("--checkpoint-every must be >= 0");
+  }
+  o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  o.from_scratch = absl::GetFlag(FLAGS_from_scratch);
+  o.deterministic = absl::GetFlag(FLAGS_deterministic);
+  o.eval_valid = absl::GetFlag(FLAGS_eval_valid);
+  RETURN_IF_ERROR(o.Validate());
+  return o;
+}
+
+}  // namespace
 
 int TrainMain(const std::vector<std::string>& args) {
-  return ReportStatus("train", absl::UnimplementedError("not built yet"));
+  if (args.size() != 1) {
+    return ReportStatus("train", absl::InvalidArgumentError("usage: ember train GRAPH [flags]"));
+  }
+  auto options = OptionsFromFlags();
+  if (!options.ok()) return ReportStatus("train", options.status());
+  ProgressPrinter progress(!absl::GetFlag(FLAGS_quiet));
+  options->progress = [&](const TrainProgress& p) {
+    progress.Update(absl::StrFormat("epoch %d/%d", p.epoch + 1, p.epochs), p.edges_done,
+                    p.edges_total, "edges",
+                    absl::StrFormat("bucket %d/%d  loss %.4f", p.bucket, p.buckets, p.loss));
+  };
+  auto summary = TrainGraph(args[0], *options);
+  progress.Finish();
+  if (!summary.ok()) return ReportStatus("train", summary.status());
+  if (summary->resumed) {
+    std::fprintf(stderr, "resumed from checkpoint after %d epochs (round %llu)\n",
+                 summary->start_epoch, (unsigned long long)summary->start_round);
+  }
+  if (summary->epochs.empty() && !summary->stopped) {
+    std::fprintf(stderr, "%s already trained %d epochs; nothing to do (raise --epochs or "
+                 "pass --from-scratch)\n", args[0].c_str(), summary->start_epoch);
+  }
+  for (const EpochStats& e : summary->epochs) {
+    if (absl::GetFlag(FLAGS_json)) {
+      nlohmann::json j = {{"epoch", e.epoch}, {"loss", e.loss}, {"edges", e.edges},
+                          {"seconds", e.seconds}, {"edges_per_second", e.edges_per_second},
+                          {"partition_loads", e.partition_loads}};
+      if (e.valid_mrr) j["valid_mrr"] = *e.valid_mrr;
+      std::printf("%s\n", j.dump().c_str());
+    } else {
+      std::printf("epoch %d: loss %.4f, %s edges in %.2f s (%s edges/s), %llu partition loads%s\n",
+                  e.epoch, e.loss, HumanCount(e.edges).c_str(), e.seconds,
+                  HumanCount(e.edges_per_second).c_str(), (unsigned long long)e.partition_loads,
+                  e.valid_mrr ? absl::StrFormat(", valid MRR %.4f", *e.valid_mrr).c_str() : "");
+    }
+  }
+  return 0;
 }
 
 }  // namespace ember::tools

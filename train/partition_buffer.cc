@@ -1,0 +1,173 @@
+#include "train/partition_buffer.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "storage/status_macros.h"
+#include "train/init.h"
+
+namespace ember {
+
+PartitionBuffer::PartitionBuffer(Graph* graph, const PartitionBufferOptions& options,
+                                 std::vector<uint64_t> locations, uint64_t write_version)
+    : graph_(graph),
+      options_(options),
+      locations_(std::move(locations)),
+      write_version_(write_version) {
+  absl::MutexLock lock(&mu_);
+  resident_.resize(graph_->manifest().num_partitions);
+}
+
+PartitionBuffer::~PartitionBuffer() {
+  if (pending_.valid()) pending_.wait();
+}
+
+uint32_t PartitionBuffer::resident_count() const {
+  absl::MutexLock lock(&mu_);
+  uint32_t n = 0;
+  for (const auto& r : resident_) n += r != nullptr;
+  return n;
+}
+
+PartitionData* PartitionBuffer::Get(uint32_t p) {
+  absl::MutexLock lock(&mu_);
+  EMBER_CHECK(p < resident_.size() && resident_[p] != nullptr);
+  return resident_[p].get();
+}
+
+absl::Status PartitionBuffer::Load(uint32_t p) {
+  const Manifest& m = graph_->manifest();
+  auto data = std::make_unique<PartitionData>();
+  data->partition = p;
+  data->rows = m.partition_sizes[p];
+  data->dim = options_.dim;
+  data->embeddings.resize(data->rows * options_.dim);
+  data->optimizer.assign(data->rows, 0.0f);
+  if (locations_[p] == 0) {
+    InitEmbeddings(InitDistribution::kNormal, options_.init_scale, options_.seed,
+                   static_cast<int64_t>(m.PartitionBase(p)), static_cast<int64_t>(data->rows),
+                   options_.dim, data->embeddings.data());
+  } else {
+    RETURN_IF_ERROR(graph_->ReadTable(Table::kEmbeddings, p, locations_[p],
+                                      data->embeddings.data(), data->rows, options_.dim));
+    RETURN_IF_ERROR(graph_->ReadTable(Table::kOptimizer, p, locations_[p],
+                                      data->optimizer.data(), data->rows, 1));
+  }
+  ++loads_;
+  absl::MutexLock lock(&mu_);
+  resident_[p] = std::move(data);
+  return absl::OkStatus();
+}
+
+absl::Status PartitionBuffer::Evict(uint32_t p) {
+  std::unique_ptr<PartitionData> data;
+  {
+    absl::MutexLock lock(&mu_);
+    data = std::move(resident_[p]);
+  }
+  EMBER_CHECK(data != nullptr);
+  RETURN_IF_ERROR(graph_->WriteTable(Table::kEmbeddings, p, write_version_,
+                                     data->embeddings.data(), data->rows, options_.dim));
+  RETURN_IF_ERROR(graph_->WriteTable(Table::kOptimizer, p, write_version_,
+                                     data->optimizer.data(), data->rows, 1));
+  locations_[p] = write_version_;
+  return absl::OkStatus();
+}
+
+int64_t PartitionBuffer::Victim(std::span<const uint32_t> keep,
+                                std::span<const std::vector<uint32_t>> future) const {
+  int64_t best = -1;
+  size_t best_next = 0;
+  absl::MutexLock lock(&mu_);
+  for (uint32_t p = 0; p < resident_.size(); ++p) {
+    if (resident_[p] == nullptr) continue;
+    if (std::find(keep.begin(), keep.end(), p) != keep.end()) continue;
+    size_t next = future.size();  // never used again: best victim
+    for (size_t t = 0; t < future.size(); ++t) {
+      if (std::find(future[t].begin(), future[t].end(), p) != future[t].end()) {
+        next = t;
+        break;
+      }
+    }
+    if (best < 0 || next > best_next) {
+      best = p;
+      best_next = next;
+    }
+  }
+  return best;
+}
+
+absl::Status PartitionBuffer::MakeResident(std::span<const uint32_t> needed,
+                                           std::span<const uint32_t> keep,
+                                           std::span<const std::vector<uint32_t>> future,
+                                           bool best_effort) {
+  for (uint32_t p : needed) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (resident_[p] != nullptr) continue;
+    }
+    if (resident_count() >= options_.capacity) {
+      std::vector<uint32_t> protect(keep.begin(), keep.end());
+      protect.insert(protect.end(), needed.begin(), needed.end());
+      const int64_t victim = Victim(protect, future);
+      if (victim < 0) {
+        if (best_effort) return absl::OkStatus();
+        return absl::InternalError(absl::StrCat(
+            "partition buffer of ", options_.capacity, " cannot hold ", needed.size(),
+            " partitions at once"));
+      }
+      RETURN_IF_ERROR(Evict(static_cast<uint32_t>(victim)));
+    }
+    RETURN_IF_ERROR(Load(p));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PartitionBuffer::Quiesce() {
+  if (!pending_.valid()) return absl::OkStatus();
+  return pending_.get();
+}
+
+absl::Status PartitionBuffer::Acquire(std::span<const uint32_t> needed,
+                                      std::span<const std::vector<uint32_t>> future) {
+  RETURN_IF_ERROR(Quiesce());
+  if (needed.size() > options_.capacity) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a round needs ", needed.size(), " partitions but --buffer-partitions is ",
+        options_.capacity));
+  }
+  return MakeResident(needed, {}, future, /*best_effort=*/false);
+}
+
+void PartitionBuffer::Prefetch(std::vector<uint32_t> next, std::vector<uint32_t> pinned,
+                               std::vector<std::vector<uint32_t>> future) {
+  EMBER_CHECK(!pending_.valid());
+  // Blocking I/O runs on its own thread so that it never occupies a oneTBB
+  // worker that training needs.
+  pending_ = std::async(std::launch::async, [this, next = std::move(next),
+                                             pinned = std::move(pinned),
+                                             future = std::move(future)] {
+    return MakeResident(next, pinned, future, /*best_effort=*/true);
+  });
+}
+
+absl::Status PartitionBuffer::WriteResident() {
+  RETURN_IF_ERROR(Quiesce());
+  std::vector<PartitionData*> all;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& r : resident_) {
+      if (r != nullptr) all.push_back(r.get());
+    }
+  }
+  for (PartitionData* d : all) {
+    RETURN_IF_ERROR(graph_->WriteTable(Table::kEmbeddings, d->partition, write_version_,
+                                       d->embeddings.data(), d->rows, options_.dim));
+    RETURN_IF_ERROR(graph_->WriteTable(Table::kOptimizer, d->partition, write_version_,
+                                       d->optimizer.data(), d->rows, 1));
+    locations_[d->partition] = write_version_;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ember

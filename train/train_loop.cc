@@ -1,0 +1,440 @@
+#include "train/train_loop.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <numeric>
+
+#include <tbb/task_group.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "nlohmann/json.hpp"
+#include "storage/graph.h"
+#include "storage/node_hash.h"
+#include "storage/status_macros.h"
+#include "train/checkpoint.h"
+#include "train/evaluator.h"
+#include "train/partition_buffer.h"
+#include "train/trainer.h"
+
+namespace ember {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<uint32_t> PartitionsOf(const std::vector<Bucket>& round) {
+  std::vector<uint32_t> out;
+  for (const Bucket& b : round) {
+    for (uint32_t p : {b.src, b.dst}) {
+      if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+    }
+  }
+  return out;
+}
+
+uint64_t BucketSeed(uint64_t seed, int epoch, const Bucket& b, uint32_t P) {
+  return Mix64(Mix64(seed, static_cast<uint64_t>(epoch)), uint64_t{b.src} * P + b.dst);
+}
+
+// Fisher-Yates with splitmix64, so shuffles are the same everywhere.
+void Shuffle(std::vector<Edge>* edges, uint64_t seed) {
+  uint64_t s = seed;
+  for (size_t i = edges->size(); i > 1; --i) {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    const size_t j = static_cast<size_t>((static_cast<unsigned __int128>(z) * i) >> 64);
+    std::swap((*edges)[i - 1], (*edges)[j]);
+  }
+}
+
+// The edges of every bucket of a round, read and shuffled.
+using RoundEdges = std::vector<std::vector<Edge>>;
+
+absl::StatusOr<RoundEdges> ReadRound(const Graph& graph, const std::vector<Bucket>& round,
+                                     uint64_t seed, int epoch) {
+  RoundEdges out(round.size());
+  const uint32_t P = graph.manifest().num_partitions;
+  for (size_t i = 0; i < round.size(); ++i) {
+    RETURN_IF_ERROR(graph.ReadBucket(Split::kTrain, round[i].src, round[i].dst, &out[i]));
+    Shuffle(&out[i], BucketSeed(seed, epoch, round[i], P) ^ 0x5eed5eedULL);
+  }
+  return out;
+}
+
+class TrainLoop {
+ public:
+  TrainLoop(std::unique_ptr<Graph> graph, const TrainOptions& options)
+      : graph_(std::move(graph)), options_(options), P_(graph_->manifest().num_partitions) {}
+
+  absl::StatusOr<TrainSummary> Run();
+
+ private:
+  absl::Status RestoreOrInit();
+  absl::Status Checkpoint(int epoch, uint64_t next_round, int epochs_done);
+  absl::Status TrainRound(int epoch, const std::vector<Bucket>& round, RoundEdges& edges);
+  void MergeRelations(const std::vector<size_t>& active);
+  nlohmann::json TrainerState(int epoch, uint64_t next_round) const;
+  absl::Status AppendMetrics(const EpochStats& s);
+
+  std::unique_ptr<Graph> graph_;
+  TrainOptions options_;
+  const uint32_t P_;
+  uint32_t capacity_ = 1;
+  uint32_t round_size_ = 1;
+  RelationParams relations_;
+  std::vector<uint64_t> committed_locations_;  // what the manifest references
+  uint64_t committed_version_ = 0;
+  uint64_t write_version_ = 1;
+  std::unique_ptr<PartitionBuffer> buffer_;
+  std::vector<std::unique_ptr<Trainer>> trainers_;
+  int start_epoch_ = 0;
+  uint64_t start_round_ = 0;
+  bool resumed_ = false;
+
+  absl::Mutex progress_mu_;
+  TrainProgress progress_ ABSL_GUARDED_BY(progress_mu_);
+  double epoch_loss_ ABSL_GUARDED_BY(progress_mu_) = 0;
+  Clock::time_point epoch_start_;
+};
+
+nlohmann::json TrainLoop::TrainerState(int epoch, uint64_t next_round) const {
+  return {{"epoch", epoch},
+          {"next_round", next_round},
+          {"seed", options_.seed},
+          {"bucket_order", std::string(BucketOrderName(options_.bucket_order))},
+          {"buffer_partitions", capacity_},
+          {"round_size", round_size_}};
+}
+
+absl::Status TrainLoop::RestoreOrInit() {
+  const Manifest& m = graph_->manifest();
+  const int param_size = RelationParamSize(options_.model.op, options_.model.dim);
+  committed_version_ = m.training.checkpoint_version;
+  committed_locations_.assign(P_, 0);
+  write_version_ = committed_version_ + 1;
+  std::vector<uint64_t> locations(P_, 0);
+  if (committed_version_ > 0) {
+    ASSIGN_OR_RETURN(StoredModel stored, LoadStoredModel(*graph_));
+    committed_locations_ = stored.partition_versions;
+    if (!options_.from_scratch) {
+      const ModelOptions& s = stored.model;
+      if (s.dim != options_.model.dim || s.op != options_.model.op ||
+          s.comparator != options_.model.comparator) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            graph_->dir(), " holds a checkpoint trained with --dim ", s.dim, " --operator ",
+            std::string(OperatorName(s.op)), " --comparator ",
+            std::string(ComparatorName(s.comparator)),
+            "; pass the same options to resume, or --from-scratch to start over"));
+      }
+      relations_ = std::move(stored.relations);
+      locations = committed_locations_;
+      nlohmann::json state = nlohmann::json::parse(m.training.state_json, nullptr, false);
+      const nlohmann::json t = state.value("trainer", nlohmann::json::object());
+      start_epoch_ = m.training.epochs_done;
+      start_round_ = t.value("next_round", uint64_t{0});
+      if (start_round_ > 0 &&
+          (t.value("seed", uint64_t{0}) != options_.seed ||
+           t.value("bucket_order", std::string()) != BucketOrderName(options_.bucket_order) ||
+           t.value("buffer_partitions", 0u) != capacity_ ||
+           t.value("round_size", 0u) != round_size_)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            graph_->dir(), " was stopped mid-epoch; resume it with the same --seed, "
+            "--bucket-order, --buffer-partitions and --trainers (",
+            t.dump(), "), or pass --from-scratch"));
+      }
+      resumed_ = true;
+    }
+  }
+  if (!resumed_) {
+    relations_ = RelationParams();
+    relations_.num_relations = m.relations.size();
+    relations_.param_size = param_size;
+    relations_.params.resize(size_t{relations_.num_relations} * param_size);
+    for (uint32_t r = 0; r < relations_.num_relations; ++r) {
+      InitRelationParams(options_.model.op, options_.model.dim, relations_.Of(r));
+    }
+    relations_.state.assign(relations_.params.size(), 0.0f);
+  }
+  if (relations_.state.size() != relations_.params.size()) {
+    relations_.state.assign(relations_.params.size(), 0.0f);
+  }
+  PartitionBufferOptions bo;
+  bo.capacity = capacity_;
+  bo.dim = options_.model.dim;
+  bo.init_scale = options_.init_scale;
+  bo.seed = options_.seed;
+  buffer_ = std::make_unique<PartitionBuffer>(graph_.get(), bo, locations, write_version_);
+  return absl::OkStatus();
+}
+
+void TrainLoop::MergeRelations(const std::vector<size_t>& active) {
+  if (trainers_.size() == 1 || relations_.params.empty()) {
+    relations_ = trainers_[0]->relations();
+    return;
+  }
+  // Sum of each active trainer's change since the last merge: what one
+  // trainer applying all updates would have done, to first order.
+  RelationParams merged = relations_;
+  for (size_t t : active) {
+    const RelationParams& r = trainers_[t]->relations();
+    for (size_t i = 0; i < merged.params.size(); ++i) {
+      merged.params[i] += r.params[i] - relations_.params[i];
+      merged.state[i] += r.state[i] - relations_.state[i];
+    }
+  }
+  relations_ = std::move(merged);
+  for (auto& t : trainers_) t->relations() = relations_;
+}
+
+absl::Status TrainLoop::TrainRound(int epoch, const std::vector<Bucket>& round,
+                                   RoundEdges& edges) {
+  // Trainer t works on bucket t % k; trainers sharing a bucket split its
+  // edges (Hogwild on the same rows).
+  const size_t k = round.size();
+  const size_t n = std::max<size_t>(trainers_.size(), 1);
+  std::vector<BucketTask> tasks;
+  std::vector<size_t> active;
+  for (size_t t = 0; t < n; ++t) {  // rounds hold at most n buckets
+    const size_t b = t % k;
+    const size_t sharers = (n - b + k - 1) / k;  // trainers on bucket b
+    const size_t index = t / k;
+    const auto& e = edges[b];
+    const size_t lo = e.size() * index / sharers, hi = e.size() * (index + 1) / sharers;
+    BucketTask task;
+    task.src_partition = round[b].src;
+    task.dst_partition = round[b].dst;
+    task.edges = std::span<const Edge>(e.data() + lo, hi - lo);
+    task.src = buffer_->Get(round[b].src);
+    task.dst = buffer_->Get(round[b].dst);
+    task.seed = Mix64(BucketSeed(options_.seed, epoch, round[b], P_), index);
+    tasks.push_back(task);
+    active.push_back(t);
+  }
+  auto on_batch = [this](uint64_t count, double loss) {
+    absl::MutexLock lock(&progress_mu_);
+    progress_.edges_done += count;
+    epoch_loss_ += loss;
+    progress_.loss = epoch_loss_ / std::max<uint64_t>(progress_.edges_done, 1);
+    const double secs = std::chrono::duration<double>(Clock::now() - epoch_start_).count();
+    progress_.edges_per_second = secs > 0 ? progress_.edges_done / secs : 0;
+    if (options_.progress) options_.progress(progress_);
+  };
+  std::vector<absl::Status> statuses(tasks.size());
+  if (tasks.size() == 1) {
+    statuses[0] = trainers_[active[0]]->TrainBucket(tasks[0], on_batch).status();
+  } else {
+    tbb::task_group group;
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      group.run([&, i] {
+        statuses[i] = trainers_[active[i]]->TrainBucket(tasks[i], on_batch).status();
+      });
+    }
+    group.wait();
+  }
+  for (const absl::Status& s : statuses) RETURN_IF_ERROR(s);
+  MergeRelations(active);
+  return absl::OkStatus();
+}
+
+absl::Status TrainLoop::Checkpoint(int epoch, uint64_t next_round, int epochs_done) {
+  RETURN_IF_ERROR(buffer_->WriteResident());
+  const uint64_t version = write_version_;
+  RETURN_IF_ERROR(graph_->WriteBlob(RelationBlobName(version), EncodeRelationBlob(relations_)));
+  RETURN_IF_ERROR(graph_->SyncTables());
+  Manifest m = graph_->manifest();
+  m.training.checkpoint_version = version;
+  m.training.epochs_done = epochs_done;
+  m.training.dim = options_.model.dim;
+  const std::vector<uint64_t>& locations = buffer_->locations();
+  nlohmann::json state = {{"model", nlohmann::json::parse(ModelOptionsToJson(options_.model))},
+                          {"partition_versions", locations},
+                          {"trainer", TrainerState(epoch, next_round)}};
+  m.training.state_json = state.dump();
+  RETURN_IF_ERROR(graph_->CommitManifest(m));
+  // The new checkpoint is durable; drop what only the old one used.
+  for (uint32_t p = 0; p < P_; ++p) {
+    const uint64_t old = committed_locations_[p];
+    if (old != 0 && old != locations[p]) {
+      RETURN_IF_ERROR(graph_->DeleteTableVersion(Table::kEmbeddings, p, old));
+      RETURN_IF_ERROR(graph_->DeleteTableVersion(Table::kOptimizer, p, old));
+    }
+  }
+  if (committed_version_ != 0 && committed_version_ != version) {
+    RETURN_IF_ERROR(graph_->DeleteBlob(RelationBlobName(committed_version_)));
+  }
+  committed_locations_ = locations;
+  committed_version_ = version;
+  write_version_ = version + 1;
+  buffer_->set_write_version(write_version_);
+  return absl::OkStatus();
+}
+
+absl::Status TrainLoop::AppendMetrics(const EpochStats& s) {
+  nlohmann::json j = {{"epoch", s.epoch},
+                      {"loss", s.loss},
+                      {"edges", s.edges},
+                      {"seconds", s.seconds},
+                      {"edges_per_second", s.edges_per_second},
+                      {"partition_loads", s.partition_loads},
+                      {"checkpoint_version", s.checkpoint_version}};
+  if (s.valid_mrr.has_value()) j["valid_mrr"] = *s.valid_mrr;
+  const std::string path = graph_->dir() + "/metrics.jsonl";
+  std::FILE* f = std::fopen(path.c_str(), "a");
+  if (f == nullptr) return absl::InternalError(absl::StrCat("cannot append to ", path));
+  const std::string line = j.dump() + "\n";
+  const bool ok = std::fwrite(line.data(), 1, line.size(), f) == line.size();
+  if (std::fclose(f) != 0 || !ok) return absl::InternalError(absl::StrCat("write failed: ", path));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TrainSummary> TrainLoop::Run() {
+  const Manifest& m = graph_->manifest();
+  if (m.edges.train == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(graph_->dir(), " has no train edges"));
+  }
+  capacity_ = options_.buffer_partitions == 0 ? P_
+                                              : std::clamp<uint32_t>(options_.buffer_partitions,
+                                                                     std::min<uint32_t>(2, P_), P_);
+  const uint32_t trainers = static_cast<uint32_t>(options_.trainers);
+  round_size_ = capacity_ >= P_ ? trainers : std::max<uint32_t>(1, std::min(trainers, capacity_ / 2));
+  RETURN_IF_ERROR(RestoreOrInit());
+
+  TrainSummary summary;
+  summary.resumed = resumed_;
+  summary.start_epoch = start_epoch_;
+  summary.start_round = start_round_;
+  if (start_epoch_ >= options_.epochs) {
+    summary.checkpoint_version = committed_version_;
+    return summary;
+  }
+  const int threads = options_.threads;
+  const int per_trainer = std::max(1, threads / options_.trainers);
+  for (int t = 0; t < options_.trainers; ++t) {
+    ASSIGN_OR_RETURN(auto trainer, MakeCpuTrainer(options_, per_trainer, relations_));
+    trainers_.push_back(std::move(trainer));
+  }
+  uint64_t buckets_this_run = 0;
+  for (int epoch = start_epoch_; epoch < options_.epochs; ++epoch) {
+    const std::vector<Bucket> order =
+        BucketOrder(options_.bucket_order, P_, capacity_, options_.seed + epoch);
+    const std::vector<std::vector<Bucket>> rounds = FormRounds(order, round_size_);
+    std::vector<std::vector<uint32_t>> needs;
+    for (const auto& r : rounds) needs.push_back(PartitionsOf(r));
+    const uint64_t first_round = epoch == start_epoch_ ? start_round_ : 0;
+    const uint64_t loads_before = buffer_->loads();
+    {
+      absl::MutexLock lock(&progress_mu_);
+      progress_ = TrainProgress();
+      progress_.epoch = epoch;
+      progress_.epochs = options_.epochs;
+      progress_.buckets = order.size();
+      progress_.edges_total = m.edges.train;
+      for (uint64_t r = 0; r < first_round; ++r) {
+        progress_.bucket += rounds[r].size();
+        for (const Bucket& b : rounds[r]) progress_.edges_total -= m.train_bucket_edges.empty() ? 0 : m.train_bucket_edges[uint64_t{b.src} * P_ + b.dst];
+      }
+      epoch_loss_ = 0;
+    }
+    epoch_start_ = Clock::now();
+    std::future<absl::StatusOr<RoundEdges>> next_edges;
+    auto future_needs = [&](uint64_t from) {
+      const uint64_t end = std::min<uint64_t>(needs.size(), from + 64);
+      return std::vector<std::vector<uint32_t>>(needs.begin() + std::min<uint64_t>(from, end),
+                                                needs.begin() + end);
+    };
+    for (uint64_t r = first_round; r < rounds.size(); ++r) {
+      const auto ahead = future_needs(r + 1);
+      RETURN_IF_ERROR(buffer_->Acquire(needs[r], ahead));
+      RoundEdges edges;
+      if (next_edges.valid()) {
+        ASSIGN_OR_RETURN(edges, next_edges.get());
+      } else {
+        ASSIGN_OR_RETURN(edges, ReadRound(*graph_, rounds[r], options_.seed, epoch));
+      }
+      if (r + 1 < rounds.size()) {
+        buffer_->Prefetch(needs[r + 1], needs[r], future_needs(r + 2));
+        next_edges = std::async(std::launch::async, [this, &rounds, r, epoch] {
+          return ReadRound(*graph_, rounds[r + 1], options_.seed, epoch);
+        });
+      }
+      RETURN_IF_ERROR(TrainRound(epoch, rounds[r], edges));
+      {
+        absl::MutexLock lock(&progress_mu_);
+        progress_.bucket += rounds[r].size();
+      }
+      buckets_this_run += rounds[r].size();
+      if (options_.stop_after_buckets > 0 && buckets_this_run >= options_.stop_after_buckets) {
+        if (next_edges.valid()) next_edges.wait();
+        RETURN_IF_ERROR(buffer_->Quiesce());
+        summary.stopped = true;
+        summary.checkpoint_version = committed_version_;
+        return summary;
+      }
+      if (options_.checkpoint_every > 0 && r + 1 < rounds.size() &&
+          buckets_this_run % options_.checkpoint_every < rounds[r].size()) {
+        if (next_edges.valid()) next_edges.wait();
+        RETURN_IF_ERROR(Checkpoint(epoch, r + 1, epoch));
+      }
+    }
+    EpochStats stats;
+    stats.epoch = epoch + 1;
+    {
+      absl::MutexLock lock(&progress_mu_);
+      stats.edges = progress_.edges_done;
+      stats.loss = progress_.loss;
+    }
+    stats.seconds = std::chrono::duration<double>(Clock::now() - epoch_start_).count();
+    stats.edges_per_second = stats.seconds > 0 ? stats.edges / stats.seconds : 0;
+    RETURN_IF_ERROR(Checkpoint(epoch + 1, 0, epoch + 1));
+    stats.partition_loads = buffer_->loads() - loads_before;
+    stats.checkpoint_version = committed_version_;
+    if (options_.eval_valid && m.edges.valid > 0) {
+      ASSIGN_OR_RETURN(StoredModel stored, LoadStoredModel(*graph_));
+      EvalOptions eo;
+      eo.split = Split::kValid;
+      eo.negatives = options_.eval_negatives;
+      eo.max_edges = options_.eval_max_edges;
+      eo.seed = options_.seed;
+      eo.threads = options_.threads;
+      ASSIGN_OR_RETURN(EvalResult er, Evaluate(*graph_, stored, eo));
+      stats.valid_mrr = er.filtered.mrr;
+    }
+    RETURN_IF_ERROR(AppendMetrics(stats));
+    summary.epochs.push_back(stats);
+  }
+  summary.checkpoint_version = committed_version_;
+  return summary;
+}
+
+}  // namespace
+
+absl::Status TrainOptions::Validate() const {
+  RETURN_IF_ERROR(model.Validate());
+  if (epochs < 0) return absl::InvalidArgumentError("--epochs must be >= 0");
+  if (!(lr > 0)) return absl::InvalidArgumentError("--lr must be > 0");
+  if (batch_size < 1) return absl::InvalidArgumentError("--batch-size must be >= 1");
+  if (chunk_size < 1) return absl::InvalidArgumentError("--chunk-size must be >= 1");
+  if (num_uniform_negs < 0) return absl::InvalidArgumentError("--num-uniform-negs must be >= 0");
+  if (threads < 1) return absl::InvalidArgumentError("threads must be >= 1 (resolved by the caller)");
+  if (trainers < 1 || trainers > threads) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--trainers ", trainers, " must be between 1 and --threads (", threads, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TrainSummary> TrainGraph(const std::string& graph_dir,
+                                        const TrainOptions& options) {
+  RETURN_IF_ERROR(options.Validate());
+  GraphOpenOptions open;
+  open.read_only = false;
+  ASSIGN_OR_RETURN(auto graph, Graph::Open(graph_dir, open));
+  TrainLoop loop(std::move(graph), options);
+  return loop.Run();
+}
+
+}  // namespace ember

@@ -1,0 +1,44 @@
+// `ember train`: epochs over the P x P buckets of a graph, in an order that
+// keeps a buffer of partitions in memory, with one or several trainers, and
+// atomic checkpoints that a killed run resumes from.
+#ifndef EMBER_TRAIN_TRAIN_LOOP_H_
+#define EMBER_TRAIN_TRAIN_LOOP_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "train/train_options.h"
+
+namespace ember {
+
+struct EpochStats {
+  int epoch = 0;  // 1-based: epochs done after this one
+  double loss = 0;  // mean loss per edge (both sides) over the epoch
+  uint64_t edges = 0;
+  double seconds = 0;
+  double edges_per_second = 0;
+  uint64_t partition_loads = 0;
+  uint64_t checkpoint_version = 0;
+  std::optional<double> valid_mrr;  // when eval_valid and a valid split
+};
+
+struct TrainSummary {
+  bool resumed = false;
+  int start_epoch = 0;  // epochs done before this run
+  uint64_t start_round = 0;
+  std::vector<EpochStats> epochs;
+  uint64_t checkpoint_version = 0;
+  bool stopped = false;  // stop_after_buckets fired
+};
+
+// Trains the graph at `graph_dir` (opened read-write, so one trainer at a
+// time). Appends one JSON line per epoch to GRAPH/metrics.jsonl.
+absl::StatusOr<TrainSummary> TrainGraph(const std::string& graph_dir,
+                                        const TrainOptions& options);
+
+}  // namespace ember
+
+#endif  // EMBER_TRAIN_TRAIN_LOOP_H_

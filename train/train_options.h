@@ -1,0 +1,75 @@
+// Options of `ember train`. Plain struct; flags map onto it in tools/.
+#ifndef EMBER_TRAIN_TRAIN_OPTIONS_H_
+#define EMBER_TRAIN_TRAIN_OPTIONS_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "partition/bucket_order.h"
+#include "train/model_options.h"
+
+namespace ember {
+
+struct TrainProgress {
+  int epoch = 0;             // 0-based epoch being trained
+  int epochs = 0;            // target epoch count
+  uint64_t bucket = 0;       // buckets done this epoch
+  uint64_t buckets = 0;      // buckets per epoch
+  uint64_t edges_done = 0;   // train edges done this epoch
+  uint64_t edges_total = 0;  // train edges per epoch
+  double loss = 0;           // mean loss per edge so far this epoch
+  double edges_per_second = 0;
+};
+
+struct TrainOptions {
+  ModelOptions model;
+  // Total epochs to reach; a resumed run trains only the missing ones.
+  // Default: 10.
+  int epochs = 10;
+  // Adagrad learning rate (embeddings and relation parameters). Default: 0.1.
+  float lr = 0.1f;
+  // Positive edges per batch. Default: 1000.
+  int batch_size = 1000;
+  // Edges per negative-sharing chunk. Default: 50.
+  int chunk_size = 50;
+  // Uniform negatives per chunk and side. Default: 50.
+  int num_uniform_negs = 50;
+  // Std-dev of the normal init of embeddings. Default: 1e-3 (PBG).
+  float init_scale = 1e-3f;
+  uint64_t seed = 0;
+  // Total worker threads, split among trainers. 0: all cores. Default: 0.
+  int threads = 0;
+  // Trainers working at once on buckets with disjoint partitions.
+  // Default: 1.
+  int trainers = 1;
+  // Partitions held in memory; 0: all. Default: 0.
+  uint32_t buffer_partitions = 0;
+  // Default: inside-out (PBG).
+  BucketOrderKind bucket_order = BucketOrderKind::kInsideOut;
+  // Also checkpoint every N buckets (0: only at the end of each epoch).
+  // Default: 0.
+  uint32_t checkpoint_every = 0;
+  // Ignore an existing checkpoint. Default: false.
+  bool from_scratch = false;
+  // One batch in flight: with threads == 1, bit-identical results whether
+  // resumed or not. Default: false.
+  bool deterministic = false;
+  // Validation MRR after each epoch (when the graph has a valid split),
+  // against `eval_negatives` sampled nodes on up to `eval_max_edges` edges.
+  bool eval_valid = false;
+  uint64_t eval_negatives = 1000;
+  uint64_t eval_max_edges = 10000;
+  // Called often from one thread at a time; throttle in the callee.
+  std::function<void(const TrainProgress&)> progress;
+  // Testing hook: stop as if killed (no final checkpoint) after this many
+  // buckets have been trained in this run. 0: never.
+  uint64_t stop_after_buckets = 0;
+
+  absl::Status Validate() const;
+};
+
+}  // namespace ember
+
+#endif  // EMBER_TRAIN_TRAIN_OPTIONS_H_
