@@ -1,0 +1,359 @@
+#include "train/evaluator.h"
+
+#include <cmath>
+#include <functional>
+#include <numbers>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "storage/graph.h"
+#include "tests/storage/test_graph.h"
+#include "tests/train/stored_model_util.h"
+#include "train/checkpoint.h"
+
+namespace ember {
+namespace {
+
+using ::ember::testing::ImportTinyGraph;
+using ::ember::testing::TempDir;
+using ::ember::testing::TinyGraphSpec;
+using ::ember::testing::WriteStoredModel;
+
+// A graph at tmp/g with a stored model whose rows come from `row_of`.
+std::unique_ptr<Graph> MakeGraph(const TempDir& tmp, const TinyGraphSpec& spec,
+                                 const ModelOptions& model,
+                                 const testing::NodeRowFn& row_of,
+                                 const testing::RelationFn& rel_of = nullptr,
+                                 const std::string& name = "g") {
+  const std::string dir = tmp.Sub(name);
+  absl::Status s = ImportTinyGraph(dir, tmp.path(), spec);
+  EXPECT_TRUE(s.ok()) << s;
+  s = WriteStoredModel(dir, model, row_of, rel_of);
+  EXPECT_TRUE(s.ok()) << s;
+  auto graph = Graph::Open(dir);
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  return graph.ok() ? std::move(*graph) : nullptr;
+}
+
+EvalResult EvalStored(const Graph& graph, const EvalOptions& options) {
+  auto model = LoadStoredModel(graph);
+  EXPECT_TRUE(model.ok()) << model.status();
+  auto result = Evaluate(graph, *model, options);
+  EXPECT_TRUE(result.ok()) << result.status();
+  return result.ok() ? *result : EvalResult{};
+}
+
+void ExpectSameMetrics(const RankMetrics& a, const RankMetrics& b,
+                       double tol = 0) {
+  EXPECT_EQ(a.count, b.count);
+  EXPECT_NEAR(a.mrr, b.mrr, tol);
+  EXPECT_NEAR(a.mr, b.mr, tol);
+  EXPECT_NEAR(a.hits1, b.hits1, tol);
+  EXPECT_NEAR(a.hits3, b.hits3, tol);
+  EXPECT_NEAR(a.hits10, b.hits10, tol);
+  EXPECT_NEAR(a.auc, b.auc, tol);
+}
+
+// Six nodes; dot product on (x, 0) rows, so every score is exact.
+//   x: a=1 b=2 c=3 d=2 e=0 f=5; train a->c, d->e, e->f, f->b; test a->b.
+// Tail query (a, ?) scores x; true b=2 among a=1 c=3 d=2 e=0 f=5:
+//   raw: 2 higher (c, f), 1 tie (d): rank 3.5, AUC (2 + .5)/5 = .5;
+//   filtered (a->c is true): rank 2.5, AUC (2 + .5)/4.
+// Head query (?, b) scores 2x; true a=2 among b=4 c=6 d=4 e=0 f=10:
+//   raw: 4 higher: rank 5, AUC 1/5; filtered (f->b is true): rank 4, 1/4.
+TinyGraphSpec HandSpec(uint32_t partitions) {
+  TinyGraphSpec spec;
+  spec.train = "a\tc\nd\te\ne\tf\nf\tb\n";
+  spec.test = "a\tb\n";
+  spec.partitions = partitions;
+  return spec;
+}
+
+void HandRow(std::string_view name, float* row) {
+  const float x[] = {1, 2, 3, 2, 0, 5};  // a..f
+  row[0] = x[name[0] - 'a'];
+  row[1] = 0;
+}
+
+class HandRanksTest : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(HandRanksTest, TiesFilteredAndRawAsComputedByHand) {
+  TempDir tmp;
+  ModelOptions model;
+  model.dim = 2;
+  auto graph = MakeGraph(tmp, HandSpec(GetParam()), model, HandRow);
+  ASSERT_NE(graph, nullptr);
+  EvalOptions options;
+  options.threads = 2;
+  const EvalResult r = EvalStored(*graph, options);
+  EXPECT_EQ(r.edges, 1u);
+  EXPECT_EQ(r.raw.count, 2u);
+  EXPECT_DOUBLE_EQ(r.raw.mr, (3.5 + 5) / 2);
+  EXPECT_DOUBLE_EQ(r.raw.mrr, (1 / 3.5 + 1 / 5.0) / 2);
+  EXPECT_DOUBLE_EQ(r.raw.hits1, 0);
+  EXPECT_DOUBLE_EQ(r.raw.hits3, 0);
+  EXPECT_DOUBLE_EQ(r.raw.hits10, 1);
+  EXPECT_DOUBLE_EQ(r.raw.auc, (0.5 + 0.2) / 2);
+  EXPECT_EQ(r.filtered.count, 2u);
+  EXPECT_DOUBLE_EQ(r.filtered.mr, (2.5 + 4) / 2);
+  EXPECT_DOUBLE_EQ(r.filtered.mrr, (1 / 2.5 + 1 / 4.0) / 2);
+  EXPECT_DOUBLE_EQ(r.filtered.hits1, 0);
+  EXPECT_DOUBLE_EQ(r.filtered.hits3, 0.5);
+  EXPECT_DOUBLE_EQ(r.filtered.hits10, 1);
+  EXPECT_DOUBLE_EQ(r.filtered.auc, (2.5 / 4 + 0.25) / 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Partitions, HandRanksTest, ::testing::Values(1, 3));
+
+// A second true tail above the true answer: raw rank 2, filtered rank 1.
+TEST(EvaluatorTest, OtherTrueTailIsFilteredOut) {
+  TempDir tmp;
+  ModelOptions model;
+  model.dim = 2;
+  TinyGraphSpec spec;
+  spec.train = "s\tother\nlow\ts\ntrue\tlow\n";
+  spec.valid = "s\ttrue\n";
+  auto graph = MakeGraph(tmp, spec, model, [](std::string_view n, float* r) {
+    // Tail query (s, ?): other=3 > true=2 > s=1 > low=0. Head query
+    // (?, true): scores 2x: s=1 is beaten by other (3) and true (2).
+    r[0] = n == "other" ? 3 : n == "true" ? 2 : n == "s" ? 1 : 0;
+    r[1] = 0;
+  });
+  ASSERT_NE(graph, nullptr);
+  EvalOptions options;
+  options.split = Split::kValid;
+  const EvalResult r = EvalStored(*graph, options);
+  // Tail: raw rank 2, filtered 1. Head: rank 3 both ways (no true heads of
+  // true other than s).
+  EXPECT_DOUBLE_EQ(r.raw.mr, (2 + 3) / 2.0);
+  EXPECT_DOUBLE_EQ(r.filtered.mr, (1 + 3) / 2.0);
+  EXPECT_DOUBLE_EQ(r.filtered.hits1, 0.5);
+  EXPECT_DOUBLE_EQ(r.raw.hits1, 0);
+}
+
+// Per-node rows from the name alone, so that every layout agrees.
+void RandomRow(int dim, std::string_view name, float* row) {
+  std::mt19937 rng(std::hash<std::string_view>()(name));
+  std::normal_distribution<float> normal;
+  for (int k = 0; k < dim; ++k) row[k] = normal(rng);
+}
+
+TinyGraphSpec RandomSpec(int nodes, int train_edges, int test_edges,
+                         int relations, uint32_t partitions) {
+  std::mt19937 rng(11);
+  auto node = [&](int i) { return absl::StrCat("n", i); };
+  TinyGraphSpec spec;
+  for (int i = 0; i < nodes; ++i) {  // every node in train
+    absl::StrAppend(&spec.train, node(i), "\tr", i % relations, "\t",
+                    node((i * 7 + 1) % nodes), "\n");
+  }
+  for (int k = nodes; k < train_edges; ++k) {
+    absl::StrAppend(&spec.train, node(rng() % nodes), "\tr",
+                    rng() % relations, "\t", node(rng() % nodes), "\n");
+  }
+  for (int k = 0; k < test_edges; ++k) {
+    absl::StrAppend(&spec.test, node(rng() % nodes), "\tr", rng() % relations,
+                    "\t", node(rng() % nodes), "\n");
+  }
+  spec.partitions = partitions;
+  return spec;
+}
+
+TEST(EvaluatorTest, SameResultForThreadsBatchesAndPartitionLayouts) {
+  TempDir tmp;
+  ModelOptions model;
+  model.op = Operator::kComplexDiagonal;
+  model.comparator = Comparator::kCos;
+  model.dim = 10;
+  auto row = [&](std::string_view n, float* r) { RandomRow(model.dim, n, r); };
+  auto rel = [&](std::string_view n, float* p) {
+    RandomRow(model.dim, absl::StrCat("rel:", std::string(n)), p);
+  };
+  auto one = MakeGraph(tmp, RandomSpec(300, 900, 120, 3, 1), model, row, rel,
+                       "one");
+  auto three = MakeGraph(tmp, RandomSpec(300, 900, 120, 3, 3), model, row, rel,
+                         "three");
+  ASSERT_NE(one, nullptr);
+  ASSERT_NE(three, nullptr);
+  EvalOptions options;
+  options.threads = 1;
+  const EvalResult base = EvalStored(*one, options);
+  EXPECT_EQ(base.edges, 120u);
+  EXPECT_EQ(base.raw.count, 240u);
+  EXPECT_LT(base.filtered.mr, base.raw.mr + 1e-12);
+
+  options.threads = 2;
+  const EvalResult two_threads = EvalStored(*one, options);
+  ExpectSameMetrics(base.raw, two_threads.raw);
+  ExpectSameMetrics(base.filtered, two_threads.filtered);
+
+  options.batch_edges = 7;  // many batches, partial chunks
+  const EvalResult small_batches = EvalStored(*one, options);
+  ExpectSameMetrics(base.raw, small_batches.raw, 1e-12);
+  ExpectSameMetrics(base.filtered, small_batches.filtered, 1e-12);
+
+  options.batch_edges = 0;
+  const EvalResult three_parts = EvalStored(*three, options);
+  EXPECT_EQ(three_parts.edges, 120u);
+  ExpectSameMetrics(base.raw, three_parts.raw, 1e-12);
+  ExpectSameMetrics(base.filtered, three_parts.filtered, 1e-12);
+
+  // Sampled negatives: deterministic for a seed whatever the threads.
+  options.negatives = 50;
+  options.seed = 3;
+  options.threads = 1;
+  const EvalResult sampled1 = EvalStored(*three, options);
+  options.threads = 2;
+  const EvalResult sampled2 = EvalStored(*three, options);
+  ExpectSameMetrics(sampled1.raw, sampled2.raw);
+  ExpectSameMetrics(sampled1.filtered, sampled2.filtered);
+  EXPECT_LE(sampled1.raw.mr, 51.0);
+
+  // The in-memory variant agrees with the stored one.
+  auto stored = LoadStoredModel(*three);
+  ASSERT_TRUE(stored.ok());
+  std::vector<std::vector<float>> rows;
+  for (uint32_t p = 0; p < 3; ++p) {
+    auto r = LoadPartitionEmbeddings(*three, *stored, p);
+    ASSERT_TRUE(r.ok());
+    rows.push_back(*r);
+  }
+  options.negatives = 0;
+  auto in_memory = Evaluate(
+      *three, stored->model, stored->relations,
+      [&](uint32_t p) -> absl::StatusOr<const float*> { return rows[p].data(); },
+      options);
+  ASSERT_TRUE(in_memory.ok()) << in_memory.status();
+  ExpectSameMetrics(three_parts.raw, in_memory->raw);
+  ExpectSameMetrics(three_parts.filtered, in_memory->filtered);
+}
+
+// A ring n_i -> n_{i+1} under ComplEx with dim 2: e_i = exp(i θ_i) and the
+// relation rotates by one step, so every true answer is the unique best.
+TEST(EvaluatorTest, PerfectEmbeddingsRankFirst) {
+  TempDir tmp;
+  const int n = 40;
+  TinyGraphSpec spec;
+  spec.partitions = 2;
+  for (int i = 0; i < n; ++i) {
+    absl::StrAppend(i % 4 == 0 ? &spec.test : &spec.train, "n", i, "\tnext\tn",
+                    (i + 1) % n, "\n");
+  }
+  ModelOptions model;
+  model.op = Operator::kComplexDiagonal;
+  model.dim = 2;
+  const double step = 2 * std::numbers::pi / n;
+  auto graph = MakeGraph(
+      tmp, spec, model,
+      [&](std::string_view name, float* r) {
+        const int i = std::stoi(std::string(name.substr(1)));
+        r[0] = std::cos(step * i);
+        r[1] = std::sin(step * i);
+      },
+      [&](std::string_view, float* p) {
+        p[0] = std::cos(step);
+        p[1] = std::sin(step);
+      });
+  ASSERT_NE(graph, nullptr);
+  const EvalResult r = EvalStored(*graph, EvalOptions{});
+  EXPECT_EQ(r.edges, 10u);
+  for (const RankMetrics& m : {r.raw, r.filtered}) {
+    EXPECT_DOUBLE_EQ(m.mrr, 1);
+    EXPECT_DOUBLE_EQ(m.mr, 1);
+    EXPECT_DOUBLE_EQ(m.hits1, 1);
+    EXPECT_DOUBLE_EQ(m.auc, 1);
+  }
+  EvalOptions sampled;
+  sampled.negatives = 5;
+  const EvalResult s = EvalStored(*graph, sampled);
+  EXPECT_DOUBLE_EQ(s.raw.auc, 1);
+  EXPECT_DOUBLE_EQ(s.filtered.hits1, 1);
+}
+
+TEST(EvaluatorTest, RandomEmbeddingsGiveChanceAuc) {
+  TempDir tmp;
+  ModelOptions model;
+  model.op = Operator::kTranslation;
+  model.comparator = Comparator::kL2;
+  model.dim = 16;
+  auto graph = MakeGraph(tmp, RandomSpec(400, 1200, 250, 2, 2), model,
+                         [&](std::string_view n, float* r) {
+                           RandomRow(model.dim, n, r);
+                         });
+  ASSERT_NE(graph, nullptr);
+  const EvalResult r = EvalStored(*graph, EvalOptions{});
+  EXPECT_EQ(r.raw.count, 500u);
+  // 500 queries of roughly uniform AUC (sd 0.29): mean within ~5 sd.
+  EXPECT_NEAR(r.raw.auc, 0.5, 0.07);
+  EXPECT_NEAR(r.filtered.auc, 0.5, 0.07);
+  EXPECT_NEAR(r.raw.mr, 200, 30);
+}
+
+TEST(EvaluatorTest, MaxEdgesSamplesDeterministically) {
+  TempDir tmp;
+  ModelOptions model;
+  model.dim = 4;
+  auto graph = MakeGraph(tmp, RandomSpec(100, 300, 60, 1, 2), model,
+                         [&](std::string_view n, float* r) {
+                           RandomRow(model.dim, n, r);
+                         });
+  ASSERT_NE(graph, nullptr);
+  EvalOptions options;
+  options.max_edges = 17;
+  options.seed = 5;
+  const EvalResult a = EvalStored(*graph, options);
+  const EvalResult b = EvalStored(*graph, options);
+  EXPECT_EQ(a.edges, 17u);
+  EXPECT_EQ(a.raw.count, 34u);
+  ExpectSameMetrics(a.raw, b.raw);
+  options.max_edges = 1000;  // more than the split: all of it
+  EXPECT_EQ(EvalStored(*graph, options).edges, 60u);
+}
+
+TEST(EvaluatorTest, Errors) {
+  TempDir tmp;
+  const std::string dir = tmp.Sub("g");
+  TinyGraphSpec spec;
+  spec.train = "a\tb\nb\tc\n";
+  ASSERT_TRUE(ImportTinyGraph(dir, tmp.path(), spec).ok());
+  {
+    auto graph = Graph::Open(dir);
+    ASSERT_TRUE(graph.ok());
+    auto result = Evaluate(**graph, StoredModel{}, EvalOptions{});
+    EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(result.status().message().find("ember train"),
+              std::string_view::npos)
+        << result.status();
+  }
+  ModelOptions model;
+  model.dim = 2;
+  ASSERT_TRUE(WriteStoredModel(dir, model, [](std::string_view, float* r) {
+                r[0] = r[1] = 1;
+              }).ok());
+  auto graph = Graph::Open(dir);
+  ASSERT_TRUE(graph.ok());
+  auto stored = LoadStoredModel(**graph);
+  ASSERT_TRUE(stored.ok());
+  auto result = Evaluate(**graph, *stored, EvalOptions{});  // no test edges
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(result.status().message().find("split test"),
+            std::string_view::npos)
+      << result.status();
+  // Train edges can be evaluated too; every score ties here.
+  EvalOptions train;
+  train.split = Split::kTrain;
+  auto ok = Evaluate(**graph, *stored, train);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_DOUBLE_EQ(ok->raw.mr, 2);  // 1 + 0.5 × 2 tied negatives
+  EXPECT_DOUBLE_EQ(ok->raw.auc, 0.5);
+  EvalOptions bad;
+  bad.threads = -1;
+  EXPECT_EQ(Evaluate(**graph, *stored, bad).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace ember

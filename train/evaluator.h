@@ -1,0 +1,105 @@
+// Link-prediction evaluation: ranks every evaluated edge (s, r, d) of a split
+// twice, d among tail candidates (s, r, ?) and s among head candidates
+// (?, r, d), and reports MRR, MR, Hits@{1,3,10} and AUC, filtered and raw.
+//
+// Ranks (OGB's convention for ties): with t the true answer's score and the
+// candidates' scores computed by one kernel (candidate_scorer.h),
+//   rank = 1 + #{negatives scoring > t} + 0.5 · #{negatives scoring == t},
+// the mean of the optimistic and the pessimistic rank. MRR = mean 1/rank,
+// MR = mean rank, Hits@k = share of ranks <= k, AUC = mean over queries of
+// the share of negatives scoring below t (ties count 1/2). A query with no
+// negatives has rank 1 and AUC 1.
+//
+// Negatives: the true answer itself is never its own negative (every
+// candidate with its node id is skipped). Raw: every other candidate is a
+// negative. Filtered: candidates that form a true edge with the query in ANY
+// split (other (s, r, x) for a tail query, other (x, r, d) for a head query)
+// are skipped too.
+//
+// Candidates: `negatives == 0`: every node of the graph (streamed partition
+// by partition). `negatives == N`: N node ids drawn uniformly (with
+// replacement) from the whole graph, shared by all queries of one batch of
+// evaluated edges (PBG-style shared negatives; a batch is `batch_edges`
+// edges in bucket order), plus the true answer.
+//
+// Memory: evaluated edges are processed in batches of `batch_edges`; a batch
+// holds its edges' two endpoint rows, per-query counters, and the filter
+// sets: true tails of the batch's (s, r) pairs and true heads of its (r, d)
+// pairs, collected by one scan over the buckets of all splits that can hold
+// them (never the whole edge list). Embedding partitions are held one at a
+// time (the callback's contract below); N sampled negatives take N × dim
+// floats.
+//
+// Determinism: results depend on the graph, the model, and the options
+// other than `threads` only.
+#ifndef EMBER_TRAIN_EVALUATOR_H_
+#define EMBER_TRAIN_EVALUATOR_H_
+
+#include <cstdint>
+#include <functional>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "storage/graph.h"
+#include "storage/types.h"
+#include "train/checkpoint.h"
+#include "train/model_options.h"
+
+namespace ember {
+
+struct EvalOptions {
+  // The split whose edges are ranked. Default: kTest.
+  Split split = Split::kTest;
+  // 0: rank against every node of the graph (O(edges × nodes) work).
+  // N > 0: against N uniformly sampled nodes shared per batch of edges (see
+  // the file comment), plus the true one. Default: 0.
+  uint64_t negatives = 0;
+  // 0: every edge of the split. M > 0: M edges drawn without replacement,
+  // uniformly and deterministically (from `seed`), by their position in
+  // bucket order. Default: 0.
+  uint64_t max_edges = 0;
+  // Seeds the edge sample and the negatives. Default: 0.
+  uint64_t seed = 0;
+  // Threads for scoring; 0: all hardware threads. Default: 0.
+  int threads = 0;
+  // Evaluated edges per batch; 0: chosen from dim so that a batch's rows
+  // take about 256 MiB. Results with negatives == 0 do not depend on it.
+  // Default: 0.
+  uint64_t batch_edges = 0;
+
+  absl::Status Validate() const;
+};
+
+struct RankMetrics {
+  double mrr = 0, mr = 0, hits1 = 0, hits3 = 0, hits10 = 0, auc = 0;
+  uint64_t count = 0;  // ranked queries: 2 × edges
+};
+
+struct EvalResult {
+  RankMetrics filtered, raw;
+  uint64_t edges = 0;  // evaluated edges
+  double seconds = 0;
+};
+
+// Evaluates the graph's current checkpoint (LoadStoredModel). Errors:
+// FailedPrecondition when the graph has no checkpoint, or when the split
+// has no edges; errors of storage as they come.
+absl::StatusOr<EvalResult> Evaluate(const Graph& graph,
+                                    const StoredModel& model,
+                                    const EvalOptions& options);
+
+// As above with in-memory embeddings (the trainer's per-epoch validation).
+// `embeddings(p)` returns partition p's rows (partition size × model.dim
+// floats); the pointer must stay valid until the next call of `embeddings`
+// or until Evaluate returns. Evaluate calls it from one thread at a time and
+// returns its first error. REQUIRES: relations match the graph's relations
+// and model.op.
+absl::StatusOr<EvalResult> Evaluate(
+    const Graph& graph, const ModelOptions& model,
+    const RelationParams& relations,
+    const std::function<absl::StatusOr<const float*>(uint32_t)>& embeddings,
+    const EvalOptions& options);
+
+}  // namespace ember
+
+#endif  // EMBER_TRAIN_EVALUATOR_H_
