@@ -88,6 +88,9 @@ void BM_SgemmChunkSequence(benchmark::State& state) {
   SetFlops(state, 12.0 * c * n * d);
 }
 BENCHMARK(BM_SgemmChunkSequence);
+// Both cores at once: the machine's GEMM ceiling at the chunk shape (the
+// FLOPS counter sums the threads over wall time).
+BENCHMARK(BM_SgemmChunkSequence)->Threads(2)->UseRealTime();
 
 // args: operator, comparator, loss (enum values), backward (0/1).
 void BM_Chunk(benchmark::State& state) {

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Training benchmark (issue: CPU training). R-MAT scale 20 (16.8 M edges),
+# dim 100, batch 1000, chunk 50, 50 uniform negatives, softmax, dot,
+# 2 threads; one epoch in memory and one out of core (--partitions 8
+# --buffer-partitions 3). Prints edges/s, the scoring work's FLOP/s and its
+# ratio to OpenBLAS sgemm FLOP/s at the chunk shape, measured in this run.
+# Usage: tools/bench/train.sh [SCALE] [EPOCHS]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+scale=${1:-20}
+epochs=${2:-1}
+ember=${EMBER:-build/ember}
+bench=${SCORE_BENCH:-build/tools/bench/score_bench}
+work=${WORK:-$(mktemp -d /tmp/ember-bench-train.XXXXXX)}
+mkdir -p "$work"
+trap 'rm -rf "$work"' EXIT
+[ -x "$ember" ] && [ -x "$bench" ] || tools/build.sh release >/dev/null
+threads=2 dim=100 chunk=50 negs=50
+
+"$ember" gen rmat --scale "$scale" --edge-factor 16 --seed 1 --out "$work/rmat.tsv" --quiet
+"$ember" import --out "$work/g1" --integer-ids --partitions 1 --quiet "$work/rmat.tsv" >/dev/null
+"$ember" import --out "$work/g8" --integer-ids --partitions 8 --quiet "$work/rmat.tsv" >/dev/null
+
+# sgemm ceiling: the chunk step's six GEMMs on both cores at once.
+sgemm_json=$(OPENBLAS_NUM_THREADS=1 "$bench" --benchmark_filter='BM_SgemmChunkSequence/real_time/threads:2' \
+  --benchmark_format=json --benchmark_min_time=1 2>/dev/null)
+# Google Benchmark reports the per-thread rate; both threads ran at once.
+sgemm=$(echo "$sgemm_json" | python3 -c 'import json,sys; b=json.load(sys.stdin)["benchmarks"][0]; print("%.1f" % (b["FLOPS"]*b["threads"]))')
+
+# Scoring FLOPs per positive edge: forward + backward GEMMs of both sides,
+# 12 * (chunk + negs) * dim (see train/chunk_scorer.h).
+flops_per_edge=$(( 12 * (chunk + negs) * dim ))
+train() {  # label graph extra flags...
+  local label=$1 graph=$2; shift 2
+  local eps
+  eps=$("$ember" train "$graph" --epochs "$epochs" --dim $dim --batch-size 1000 --chunk-size $chunk \
+    --num-uniform-negs $negs --loss softmax --comparator dot --threads $threads --quiet --json "$@" \
+    | python3 -c 'import json,sys; r=[json.loads(l) for l in sys.stdin]; print("%.1f" % (sum(x["edges"] for x in r)/sum(x["seconds"] for x in r)))')
+  printf "%-34s %10.0f edges/s  scoring %6.1f GFLOP/s  = %5.1f%% of sgemm\n" "$label" "$eps" \
+    "$(echo "$eps * $flops_per_edge / 1e9" | bc -l)" "$(echo "100 * $eps * $flops_per_edge / $sgemm" | bc -l)"
+  echo "$eps" > "$work/$label.eps"
+}
+printf "R-MAT scale %d (%d edges), dim %d, chunk %d, %d negatives, softmax/dot, %d threads\n" \
+  "$scale" $(( 16 << scale )) $dim $chunk $negs $threads
+printf "OpenBLAS sgemm at the chunk shape, %d threads: %.1f GFLOP/s\n" $threads "$(echo "$sgemm / 1e9" | bc -l)"
+train in-memory "$work/g1"
+train out-of-core "$work/g8" --buffer-partitions 3 --bucket-order beta
+printf "out-of-core / in-memory edges/s: %.2f\n" "$(echo "$(cat "$work/out-of-core.eps") / $(cat "$work/in-memory.eps")" | bc -l)"
