@@ -506,6 +506,7 @@ absl::Status EvalRun::RunBatch() {
     // first partition from the gather and the next batch's gather from the
     // last.
     for (uint32_t p = manifest_.num_partitions; p-- > 0;) {
+      if (manifest_.partition_sizes[p] == 0) continue;
       ASSIGN_OR_RETURN(const float* rows, embeddings_(p));
       CountCandidates(
           CandidateSet{rows, manifest_.partition_sizes[p], nullptr, bases_[p]});
