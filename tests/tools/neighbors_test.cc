@@ -1,0 +1,463 @@
+// ember neighbors: flat equals brute force, IVF/HNSW recall against flat,
+// block purity on an SBM graph, relation operators, saved FAISS indexes, the
+// --json line format.
+#include "tools/neighbors.h"
+
+#include <faiss/Index.h>
+#include <faiss/index_io.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "storage/graph.h"
+#include "train/checkpoint.h"
+
+namespace ember::tools {
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = std::getenv("TEST_TMPDIR");
+    std::string tmpl =
+        std::string(base != nullptr ? base : "/tmp") + "/ember_neighbors_test_XXXXXX";
+    EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+int RunCmd(const std::string& cmd) {
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> ReadLines(const std::string& path) {
+  std::vector<std::string> lines;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(line);
+  return lines;
+}
+
+// All embeddings in global-id order, straight from the checkpoint.
+struct Table {
+  StoredModel model;
+  int dim = 0;
+  uint64_t n = 0;
+  std::vector<float> rows;
+  std::vector<std::string> names;
+  std::map<std::string, uint64_t> ids;
+  const float* Row(uint64_t i) const { return &rows[i * dim]; }
+};
+
+Table LoadTable(const Graph& graph) {
+  Table t;
+  auto model = LoadStoredModel(graph);
+  EXPECT_TRUE(model.ok()) << model.status();
+  t.model = *model;
+  t.dim = model->model.dim;
+  t.n = graph.manifest().num_nodes;
+  for (uint32_t p = 0; p < graph.manifest().num_partitions; ++p) {
+    auto rows = LoadPartitionEmbeddings(graph, *model, p);
+    EXPECT_TRUE(rows.ok()) << rows.status();
+    t.rows.insert(t.rows.end(), rows->begin(), rows->end());
+    EXPECT_TRUE(graph
+                    .ForEachNodeName(p,
+                                     [&](uint32_t, std::string_view name) {
+                                       t.ids[std::string(name)] = t.names.size();
+                                       t.names.emplace_back(name);
+                                       return absl::OkStatus();
+                                     })
+                    .ok());
+  }
+  return t;
+}
+
+// The model's score, computed independently of ember's code, in double.
+double Score(Comparator cmp, const std::vector<double>& q, const float* x) {
+  double dot = 0, qq = 0, xx = 0, dd = 0;
+  for (size_t j = 0; j < q.size(); ++j) {
+    dot += q[j] * x[j];
+    qq += q[j] * q[j];
+    xx += double(x[j]) * x[j];
+    dd += (q[j] - x[j]) * (q[j] - x[j]);
+  }
+  switch (cmp) {
+    case Comparator::kDot:
+      return dot;
+    case Comparator::kCos:
+      return dot / (std::max(std::sqrt(qq), 1e-12) * std::max(std::sqrt(xx), 1e-12));
+    case Comparator::kL2:
+      return -std::sqrt(dd);
+  }
+  return 0;
+}
+
+// op_r(e) written out from the operator definitions in model_options.h.
+std::vector<double> ApplyOp(const Table& t, int rel, const float* e) {
+  const int d = t.dim, h = d / 2;
+  std::vector<double> q(e, e + d);
+  if (rel < 0) return q;
+  const float* w = t.model.relations.Of(rel);
+  switch (t.model.model.op) {
+    case Operator::kNone:
+      break;
+    case Operator::kTranslation:
+      for (int j = 0; j < d; ++j) q[j] = double(e[j]) + w[j];
+      break;
+    case Operator::kDiagonal:
+      for (int j = 0; j < d; ++j) q[j] = double(e[j]) * w[j];
+      break;
+    case Operator::kComplexDiagonal:
+      for (int j = 0; j < h; ++j) {
+        q[j] = double(e[j]) * w[j] - double(e[j + h]) * w[j + h];
+        q[j + h] = double(e[j]) * w[j + h] + double(e[j + h]) * w[j];
+      }
+      break;
+  }
+  return q;
+}
+
+struct Scored {
+  double score;
+  uint64_t id;
+};
+
+std::vector<Scored> BruteForce(const Table& t, uint64_t query, int rel, int k) {
+  const std::vector<double> q = ApplyOp(t, rel, t.Row(query));
+  std::vector<Scored> all;
+  for (uint64_t i = 0; i < t.n; ++i) {
+    if (i != query) all.push_back({Score(t.model.model.comparator, q, t.Row(i)), i});
+  }
+  std::partial_sort(all.begin(), all.begin() + k, all.end(), [](const Scored& a, const Scored& b) {
+    return a.score != b.score ? a.score > b.score : a.id < b.id;
+  });
+  all.resize(k);
+  return all;
+}
+
+// Same ids and scores (within 1e-5) as brute force; where ids differ the
+// two must be tied in score.
+void ExpectMatchesBruteForce(const Table& t, const NeighborList& got, int rel, int k) {
+  const uint64_t query = t.ids.at(got.node);
+  const std::vector<Scored> want = BruteForce(t, query, rel, k);
+  const std::vector<double> q = ApplyOp(t, rel, t.Row(query));
+  ASSERT_EQ(got.neighbors.size(), size_t(k)) << got.node;
+  for (int i = 0; i < k; ++i) {
+    const Neighbor& n = got.neighbors[i];
+    EXPECT_NE(n.global_id, query) << "the query is among its own neighbours";
+    EXPECT_EQ(n.node, t.names[n.global_id]);
+    EXPECT_NEAR(n.score, want[i].score, 1e-5) << got.node << " rank " << i;
+    if (n.global_id != want[i].id) {
+      EXPECT_NEAR(Score(t.model.model.comparator, q, t.Row(n.global_id)), want[i].score, 1e-5)
+          << got.node << " rank " << i << ": " << n.node << " vs " << t.names[want[i].id];
+    }
+  }
+}
+
+double Recall(const std::vector<NeighborList>& approx, const std::vector<NeighborList>& exact) {
+  uint64_t hit = 0, total = 0;
+  for (size_t i = 0; i < exact.size(); ++i) {
+    std::set<uint64_t> want;
+    for (const Neighbor& n : exact[i].neighbors) want.insert(n.global_id);
+    for (const Neighbor& n : approx[i].neighbors) hit += want.count(n.global_id);
+    total += want.size();
+  }
+  return total == 0 ? 0 : double(hit) / total;
+}
+
+// SBM: 2000 nodes in 10 blocks, 5 % of edges across blocks, dot comparator.
+class NeighborsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    const std::string bin = EMBER_BINARY;
+    const std::string edges = dir_->File("sbm.tsv"), labels = dir_->File("labels.tsv");
+    graph_dir_ = dir_->File("g");
+    ASSERT_EQ(RunCmd(bin + " gen sbm --quiet --nodes 2000 --blocks 10 --avg-degree 20 "
+                        "--mixing 0.05 --seed 1 --out " +
+                  edges + " --labels-out " + labels),
+              0);
+    ASSERT_EQ(RunCmd(bin + " import --quiet --partitions 2 --out " + graph_dir_ + " " + edges +
+                  " > /dev/null"),
+              0);
+    ASSERT_EQ(RunCmd(bin + " train " + graph_dir_ + " --quiet --epochs 5 --dim 32 > /dev/null"), 0);
+    blocks_ = new std::map<std::string, std::string>();
+    for (const std::string& line : ReadLines(labels)) {
+      const size_t tab = line.find('\t');
+      (*blocks_)[line.substr(0, tab)] = line.substr(tab + 1);
+    }
+    ASSERT_EQ(blocks_->size(), 2000u);
+  }
+  static void TearDownTestSuite() {
+    delete blocks_;
+    delete dir_;
+  }
+
+  static TempDir* dir_;
+  static std::string graph_dir_;
+  static std::map<std::string, std::string>* blocks_;
+};
+TempDir* NeighborsTest::dir_ = nullptr;
+std::string NeighborsTest::graph_dir_;
+std::map<std::string, std::string>* NeighborsTest::blocks_ = nullptr;
+
+TEST_F(NeighborsTest, FlatEqualsBruteForce) {
+  auto graph = Graph::Open(graph_dir_);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const Table t = LoadTable(**graph);
+  ASSERT_EQ(t.model.model.comparator, Comparator::kDot);
+  auto index = NeighborIndex::Build(**graph, {});
+  ASSERT_TRUE(index.ok()) << index.status();
+  EXPECT_EQ((*index)->metric(), "inner_product");
+  std::vector<std::string> queries;
+  for (uint64_t i = 0; i < t.n; i += 7) queries.push_back(t.names[i]);  // 286 nodes
+  auto results = (*index)->Search(queries, "", 10);
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_EQ(results->size(), queries.size());
+  for (const NeighborList& list : *results) ExpectMatchesBruteForce(t, list, -1, 10);
+}
+
+TEST_F(NeighborsTest, ApproximateIndexesRecallFlat) {
+  auto graph = Graph::Open(graph_dir_);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const Table t = LoadTable(**graph);
+  auto flat = NeighborIndex::Build(**graph, {});
+  ASSERT_TRUE(flat.ok()) << flat.status();
+  auto exact = (*flat)->Search(t.names, "", 10);
+  ASSERT_TRUE(exact.ok()) << exact.status();
+  for (IndexKind kind : {IndexKind::kIvf, IndexKind::kHnsw}) {
+    NeighborIndexOptions o;
+    o.kind = kind;
+    auto index = NeighborIndex::Build(**graph, o);
+    ASSERT_TRUE(index.ok()) << index.status();
+    auto approx = (*index)->Search(t.names, "", 10);
+    ASSERT_TRUE(approx.ok()) << approx.status();
+    const double recall = Recall(*approx, *exact);
+    std::printf("[ %s ] recall@10 vs flat over %zu queries: %.4f (nlist %d nprobe %d efSearch %d)\n",
+                std::string(IndexKindName(kind)).c_str(), t.names.size(), recall,
+                (*index)->nlist(), (*index)->nprobe(), (*index)->ef_search());
+    EXPECT_GE(recall, 0.9) << IndexKindName(kind);
+    // Scores of what they do return are exact model scores.
+    for (size_t i = 0; i < 50; ++i) {
+      const std::vector<double> q = ApplyOp(t, -1, t.Row(i));
+      for (const Neighbor& n : (*approx)[i].neighbors) {
+        EXPECT_NE(n.global_id, i);
+        EXPECT_NEAR(n.score, Score(Comparator::kDot, q, t.Row(n.global_id)), 1e-5);
+      }
+    }
+  }
+}
+
+// CLI, --queries and --json over all 2000 nodes: one JSON line per query,
+// best first, query excluded, and >= 90 % of top-10 neighbours in the
+// query's block.
+TEST_F(NeighborsTest, CliJsonAndBlockPurity) {
+  TempDir tmp;
+  const std::string queries = tmp.File("queries.txt"), out = tmp.File("out.jsonl");
+  {
+    std::ofstream q(queries);
+    for (const auto& [name, block] : *blocks_) q << name << "\n";
+  }
+  const std::string bin = EMBER_BINARY;
+  ASSERT_EQ(RunCmd(bin + " neighbors " + graph_dir_ + " --quiet --json --k 10 --queries " +
+                queries + " > " + out),
+            0);
+  const std::vector<std::string> lines = ReadLines(out);
+  ASSERT_EQ(lines.size(), blocks_->size());
+  uint64_t same = 0, total = 0;
+  size_t i = 0;
+  for (const auto& [name, block] : *blocks_) {
+    const std::string& line = lines[i++];
+    // Key order as documented: {"node": ..., "neighbors": [...]}.
+    ASSERT_EQ(line.rfind("{\"node\":", 0), 0u) << line;
+    const nlohmann::json j = nlohmann::json::parse(line);
+    ASSERT_EQ(j.size(), 2u);
+    ASSERT_EQ(j["node"], name);
+    ASSERT_EQ(j["neighbors"].size(), 10u);
+    double last = INFINITY;
+    for (const auto& n : j["neighbors"]) {
+      ASSERT_EQ(n.size(), 2u);
+      const std::string other = n["node"];
+      const double score = n["score"];
+      EXPECT_NE(other, name) << "query in its own results";
+      EXPECT_LE(score, last) << "not best first: " << line;
+      last = score;
+      same += blocks_->at(other) == block;
+      ++total;
+    }
+  }
+  const double purity = double(same) / total;
+  std::printf("[ purity ] %.4f of top-10 neighbours share the query's block (%zu queries)\n",
+              purity, blocks_->size());
+  EXPECT_GE(purity, 0.9);
+}
+
+TEST_F(NeighborsTest, SavedIndexLoadsInFaiss) {
+  TempDir tmp;
+  auto graph = Graph::Open(graph_dir_);
+  ASSERT_TRUE(graph.ok());
+  const Table t = LoadTable(**graph);
+  const std::string queries = tmp.File("q.txt"), out = tmp.File("out.jsonl");
+  std::vector<uint64_t> query_ids;
+  {
+    std::ofstream q(queries);
+    for (uint64_t i = 3; i < t.n; i += 40) {
+      q << t.names[i] << "\n";
+      query_ids.push_back(i);
+    }
+  }
+  for (const std::string kind : {"flat", "ivf", "hnsw"}) {
+    SCOPED_TRACE(kind);
+    const std::string index_path = tmp.File("index." + kind);
+    const std::string bin = EMBER_BINARY;
+    ASSERT_EQ(RunCmd(bin + " neighbors " + graph_dir_ + " --quiet --json --index " + kind +
+                  " --queries " + queries + " --save-index " + index_path + " > " + out),
+              0);
+    const std::vector<std::string> names = ReadLines(index_path + ".names.tsv");
+    ASSERT_EQ(names, t.names);
+    const nlohmann::json meta = nlohmann::json::parse(ReadAll(index_path + ".meta.json"));
+    EXPECT_EQ(meta["metric"], "inner_product");
+    EXPECT_EQ(meta["index"], kind);
+    std::unique_ptr<faiss::Index> index(faiss::read_index(index_path.c_str()));
+    ASSERT_EQ(uint64_t(index->ntotal), t.n);
+    ASSERT_EQ(index->d, t.dim);
+    const std::vector<std::string> lines = ReadLines(out);
+    ASSERT_EQ(lines.size(), query_ids.size());
+    for (size_t i = 0; i < query_ids.size(); ++i) {
+      std::vector<float> dist(11);
+      std::vector<faiss::Index::idx_t> labels(11);
+      index->search(1, t.Row(query_ids[i]), 11, dist.data(), labels.data());
+      std::set<std::string> from_faiss;
+      for (auto id : labels) {
+        if (id >= 0 && uint64_t(id) != query_ids[i] && from_faiss.size() < 10) {
+          from_faiss.insert(names[id]);
+        }
+      }
+      std::set<std::string> from_ember;
+      const nlohmann::json j = nlohmann::json::parse(lines[i]);
+      for (const auto& n : j["neighbors"]) {
+        from_ember.insert(n["node"].get<std::string>());
+      }
+      EXPECT_EQ(from_ember, from_faiss) << t.names[query_ids[i]];
+    }
+  }
+  // An existing index file is refused without --overwrite.
+  const std::string bin = EMBER_BINARY;
+  EXPECT_EQ(RunCmd(bin + " neighbors " + graph_dir_ + " --quiet --node 5 --save-index " +
+                tmp.File("index.flat") + " > /dev/null 2>&1"),
+            1);
+}
+
+TEST_F(NeighborsTest, UnknownNodeIsAnError) {
+  TempDir tmp;
+  const std::string err = tmp.File("err.txt");
+  const std::string bin = EMBER_BINARY;
+  EXPECT_EQ(RunCmd(bin + " neighbors " + graph_dir_ + " --quiet --node no_such_node > /dev/null 2> " +
+                err),
+            1);
+  EXPECT_NE(ReadAll(err).find("unknown node 'no_such_node'"), std::string::npos) << ReadAll(err);
+  EXPECT_EQ(RunCmd(bin + " neighbors " + graph_dir_ + " --quiet --node 5 --relation nope > /dev/null 2> " +
+                err),
+            1);
+  EXPECT_NE(ReadAll(err).find("unknown relation 'nope'"), std::string::npos) << ReadAll(err);
+
+  auto graph = Graph::Open(graph_dir_);
+  ASSERT_TRUE(graph.ok());
+  auto index = NeighborIndex::Build(**graph, {});
+  ASSERT_TRUE(index.ok());
+  auto r = (*index)->Search({"5", "no_such_node"}, "", 10);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(absl::IsNotFound(r.status()));
+  EXPECT_NE(std::string(r.status().message()).find("no_such_node"), std::string::npos);
+}
+
+// A tiny multi-relation graph: neighbours of op_r(e_q) equal brute force, for
+// translation + l2 (TransE) and complex_diagonal + cos (normalised index).
+TEST(NeighborsRelationTest, OperatorAppliedToQuery) {
+  TempDir tmp;
+  const std::string edges = tmp.File("edges.tsv");
+  {
+    std::ofstream out(edges);
+    uint64_t x = 99;
+    for (int i = 0; i < 2400; ++i) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      const int src = (x >> 33) % 300, rel = (x >> 20) % 3;
+      // Each relation maps a node to a fixed offset, plus some noise.
+      const int dst = ((x >> 10) % 8 == 0) ? (x >> 40) % 300 : (src + 17 * (rel + 1)) % 300;
+      out << "v" << src << "\tr" << rel << "\tv" << dst << "\n";
+    }
+  }
+  const std::string bin = EMBER_BINARY;
+  struct Config {
+    const char* op;
+    const char* cmp;
+    IndexKind kind;
+  };
+  for (const Config& c : {Config{"translation", "l2", IndexKind::kFlat},
+                          Config{"complex_diagonal", "cos", IndexKind::kFlat},
+                          Config{"translation", "dot", IndexKind::kFlat}}) {
+    SCOPED_TRACE(std::string(c.op) + "/" + c.cmp);
+    const std::string g = tmp.File(std::string("g_") + c.op + "_" + c.cmp);
+    ASSERT_EQ(RunCmd(bin + " import --quiet --partitions 2 --out " + g + " " + edges + " > /dev/null"),
+              0);
+    ASSERT_EQ(RunCmd(bin + " train " + g + " --quiet --epochs 3 --dim 16 --operator " + c.op +
+                  " --comparator " + c.cmp + " > /dev/null"),
+              0);
+    auto graph = Graph::Open(g);
+    ASSERT_TRUE(graph.ok());
+    const Table t = LoadTable(**graph);
+    ASSERT_EQ((*graph)->manifest().relations.size(), 3u);
+    NeighborIndexOptions o;
+    o.kind = c.kind;
+    auto index = NeighborIndex::Build(**graph, o);
+    ASSERT_TRUE(index.ok()) << index.status();
+    std::vector<std::string> queries;
+    for (uint64_t i = 0; i < t.n; i += 5) queries.push_back(t.names[i]);
+    uint64_t differs = 0;
+    auto plain = (*index)->Search(queries, "", 10);
+    ASSERT_TRUE(plain.ok());
+    for (int rel = 0; rel < 3; ++rel) {
+      const std::string name = (*graph)->manifest().relations[rel];
+      auto results = (*index)->Search(queries, name, 10);
+      ASSERT_TRUE(results.ok()) << results.status();
+      for (size_t i = 0; i < results->size(); ++i) {
+        ExpectMatchesBruteForce(t, (*results)[i], rel, 10);
+        differs += (*results)[i].neighbors[0].global_id != (*plain)[i].neighbors[0].global_id;
+      }
+    }
+    // The operator changes the answers (it is not silently ignored).
+    EXPECT_GT(differs, 0u);
+  }
+}
+
+}  // namespace
+}  // namespace ember::tools
