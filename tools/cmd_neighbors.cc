@@ -28,7 +28,7 @@ ABSL_FLAG(std::string, index, "flat",
           "(n x dim floats), unlike export and train.");
 ABSL_FLAG(int, nlist, 0, "neighbors: IVF lists (0: 4 sqrt(n)).");
 ABSL_FLAG(int, nprobe, 0, "neighbors: IVF lists probed per query (0: max(8, nlist/8)).");
-ABSL_FLAG(int, ef_search, 0, "neighbors: HNSW search beam (0: 128).");
+ABSL_FLAG(int, ef_search, 0, "neighbors: HNSW search beam (0: 256).");
 ABSL_FLAG(std::string, save_index, "",
           "neighbors: write the FAISS index here (faiss::write_index; row = global id) "
           "with PATH.names.tsv (row -> name) and PATH.meta.json.");
@@ -61,6 +61,7 @@ int NeighborsMain(const std::vector<std::string>& args) {
   options.nlist = absl::GetFlag(FLAGS_nlist);
   options.nprobe = absl::GetFlag(FLAGS_nprobe);
   options.ef_search = absl::GetFlag(FLAGS_ef_search);
+  options.threads = absl::GetFlag(FLAGS_threads);  // 0: OpenMP's default
   if (absl::GetFlag(FLAGS_seed) != 0) options.seed = absl::GetFlag(FLAGS_seed);
   const bool quiet = absl::GetFlag(FLAGS_quiet);
   ProgressPrinter progress(!quiet);

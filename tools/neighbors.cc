@@ -6,6 +6,7 @@
 #include <faiss/impl/FaissException.h>
 #include <faiss/impl/io.h>
 #include <faiss/index_io.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -140,7 +141,9 @@ struct NeighborIndex::Rep {
   }
 
   absl::Status TrainIvf() {
-    const uint64_t max_sample = uint64_t{256} * nlist;
+    // 64 points per centroid (FAISS wants >= 39): k-means cost is what
+    // dominates an IVF build.
+    const uint64_t max_sample = uint64_t{64} * nlist;
     std::vector<uint64_t> ids;
     if (n <= max_sample) {
       ids.resize(n);
@@ -184,7 +187,7 @@ struct NeighborIndex::Rep {
       case IndexKind::kHnsw: {
         auto h = std::make_unique<faiss::IndexHNSWFlat>(dim, options.hnsw_m, metric);
         h->hnsw.efConstruction = options.ef_construction;
-        ef_search = options.ef_search > 0 ? options.ef_search : 128;
+        ef_search = options.ef_search > 0 ? options.ef_search : 256;
         h->hnsw.efSearch = ef_search;
         hnsw = h.get();
         index = std::move(h);
@@ -246,6 +249,8 @@ absl::StatusOr<std::unique_ptr<NeighborIndex>> NeighborIndex::Build(
     const Graph& graph, const NeighborIndexOptions& options) {
   RETURN_IF_ERROR(options.Validate());
   const auto start = std::chrono::steady_clock::now();
+  // FAISS parallelises with OpenMP (process-wide).
+  if (options.threads > 0) omp_set_num_threads(options.threads);
   auto rep = std::make_unique<Rep>();
   rep->graph = &graph;
   rep->options = options;

@@ -49,10 +49,13 @@ struct NeighborIndexOptions {
   int nprobe = 0;
   // HNSW neighbours per node. Default: 32.
   int hnsw_m = 32;
-  // HNSW search beam; 0: 128 (raised to k + 1 when k is larger). Default: 0.
+  // HNSW search beam; 0: 256 (raised to k + 1 when k is larger). Default: 0.
   int ef_search = 0;
   // HNSW construction beam. Default: 80.
   int ef_construction = 80;
+  // FAISS (OpenMP) threads, process-wide; 0: leave OpenMP's default
+  // (OMP_NUM_THREADS or all cores). Default: 0.
+  int threads = 0;
   // Seed of the IVF training sample and k-means. Default: 1234.
   uint64_t seed = 1234;
   // Called after each partition is loaded; throttle in the callee.
