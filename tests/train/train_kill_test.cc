@@ -1,0 +1,280 @@
+// Runs the `ember` binary: `ember train` killed with SIGKILL mid-epoch
+// leaves a loadable checkpoint, and re-running the same command resumes it
+// to the same result (bit-identical with --deterministic --threads 1, within
+// noise otherwise). Also the CLI's refusals to resume with other flags.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "storage/manifest.h"
+#include "tests/train/train_test_util.h"
+#include "train/train_loop.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ember {
+namespace {
+
+using ::testing::HasSubstr;
+using train_test::Child;
+using train_test::LoadSnapshot;
+using train_test::ManifestOf;
+using train_test::MetricsLines;
+using train_test::RunBinary;
+using train_test::TempDir;
+
+class TrainKillTest : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    tmp_ = new TempDir();
+    edges_ = tmp_->Sub("sbm.tsv");
+    train_test::WriteSbmEdges(train_test::StandardSbm(), edges_);
+    graphs_ = new train_test::GraphFactory(tmp_->Sub("graphs"), {edges_});
+    std::filesystem::create_directory(tmp_->Sub("graphs"));
+  }
+  static void TearDownTestSuite() {
+    delete graphs_;
+    graphs_ = nullptr;
+    delete tmp_;
+    tmp_ = nullptr;
+  }
+
+  static std::string NewGraph(uint32_t partitions) {
+    return graphs_->New(partitions);
+  }
+
+  std::string Capture() { return tmp_->Sub(absl::StrCat("run", next_++)); }
+
+  static TempDir *tmp_;
+  static std::string edges_;
+  static int next_;
+  static train_test::GraphFactory *graphs_;
+};
+
+TempDir *TrainKillTest::tmp_ = nullptr;
+std::string TrainKillTest::edges_;
+int TrainKillTest::next_ = 0;
+train_test::GraphFactory *TrainKillTest::graphs_ = nullptr;
+
+std::vector<std::string> TrainArgv(const std::string &dir,
+                                   const std::vector<std::string> &flags) {
+  std::vector<std::string> argv = {EMBER_BINARY, "train", dir, "--quiet"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  return argv;
+}
+
+// Where the graph's manifest says training stands.
+struct Position {
+  uint64_t version = 0;
+  uint32_t epochs_done = 0;
+  uint64_t next_round = 0; // > 0: a mid-epoch checkpoint
+};
+
+Position ReadPosition(const std::string &dir) {
+  Position pos;
+  auto m = ReadManifest(dir + "/MANIFEST.json");
+  if (!m.ok())
+    return pos;
+  pos.version = m->training.checkpoint_version;
+  pos.epochs_done = m->training.epochs_done;
+  nlohmann::json state =
+      nlohmann::json::parse(m->training.state_json, nullptr, false);
+  if (!state.is_discarded() && state.contains("trainer")) {
+    pos.next_round = state["trainer"].value("next_round", uint64_t{0});
+  }
+  return pos;
+}
+
+// Starts `argv`, waits for a mid-epoch checkpoint of epoch `epoch` (0-based)
+// in `dir`, waits `extra_delay` more, and kills the run with SIGKILL.
+// Fails the test if the run ends on its own first.
+void KillMidEpoch(const std::vector<std::string> &argv, const std::string &dir,
+                  const std::string &capture, uint32_t epoch,
+                  std::chrono::microseconds extra_delay = {}) {
+  Child child(argv, capture);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  bool seen = false;
+  while (!child.Ended() && std::chrono::steady_clock::now() < deadline) {
+    const Position pos = ReadPosition(dir);
+    if (pos.version > 0 && pos.epochs_done == epoch && pos.next_round > 0) {
+      seen = true;
+      break;
+    }
+    // A test can only watch the run from outside: poll the manifest.
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  ASSERT_TRUE(seen) << "no mid-epoch checkpoint of epoch " << epoch
+                    << " seen before the run ended; stderr: " << child.Err();
+  std::this_thread::sleep_for(extra_delay);
+  child.Kill();
+  const int st = child.Wait();
+  ASSERT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)
+      << "the run ended before it was killed; stderr: " << child.Err();
+}
+
+// --deterministic --threads 1, 3 partitions (9 buckets per epoch): killed
+// twice (in epoch 1 and in epoch 2, right after a mid-epoch checkpoint),
+// resumed each time by the same command, the final model is bit-identical to
+// an uninterrupted run of that command.
+TEST_F(TrainKillTest, KilledAndResumedIsBitIdentical) {
+  const std::vector<std::string> flags = {"--dim",
+                                          "16",
+                                          "--epochs",
+                                          "2",
+                                          "--batch-size",
+                                          "500",
+                                          "--operator",
+                                          "diagonal",
+                                          "--buffer-partitions",
+                                          "2",
+                                          "--checkpoint-every",
+                                          "1",
+                                          "--seed",
+                                          "3",
+                                          "--deterministic",
+                                          "--threads",
+                                          "1"};
+  const std::string ref_dir = NewGraph(3);
+  std::string err;
+  ASSERT_EQ(RunBinary(TrainArgv(ref_dir, flags), Capture(), &err), 0) << err;
+  auto expected = LoadSnapshot(ref_dir);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+
+  const std::string dir = NewGraph(3);
+  for (uint32_t epoch : {0u, 1u}) {
+    SCOPED_TRACE(absl::StrCat("killed in epoch ", epoch + 1));
+    KillMidEpoch(TrainArgv(dir, flags), dir, Capture(), epoch);
+    if (HasFatalFailure())
+      return;
+    // The manifest names only tables and blobs that exist.
+    auto snapshot = LoadSnapshot(dir);
+    EXPECT_TRUE(snapshot.ok()) << snapshot.status();
+    EXPECT_EQ(MetricsLines(dir).size(), epoch);
+  }
+  ASSERT_EQ(RunBinary(TrainArgv(dir, flags), Capture(), &err), 0) << err;
+  EXPECT_THAT(err, HasSubstr("resumed"));
+  auto got = LoadSnapshot(dir);
+  ASSERT_TRUE(got.ok()) << got.status();
+  train_test::ExpectBitIdentical(*expected, *got);
+  auto m = ManifestOf(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->training.epochs_done, 2u);
+  EXPECT_EQ(MetricsLines(dir).size(), 2u);
+
+  // The binary computes what the library does with the same options (less
+  // the mid-epoch checkpoints, which do not change the result:
+  // TrainLoopTest.StoppedAndResumedIsBitIdentical).
+  const std::string lib_dir = NewGraph(3);
+  TrainOptions o = train_test::SmallOptions(2, 3);
+  o.model.dim = 16;
+  o.model.op = Operator::kDiagonal;
+  o.buffer_partitions = 2;
+  o.deterministic = true;
+  o.threads = 1;
+  ASSERT_TRUE(TrainGraph(lib_dir, o).ok());
+  auto lib = LoadSnapshot(lib_dir);
+  ASSERT_TRUE(lib.ok()) << lib.status();
+  train_test::ExpectBitIdentical(*expected, *lib);
+}
+
+// Two threads (Hogwild, not bit-reproducible), killed at a seeded random
+// moment after its first mid-epoch checkpoint: the resumed run ends with
+// the test MRR of an uninterrupted one, within the noise bound that
+// train_quality_test.cc justifies.
+TEST_F(TrainKillTest, KilledAtRandomAndResumedMatchesUninterruptedMrr) {
+  const std::vector<std::string> flags = {"--dim",
+                                          "32",
+                                          "--epochs",
+                                          "3",
+                                          "--batch-size",
+                                          "500",
+                                          "--buffer-partitions",
+                                          "2",
+                                          "--checkpoint-every",
+                                          "1",
+                                          "--seed",
+                                          "1",
+                                          "--threads",
+                                          "2"};
+  const std::string ref_dir = NewGraph(3);
+  std::string err;
+  ASSERT_EQ(RunBinary(TrainArgv(ref_dir, flags), Capture(), &err), 0) << err;
+  auto ref = train_test::EvalTest(ref_dir);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+
+  const std::string dir = NewGraph(3);
+  std::mt19937 rng(2024);
+  const auto delay = std::chrono::microseconds(rng() % 50000);
+  KillMidEpoch(TrainArgv(dir, flags), dir, Capture(), 1, delay);
+  if (HasFatalFailure())
+    return;
+  EXPECT_TRUE(LoadSnapshot(dir).ok());
+  ASSERT_EQ(RunBinary(TrainArgv(dir, flags), Capture(), &err), 0) << err;
+  auto m = ManifestOf(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->training.epochs_done, 3u);
+  EXPECT_EQ(MetricsLines(dir).size(), 3u);
+  auto resumed = train_test::EvalTest(dir);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  std::printf("[ MRR ] uninterrupted %.4f, killed+resumed %.4f\n",
+              ref->filtered.mrr, resumed->filtered.mrr);
+  EXPECT_GT(resumed->filtered.mrr, train_test::kMinSbmMrr);
+  EXPECT_NEAR(resumed->filtered.mrr, ref->filtered.mrr, train_test::kMrrNoise);
+}
+
+TEST_F(TrainKillTest, CliRefusesToResumeWithOtherFlags) {
+  const std::string dir = NewGraph(3);
+  const std::vector<std::string> base = {"--dim", "16",        "--epochs",
+                                         "1",     "--threads", "1"};
+  std::string err;
+  ASSERT_EQ(RunBinary(TrainArgv(dir, base), Capture(), &err), 0) << err;
+
+  std::vector<std::string> other_dim = {"--dim", "24",        "--epochs",
+                                        "2",     "--threads", "1"};
+  EXPECT_NE(RunBinary(TrainArgv(dir, other_dim), Capture(), &err), 0);
+  EXPECT_THAT(err, HasSubstr("--dim 16"));
+  EXPECT_THAT(err, HasSubstr("--from-scratch"));
+
+  // --from-scratch accepts it and restarts the epoch count.
+  other_dim.push_back("--from-scratch");
+  ASSERT_EQ(RunBinary(TrainArgv(dir, other_dim), Capture(), &err), 0) << err;
+  auto m = ManifestOf(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->training.epochs_done, 2u);
+  EXPECT_EQ(m->training.dim, 24u);
+
+  // Mid-epoch, the bucket order is part of the position.
+  const std::string mid = NewGraph(3);
+  const std::vector<std::string> buffered = {"--dim",
+                                             "16",
+                                             "--epochs",
+                                             "2",
+                                             "--buffer-partitions",
+                                             "2",
+                                             "--checkpoint-every",
+                                             "1",
+                                             "--threads",
+                                             "1",
+                                             "--deterministic"};
+  KillMidEpoch(TrainArgv(mid, buffered), mid, Capture(), 0);
+  if (HasFatalFailure())
+    return;
+  std::vector<std::string> beta = buffered;
+  beta.insert(beta.end(), {"--bucket-order", "beta"});
+  EXPECT_NE(RunBinary(TrainArgv(mid, beta), Capture(), &err), 0);
+  EXPECT_THAT(err, HasSubstr("--bucket-order"));
+  ASSERT_EQ(RunBinary(TrainArgv(mid, buffered), Capture(), &err), 0) << err;
+}
+
+} // namespace
+} // namespace ember

@@ -1,0 +1,518 @@
+// TrainGraph in process: metrics, resume and restart rules, stops that act
+// like kills (TrainOptions::stop_after_buckets), bucket orders, and every
+// operator x comparator.
+#include "train/train_loop.h"
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "tests/train/train_test_util.h"
+#include "train/checkpoint.h"
+#include "train/model_options.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ember {
+namespace {
+
+using ::testing::HasSubstr;
+using train_test::ImportEdges;
+using train_test::LoadSnapshot;
+using train_test::ManifestOf;
+using train_test::MetricsLines;
+using train_test::ModelSnapshot;
+using train_test::TempDir;
+
+// A small SBM (1000 nodes, 10 blocks, 5000 edges), written once per suite;
+// each test imports its own copies.
+class TrainLoopTest : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    tmp_ = new TempDir();
+    edges_ = tmp_->Sub("sbm.tsv");
+    tools::gen::SbmOptions sbm;
+    sbm.nodes = 1000;
+    sbm.blocks = 10;
+    sbm.avg_degree = 10;
+    sbm.mixing = 0.1;
+    sbm.seed = 11;
+    train_test::WriteSbmEdges(sbm, edges_);
+    graphs_ = new train_test::GraphFactory(tmp_->path(), {edges_});
+  }
+  static void TearDownTestSuite() {
+    delete graphs_;
+    graphs_ = nullptr;
+    delete tmp_;
+    tmp_ = nullptr;
+  }
+
+  // A fresh copy of the suite's SBM imported with `partitions` partitions.
+  static std::string NewGraph(uint32_t partitions) {
+    return graphs_->New(partitions);
+  }
+
+  static TrainOptions Options(int epochs) {
+    TrainOptions o = train_test::SmallOptions(epochs);
+    o.model.dim = 16;
+    return o;
+  }
+
+  // Partitioned, out of core, checkpointing after every bucket.
+  static TrainOptions BufferedOptions(int epochs) {
+    TrainOptions o = Options(epochs);
+    o.buffer_partitions = 2;
+    o.checkpoint_every = 1;
+    return o;
+  }
+
+  static uint64_t TrainEdges(const std::string &dir) {
+    auto m = ManifestOf(dir);
+    EXPECT_TRUE(m.ok()) << m.status();
+    return m.ok() ? m->edges.train : 0;
+  }
+
+  static TempDir *tmp_;
+  static std::string edges_;
+  static train_test::GraphFactory *graphs_;
+};
+
+TempDir *TrainLoopTest::tmp_ = nullptr;
+std::string TrainLoopTest::edges_;
+train_test::GraphFactory *TrainLoopTest::graphs_ = nullptr;
+
+void ExpectMetricsLine(const std::string &line, int epoch, uint64_t edges) {
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << line;
+  for (const char *key :
+       {"epoch", "loss", "edges", "seconds", "edges_per_second"}) {
+    EXPECT_TRUE(j.contains(key))
+        << "metrics line lacks \"" << key << "\": " << line;
+  }
+  EXPECT_EQ(j.value("epoch", -1), epoch) << line;
+  EXPECT_EQ(j.value("edges", uint64_t{0}), edges) << line;
+  const double loss = j.value("loss", -1.0);
+  EXPECT_TRUE(std::isfinite(loss) && loss > 0) << line;
+  const double seconds = j.value("seconds", -1.0);
+  EXPECT_GT(seconds, 0) << line;
+  EXPECT_NEAR(j.value("edges_per_second", -1.0), edges / seconds,
+              1e-6 * edges / seconds)
+      << line;
+}
+
+TEST_F(TrainLoopTest, MetricsGetOneLinePerEpochAcrossResumes) {
+  const std::string dir = NewGraph(2);
+  const uint64_t train = TrainEdges(dir);
+  ASSERT_GT(train, 0u);
+
+  auto first = TrainGraph(dir, Options(3));
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_FALSE(first->resumed);
+  EXPECT_EQ(first->start_epoch, 0);
+  ASSERT_EQ(first->epochs.size(), 3u);
+  std::vector<std::string> lines = MetricsLines(dir);
+  ASSERT_EQ(lines.size(), 3u);
+  for (int e = 0; e < 3; ++e) {
+    EXPECT_EQ(first->epochs[e].epoch, e + 1);
+    EXPECT_EQ(first->epochs[e].edges, train);
+    ExpectMetricsLine(lines[e], e + 1, train);
+  }
+  auto m = ManifestOf(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->training.epochs_done, 3u);
+  EXPECT_EQ(m->training.checkpoint_version, first->checkpoint_version);
+  EXPECT_GT(first->checkpoint_version, 0u);
+
+  // Raising --epochs trains only the missing ones and appends their lines.
+  auto more = TrainGraph(dir, Options(5));
+  ASSERT_TRUE(more.ok()) << more.status();
+  EXPECT_TRUE(more->resumed);
+  EXPECT_EQ(more->start_epoch, 3);
+  EXPECT_EQ(more->start_round, 0u);
+  ASSERT_EQ(more->epochs.size(), 2u);
+  EXPECT_EQ(more->epochs[0].epoch, 4);
+  EXPECT_EQ(more->epochs[1].epoch, 5);
+  lines = MetricsLines(dir);
+  ASSERT_EQ(lines.size(), 5u);
+  ExpectMetricsLine(lines[3], 4, train);
+  ExpectMetricsLine(lines[4], 5, train);
+
+  // Nothing left to do: no epoch, no line, no new checkpoint.
+  auto none = TrainGraph(dir, Options(5));
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->epochs.empty());
+  EXPECT_FALSE(none->stopped);
+  EXPECT_EQ(none->checkpoint_version, more->checkpoint_version);
+  EXPECT_EQ(MetricsLines(dir).size(), 5u);
+}
+
+TEST_F(TrainLoopTest, FromScratchRestartsEpochCount) {
+  const std::string dir = NewGraph(2);
+  ASSERT_TRUE(TrainGraph(dir, Options(3)).ok());
+  auto before = LoadSnapshot(dir);
+  ASSERT_TRUE(before.ok()) << before.status();
+
+  TrainOptions o = Options(1);
+  o.from_scratch = true;
+  auto scratch = TrainGraph(dir, o);
+  ASSERT_TRUE(scratch.ok()) << scratch.status();
+  EXPECT_FALSE(scratch->resumed);
+  EXPECT_EQ(scratch->start_epoch, 0);
+  ASSERT_EQ(scratch->epochs.size(), 1u);
+  EXPECT_EQ(scratch->epochs[0].epoch, 1);
+  auto m = ManifestOf(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->training.epochs_done, 1u);
+  auto after = LoadSnapshot(dir);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_NE(before->partitions, after->partitions);
+
+  // A plain run resumes from the restarted count.
+  auto resumed = TrainGraph(dir, Options(2));
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_TRUE(resumed->resumed);
+  EXPECT_EQ(resumed->start_epoch, 1);
+  ASSERT_EQ(resumed->epochs.size(), 1u);
+  EXPECT_EQ(resumed->epochs[0].epoch, 2);
+
+  // --from-scratch may change the model.
+  o.model.dim = 8;
+  ASSERT_TRUE(TrainGraph(dir, o).ok());
+  auto small = LoadSnapshot(dir);
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_EQ(small->model.dim, 8);
+  EXPECT_EQ(small->partitions[0].size(), m->partition_sizes[0] * 8);
+}
+
+TEST_F(TrainLoopTest, ResumeWithDifferentModelFailsNamingTheFlags) {
+  const std::string dir = NewGraph(2);
+  ASSERT_TRUE(TrainGraph(dir, Options(1)).ok());
+  auto m = ManifestOf(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+
+  TrainOptions o = Options(2);
+  o.model.dim = 24;
+  auto s = TrainGraph(dir, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition)
+      << s.status();
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("--dim 16"));
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("--from-scratch"));
+
+  o = Options(2);
+  o.model.op = Operator::kDiagonal;
+  s = TrainGraph(dir, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition)
+      << s.status();
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("--operator none"));
+
+  o = Options(2);
+  o.model.comparator = Comparator::kCos;
+  s = TrainGraph(dir, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition)
+      << s.status();
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("--comparator dot"));
+
+  // The refused runs changed nothing.
+  auto after = ManifestOf(dir);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->training.checkpoint_version, m->training.checkpoint_version);
+  EXPECT_EQ(after->training.epochs_done, 1u);
+  EXPECT_EQ(MetricsLines(dir).size(), 1u);
+  EXPECT_TRUE(LoadSnapshot(dir).ok());
+}
+
+TEST_F(TrainLoopTest, ResumeMidEpochNeedsTheSameSchedule) {
+  const std::string dir = NewGraph(4);
+  TrainOptions o = BufferedOptions(1);
+  o.stop_after_buckets = 5;
+  auto stopped = TrainGraph(dir, o);
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+  EXPECT_TRUE(stopped->stopped);
+  EXPECT_TRUE(stopped->epochs.empty());
+  auto m = ManifestOf(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->training.epochs_done, 0u);
+  ASSERT_GT(m->training.checkpoint_version, 0u);
+
+  o.stop_after_buckets = 0;
+  TrainOptions beta = o;
+  beta.bucket_order = BucketOrderKind::kBeta;
+  auto s = TrainGraph(dir, beta);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition)
+      << s.status();
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("--bucket-order"));
+
+  TrainOptions other_seed = o;
+  other_seed.seed = o.seed + 1;
+  s = TrainGraph(dir, other_seed);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition)
+      << s.status();
+
+  TrainOptions bigger_buffer = o;
+  bigger_buffer.buffer_partitions = 3;
+  s = TrainGraph(dir, bigger_buffer);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition)
+      << s.status();
+
+  auto same = ManifestOf(dir);
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ(same->training.checkpoint_version, m->training.checkpoint_version);
+
+  // The same schedule resumes mid-epoch and finishes it.
+  auto resumed = TrainGraph(dir, o);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_TRUE(resumed->resumed);
+  EXPECT_EQ(resumed->start_epoch, 0);
+  EXPECT_GT(resumed->start_round, 0u);
+  ASSERT_EQ(resumed->epochs.size(), 1u);
+  EXPECT_GT(resumed->epochs[0].edges, 0u);
+  EXPECT_LT(resumed->epochs[0].edges, TrainEdges(dir));
+
+  // At an epoch boundary the order may change.
+  beta.epochs = 2;
+  auto next = TrainGraph(dir, beta);
+  ASSERT_TRUE(next.ok()) << next.status();
+  ASSERT_EQ(next->epochs.size(), 1u);
+  EXPECT_EQ(next->epochs[0].edges, TrainEdges(dir));
+}
+
+// A stopped run (as if killed) leaves a manifest whose every table and blob
+// exists: none before its first checkpoint, the last one after it. With 4
+// partitions and a buffer of 2, the early mid-epoch checkpoints come before
+// some partitions were ever loaded.
+TEST_F(TrainLoopTest, StoppedRunLeavesLoadableCheckpoint) {
+  for (uint64_t stop : {1, 2, 5, 9, 15}) {
+    SCOPED_TRACE(absl::StrCat("stop after ", stop, " buckets"));
+    const std::string dir = NewGraph(4);
+    TrainOptions o = BufferedOptions(2);
+    o.stop_after_buckets = stop;
+    auto s = TrainGraph(dir, o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_TRUE(s->stopped);
+    auto m = ManifestOf(dir);
+    ASSERT_TRUE(m.ok()) << m.status();
+    if (m->training.checkpoint_version == 0) { // stopped before any checkpoint
+      EXPECT_EQ(stop, 1u);
+      auto g = Graph::Open(dir);
+      ASSERT_TRUE(g.ok()) << g.status();
+      EXPECT_EQ(LoadStoredModel(**g).status().code(),
+                absl::StatusCode::kFailedPrecondition);
+      continue;
+    }
+    auto snapshot = LoadSnapshot(dir);
+    EXPECT_TRUE(snapshot.ok()) << snapshot.status();
+  }
+}
+
+TEST_F(TrainLoopTest, StopWithoutCheckpointLeavesPreviousCheckpointIntact) {
+  const std::string dir = NewGraph(4);
+  TrainOptions o = Options(1);
+  o.buffer_partitions = 2;
+  o.stop_after_buckets = 3; // before any checkpoint
+  auto s = TrainGraph(dir, o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(s->stopped);
+  {
+    auto g = Graph::Open(dir);
+    ASSERT_TRUE(g.ok()) << g.status();
+    EXPECT_EQ(LoadStoredModel(**g).status().code(),
+              absl::StatusCode::kFailedPrecondition);
+  }
+
+  o.stop_after_buckets = 0;
+  ASSERT_TRUE(TrainGraph(dir, o).ok());
+  auto epoch1 = LoadSnapshot(dir);
+  ASSERT_TRUE(epoch1.ok()) << epoch1.status();
+
+  // Stopped half-way through epoch 2 without a checkpoint: partitions it
+  // evicted were written, but the manifest still names epoch 1's model.
+  o.epochs = 2;
+  o.stop_after_buckets = 9;
+  s = TrainGraph(dir, o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(s->stopped);
+  auto still = LoadSnapshot(dir);
+  ASSERT_TRUE(still.ok()) << still.status();
+  train_test::ExpectBitIdentical(*epoch1, *still);
+  auto m = ManifestOf(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->training.epochs_done, 1u);
+}
+
+// Stops at several points (mid-epoch, between checkpoints, across an epoch
+// boundary), resuming each time, end bit-identical to an uninterrupted run
+// with the same flags. Translation gives the relations parameters and
+// Adagrad state, which must survive the checkpoint too.
+TEST_F(TrainLoopTest, StoppedAndResumedIsBitIdentical) {
+  TrainOptions o = BufferedOptions(2);
+  o.model.op = Operator::kTranslation;
+  o.checkpoint_every = 3;
+  o.deterministic = true;
+  o.threads = 1;
+
+  const std::string ref_dir = NewGraph(4);
+  auto ref = TrainGraph(ref_dir, o);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  ASSERT_EQ(ref->epochs.size(), 2u);
+  auto expected = LoadSnapshot(ref_dir);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+
+  // Checkpoints themselves do not perturb training.
+  {
+    const std::string dir = NewGraph(4);
+    TrainOptions plain = o;
+    plain.checkpoint_every = 0;
+    ASSERT_TRUE(TrainGraph(dir, plain).ok());
+    auto got = LoadSnapshot(dir);
+    ASSERT_TRUE(got.ok()) << got.status();
+    train_test::ExpectBitIdentical(*expected, *got);
+  }
+
+  const std::string dir = NewGraph(4);
+  // 16 buckets per epoch. Stop after 5 (checkpoint after bucket 3), resume
+  // at 3 and stop 14 later (bucket 1 of epoch 2), then finish.
+  int runs = 0;
+  for (uint64_t stop : {5, 14, 0}) {
+    TrainOptions step = o;
+    step.stop_after_buckets = stop;
+    auto s = TrainGraph(dir, step);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ(s->stopped, stop != 0);
+    EXPECT_EQ(s->resumed, runs > 0);
+    ++runs;
+    auto snapshot = LoadSnapshot(dir);
+    EXPECT_TRUE(snapshot.ok()) << snapshot.status();
+  }
+  auto got = LoadSnapshot(dir);
+  ASSERT_TRUE(got.ok()) << got.status();
+  train_test::ExpectBitIdentical(*expected, *got);
+  auto m = ManifestOf(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->training.epochs_done, 2u);
+  EXPECT_EQ(MetricsLines(dir).size(), 2u);
+}
+
+// Every bucket order trains every train edge once per epoch, through a
+// buffer smaller than the partition count.
+class TrainBucketOrderTest : public TrainLoopTest,
+                             public ::testing::WithParamInterface<
+                                 std::tuple<BucketOrderKind, uint32_t>> {};
+
+TEST_P(TrainBucketOrderTest, TrainsEveryEdgeEachEpoch) {
+  const auto [order, buffer] = GetParam();
+  const std::string dir = NewGraph(4);
+  TrainOptions o = Options(2);
+  o.bucket_order = order;
+  o.buffer_partitions = buffer;
+  auto s = TrainGraph(dir, o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->epochs.size(), 2u);
+  for (const EpochStats &e : s->epochs) {
+    EXPECT_EQ(e.edges, TrainEdges(dir)) << "epoch " << e.epoch;
+    // Epoch 1 loads all 4 partitions; later ones at least one (buffer < 4).
+    EXPECT_GE(e.partition_loads, e.epoch == 1 ? 4u : 1u) << "epoch " << e.epoch;
+  }
+  auto snapshot = LoadSnapshot(dir);
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  for (const auto &rows : snapshot->partitions) {
+    EXPECT_TRUE(train_test::AllFinite(rows));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    TrainOrders, TrainBucketOrderTest,
+    ::testing::Combine(::testing::Values(BucketOrderKind::kInsideOut,
+                                         BucketOrderKind::kBeta,
+                                         BucketOrderKind::kSequential,
+                                         BucketOrderKind::kRandom),
+                       ::testing::Values(2u, 3u)),
+    [](const auto &info) {
+      std::string name(BucketOrderName(std::get<0>(info.param)));
+      for (char &c : name) {
+        if (c == '-')
+          c = '_';
+      }
+      return absl::StrCat(name, "_buffer", std::get<1>(info.param));
+    });
+
+// Every operator x comparator trains an epoch of a 3-relation graph (the
+// 3-column input) to finite embeddings and relation parameters.
+class TrainModelMatrixTest
+    : public ::testing::TestWithParam<std::tuple<Operator, Comparator>> {};
+
+TEST_P(TrainModelMatrixTest, TrainsOneEpochToFiniteValues) {
+  const auto [op, cmp] = GetParam();
+  TempDir tmp;
+  std::mt19937 rng(5);
+  std::string text;
+  for (int i = 0; i < 1500; ++i) {
+    const int src = i < 200 ? i : static_cast<int>(rng() % 200);
+    const int rel = static_cast<int>(rng() % 3);
+    const int dst = static_cast<int>((src * 13 + rel * 7 + rng() % 5) % 200);
+    absl::StrAppend(&text, "n", src, "\tr", rel, "\tn", dst, "\n");
+  }
+  const std::string file = tmp.Sub("edges.tsv");
+  train_test::WriteWholeFile(file, text);
+  const std::string dir = tmp.Sub("g");
+  auto imported = ImportEdges(dir, {file}, 2, /*with_splits=*/false);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  ASSERT_EQ(imported->relations, 3u);
+
+  TrainOptions o = train_test::SmallOptions(1);
+  o.model.op = op;
+  o.model.comparator = cmp;
+  o.model.dim = 8;
+  o.buffer_partitions = 2;
+  auto s = TrainGraph(dir, o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->epochs.size(), 1u);
+  EXPECT_EQ(s->epochs[0].edges, imported->edges.train);
+  EXPECT_TRUE(std::isfinite(s->epochs[0].loss)) << s->epochs[0].loss;
+
+  auto snapshot = LoadSnapshot(dir);
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  EXPECT_EQ(snapshot->model.op, op);
+  EXPECT_EQ(snapshot->model.comparator, cmp);
+  for (const auto &rows : snapshot->partitions) {
+    EXPECT_TRUE(train_test::AllFinite(rows));
+  }
+  const int size = RelationParamSize(op, o.model.dim);
+  ASSERT_EQ(snapshot->relation_params.size(), size_t{3} * size);
+  EXPECT_TRUE(train_test::AllFinite(snapshot->relation_params));
+  if (size > 0) { // trained away from the identity
+    std::vector<float> identity(size);
+    InitRelationParams(op, o.model.dim, identity.data());
+    for (int r = 0; r < 3; ++r) {
+      EXPECT_NE(std::vector<float>(snapshot->relation_params.begin() + r * size,
+                                   snapshot->relation_params.begin() +
+                                       (r + 1) * size),
+                identity)
+          << "relation " << r << " was not trained";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    TrainModels, TrainModelMatrixTest,
+    ::testing::Combine(
+        ::testing::Values(Operator::kNone, Operator::kTranslation,
+                          Operator::kDiagonal, Operator::kComplexDiagonal),
+        ::testing::Values(Comparator::kDot, Comparator::kCos, Comparator::kL2)),
+    [](const auto &info) {
+      return absl::StrCat(std::string(OperatorName(std::get<0>(info.param))),
+                          "_",
+                          std::string(ComparatorName(std::get<1>(info.param))));
+    });
+
+} // namespace
+} // namespace ember
