@@ -18,8 +18,12 @@ std::string EncodeRelationBlob(const RelationParams& r) {
   const uint32_t header[3] = {r.num_relations, static_cast<uint32_t>(r.param_size),
                               r.state.empty() ? 0u : 1u};
   std::string out(reinterpret_cast<const char*>(header), sizeof(header));
-  out.append(reinterpret_cast<const char*>(r.params.data()), r.params.size() * sizeof(float));
-  out.append(reinterpret_cast<const char*>(r.state.data()), r.state.size() * sizeof(float));
+  if (!r.params.empty()) {
+    out.append(reinterpret_cast<const char*>(r.params.data()), r.params.size() * sizeof(float));
+  }
+  if (!r.state.empty()) {
+    out.append(reinterpret_cast<const char*>(r.state.data()), r.state.size() * sizeof(float));
+  }
   return out;
 }
 
@@ -37,11 +41,15 @@ absl::StatusOr<RelationParams> DecodeRelationBlob(std::string_view bytes) {
                                             " bytes, expected ", want));
   }
   r.params.resize(n);
-  std::memcpy(r.params.data(), bytes.data() + sizeof(header), n * sizeof(float));
+  if (n > 0) {
+    std::memcpy(r.params.data(), bytes.data() + sizeof(header), n * sizeof(float));
+  }
   if (header[2]) {
     r.state.resize(n);
-    std::memcpy(r.state.data(), bytes.data() + sizeof(header) + n * sizeof(float),
-                n * sizeof(float));
+    if (n > 0) {
+      std::memcpy(r.state.data(), bytes.data() + sizeof(header) + n * sizeof(float),
+                  n * sizeof(float));
+    }
   }
   return r;
 }
@@ -103,10 +111,18 @@ absl::StatusOr<StoredModel> LoadStoredModel(const Graph& graph) {
   }
   ASSIGN_OR_RETURN(std::string blob, graph.ReadBlob(RelationBlobName(out.version)));
   ASSIGN_OR_RETURN(out.relations, DecodeRelationBlob(blob));
-  if (out.relations.num_relations != graph.manifest().relations.size() ||
+  // An append may have added relations since (the trainer extends them).
+  if (out.relations.num_relations > graph.manifest().relations.size() ||
       out.relations.param_size != RelationParamSize(out.model.op, out.model.dim)) {
     return absl::DataLossError(absl::StrCat(graph.dir(), ": relation parameters of checkpoint ",
                                             out.version, " do not match the model"));
+  }
+  // Relations appended since the checkpoint get their initial parameters.
+  const int size = out.relations.param_size;
+  while (out.relations.num_relations < graph.manifest().relations.size()) {
+    out.relations.params.resize(out.relations.params.size() + size);
+    if (!out.relations.state.empty()) out.relations.state.resize(out.relations.params.size(), 0.0f);
+    InitRelationParams(out.model.op, out.model.dim, out.relations.Of(out.relations.num_relations++));
   }
   return out;
 }
@@ -119,6 +135,13 @@ absl::StatusOr<std::vector<float>> LoadPartitionEmbeddings(const Graph& graph,
   }
   const uint64_t rows = graph.manifest().partition_sizes[p];
   const int dim = model.model.dim;
+  ASSIGN_OR_RETURN(uint64_t stored,
+                   graph.TableRows(Table::kEmbeddings, p, model.partition_versions[p]));
+  if (stored != rows) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        graph.dir(), ": partition ", p, " has ", rows, " nodes but its checkpoint holds ",
+        stored, " rows (nodes were appended); run `ember train` to embed the new nodes"));
+  }
   std::vector<float> out(rows * dim);
   RETURN_IF_ERROR(graph.ReadTable(Table::kEmbeddings, p, model.partition_versions[p],
                                   out.data(), rows, dim));

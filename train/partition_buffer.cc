@@ -43,15 +43,26 @@ absl::Status PartitionBuffer::Load(uint32_t p) {
   data->dim = options_.dim;
   data->embeddings.resize(data->rows * options_.dim);
   data->optimizer.assign(data->rows, 0.0f);
-  if (locations_[p] == 0) {
-    InitEmbeddings(InitDistribution::kNormal, options_.init_scale, options_.seed,
-                   static_cast<int64_t>(m.PartitionBase(p)), static_cast<int64_t>(data->rows),
-                   options_.dim, data->embeddings.data());
-  } else {
+  if (!options_.frozen_rows.empty()) data->frozen_rows = options_.frozen_rows[p];
+  // Rows [0, stored) come from the checkpoint; rows appended since (or all,
+  // for a never-written partition) are initialised.
+  uint64_t stored = 0;
+  if (locations_[p] != 0) {
+    ASSIGN_OR_RETURN(stored, graph_->TableRows(Table::kEmbeddings, p, locations_[p]));
+    if (stored > data->rows) {
+      return absl::DataLossError(absl::StrCat("partition ", p, " checkpoint has ", stored,
+                                              " rows, more than its ", data->rows, " nodes"));
+    }
     RETURN_IF_ERROR(graph_->ReadTable(Table::kEmbeddings, p, locations_[p],
-                                      data->embeddings.data(), data->rows, options_.dim));
+                                      data->embeddings.data(), stored, options_.dim));
     RETURN_IF_ERROR(graph_->ReadTable(Table::kOptimizer, p, locations_[p],
-                                      data->optimizer.data(), data->rows, 1));
+                                      data->optimizer.data(), stored, 1));
+  }
+  if (stored < data->rows) {
+    InitEmbeddings(InitDistribution::kNormal, options_.init_scale, options_.seed,
+                   static_cast<int64_t>(m.PartitionBase(p) + stored),
+                   static_cast<int64_t>(data->rows - stored), options_.dim,
+                   data->embeddings.data() + stored * options_.dim);
   }
   ++loads_;
   absl::MutexLock lock(&mu_);
@@ -166,6 +177,14 @@ absl::Status PartitionBuffer::WriteResident() {
     RETURN_IF_ERROR(graph_->WriteTable(Table::kOptimizer, d->partition, write_version_,
                                        d->optimizer.data(), d->rows, 1));
     locations_[d->partition] = write_version_;
+  }
+  // Partitions not trained yet in this run get their initial rows, so that
+  // a mid-epoch checkpoint of a fresh model is complete.
+  for (uint32_t p = 0; p < locations_.size(); ++p) {
+    if (locations_[p] != 0) continue;
+    RETURN_IF_ERROR(Load(p));
+    --loads_;  // not a load for training
+    RETURN_IF_ERROR(Evict(p));
   }
   return absl::OkStatus();
 }

@@ -28,6 +28,8 @@ struct PartitionBufferOptions {
   int dim = 100;
   float init_scale = 1e-3f;  // normal init of never-trained partitions
   uint64_t seed = 0;
+  // Rows below frozen_rows[p] are never updated (empty: none frozen).
+  std::vector<uint64_t> frozen_rows;
 };
 
 class PartitionBuffer {
@@ -54,7 +56,9 @@ class PartitionBuffer {
   absl::Status Quiesce();
   // REQUIRES: p resident (pinned by the current round).
   PartitionData* Get(uint32_t p);
-  // Writes every resident partition under the write version (not synced).
+  // Writes every resident partition, and the initial rows of every
+  // partition never written before, under the write version (not synced):
+  // afterwards locations() names a complete set of tables.
   absl::Status WriteResident();
 
   void set_write_version(uint64_t v) { write_version_ = v; }
