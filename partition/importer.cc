@@ -25,10 +25,12 @@
 #include "partition/node_aggregator.h"
 #include "partition/node_slots.h"
 #include "partition/record_file.h"
+#include "storage/graph.h"
 #include "storage/graph_builder.h"
 #include "storage/keys.h"
 #include "storage/node_hash.h"
 #include "storage/status_macros.h"
+#include "nlohmann/json.hpp"
 
 namespace ember {
 namespace {
@@ -136,7 +138,7 @@ class Importer {
   absl::Status DetectFormat(std::string_view text, bool skip_first,
                             FileFormat* format);
   absl::Status AssignNodes();
-  absl::Status WriteDictionary();
+  absl::Status OpenForAppend();
   absl::Status TranslateAndWriteEdges();
   absl::Status LoadSlotRange(RecordReader* reader, uint32_t range,
                              std::optional<SlotRecord>* pending);
@@ -157,7 +159,9 @@ class Importer {
 
   const ImportOptions& options_;
   const Clock::time_point start_;
+  std::unique_ptr<Graph> graph_;  // the graph being appended to
   std::unique_ptr<GraphBuilder> builder_;
+  uint32_t generation_ = 0;       // edge generation being written
   std::vector<InputFile> inputs_;
   uint64_t input_bytes_ = 0;
   uint64_t bytes_before_current_ = 0;
@@ -420,21 +424,39 @@ absl::Status Importer::ReadAndParse() {
 
 absl::Status Importer::AssignNodes() {
   std::vector<std::unique_ptr<SortedRunWriter>> node_runs(num_partitions_);
+  std::vector<std::unique_ptr<SortedRunWriter>> by_id(num_partitions_);
   for (uint32_t p = 0; p < num_partitions_; ++p) {
     ASSIGN_OR_RETURN(node_runs[p], builder_->NewRun(RunTarget::kShardNodes, p));
+    ASSIGN_OR_RETURN(by_id[p], builder_->NewRun(RunTarget::kDictById, p));
   }
+  ASSIGN_OR_RETURN(auto by_name, builder_->NewRun(RunTarget::kDictByName, 0));
   ASSIGN_OR_RETURN(auto slot_writer, RecordWriter::Create(Scratch("slots")));
-  std::unique_ptr<RecordWriter> name_writer;
-  if (!options_.integer_ids) {
-    ASSIGN_OR_RETURN(name_writer, RecordWriter::Create(Scratch("names")));
-  }
-  partition_sizes_.assign(num_partitions_, 0);
+  if (graph_ == nullptr) partition_sizes_.assign(num_partitions_, 0);
   std::optional<DegreeBalancer> balancer;
-  if (options_.partitioner == PartitionerKind::kDegree) balancer.emplace(num_partitions_);
+  if (options_.partitioner == PartitionerKind::kDegree && graph_ == nullptr) {
+    balancer.emplace(num_partitions_);
+  }
   std::array<uint64_t, 65> histogram{};
   uint64_t min_degree = UINT64_MAX, max_degree = 0, degree_sum = 0;
   char digits[24];
   RETURN_IF_ERROR(nodes_->ForEachMerged([&](const MergedNode& n) -> absl::Status {
+    std::string_view name = n.name;
+    if (options_.integer_ids) {
+      auto [end, ec] = std::to_chars(digits, digits + sizeof(digits),
+                                     IntegerFromNodeKey(n.key));
+      name = std::string_view(digits, end - digits);
+    }
+    ++num_nodes_;
+    if (graph_ != nullptr) {
+      // Existing nodes keep their place; only new ones are written.
+      absl::StatusOr<NodeRef> existing = graph_->LookupNode(name);
+      if (existing.ok()) {
+        SlotRecord rec{n.key, PackSlot(existing->partition, existing->offset, true)};
+        return slot_writer->Append(&rec, sizeof(rec));
+      }
+      if (!absl::IsNotFound(existing.status())) return existing.status();
+      ++summary_.new_nodes;
+    }
     const uint32_t p = balancer ? balancer->Assign(n.degree)
                                 : HashPartition(n.key, num_partitions_);
     const uint64_t offset = partition_sizes_[p]++;
@@ -443,31 +465,27 @@ absl::Status Importer::AssignNodes() {
           "partition ", p, " has more than ", kMaxPartitionNodes,
           " nodes; import with more --partitions"));
     }
-    SlotRecord rec{n.key, PackSlot(p, offset, n.in_train)};
+    SlotRecord rec{n.key, PackSlot(p, offset, n.in_train || graph_ != nullptr)};
     RETURN_IF_ERROR(slot_writer->Append(&rec, sizeof(rec)));
-    std::string_view name = n.name;
-    if (options_.integer_ids) {
-      auto [end, ec] = std::to_chars(digits, digits + sizeof(digits),
-                                     IntegerFromNodeKey(n.key));
-      name = std::string_view(digits, end - digits);
-    } else {
-      uint32_t len = name.size();
-      RETURN_IF_ERROR(name_writer->Append(&len, sizeof(len)));
-      RETURN_IF_ERROR(name_writer->Append(name.data(), name.size()));
-    }
+    const uint64_t packed = PackNodeRef({p, static_cast<uint32_t>(offset)});
     RETURN_IF_ERROR(node_runs[p]->Add(NodeOffsetKey(offset), name));
+    RETURN_IF_ERROR(by_name->Add(DictNameKey(n.key, name), EncodeU64(packed)));
+    RETURN_IF_ERROR(by_id[p]->Add(DictIdKey(packed), name));
     ++histogram[std::bit_width(n.degree)];
     min_degree = std::min(min_degree, n.degree);
     max_degree = std::max(max_degree, n.degree);
     degree_sum += n.degree;
-    if (++num_nodes_ % (1 << 20) == 0) Report("nodes", num_nodes_, 0, "nodes");
+    if (num_nodes_ % (1 << 20) == 0) Report("nodes", num_nodes_, 0, "nodes");
     return absl::OkStatus();
   }));
   nodes_.reset();
   RETURN_IF_ERROR(slot_writer->Close());
-  if (name_writer) RETURN_IF_ERROR(name_writer->Close());
-  for (auto& run : node_runs) RETURN_IF_ERROR(run->Finish());
-
+  RETURN_IF_ERROR(by_name->Finish());
+  for (uint32_t p = 0; p < num_partitions_; ++p) {
+    RETURN_IF_ERROR(node_runs[p]->Finish());
+    RETURN_IF_ERROR(by_id[p]->Finish());
+  }
+  if (graph_ != nullptr) return absl::OkStatus();  // degree stats: initial import's
   degree_.min = num_nodes_ ? min_degree : 0;
   degree_.max = max_degree;
   degree_.mean = num_nodes_ ? static_cast<double>(degree_sum) / num_nodes_ : 0;
@@ -485,45 +503,27 @@ absl::Status Importer::AssignNodes() {
   return absl::OkStatus();
 }
 
-absl::Status Importer::WriteDictionary() {
-  std::vector<uint64_t> base(num_partitions_, 0);
-  for (uint32_t p = 1; p < num_partitions_; ++p) {
-    base[p] = base[p - 1] + partition_sizes_[p - 1];
+absl::Status Importer::OpenForAppend() {
+  GraphOpenOptions open;
+  open.read_only = false;
+  ASSIGN_OR_RETURN(graph_, Graph::Open(options_.out, open));
+  RETURN_IF_ERROR(graph_->RemoveUncommittedAppend());
+  const Manifest& m = graph_->manifest();
+  if (m.integer_ids != options_.integer_ids) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        options_.out, " was imported ", m.integer_ids ? "with" : "without",
+        " --integer-ids; append with the same setting"));
   }
-  ASSIGN_OR_RETURN(auto by_name, builder_->NewRun(RunTarget::kDictByName, 0));
-  std::vector<std::unique_ptr<SortedRunWriter>> by_id(num_partitions_);
-  for (uint32_t p = 0; p < num_partitions_; ++p) {
-    ASSIGN_OR_RETURN(by_id[p], builder_->NewRun(RunTarget::kDictById, p));
+  if (m.edge_generation + 1 > 0xffff) {
+    return absl::ResourceExhaustedError(absl::StrCat(options_.out, " has too many appends"));
   }
-  ASSIGN_OR_RETURN(auto slots, RecordReader::Open(Scratch("slots")));
-  std::unique_ptr<RecordReader> names;
-  if (!options_.integer_ids) {
-    ASSIGN_OR_RETURN(names, RecordReader::Open(Scratch("names")));
+  num_partitions_ = m.num_partitions;
+  partition_sizes_ = m.partition_sizes;
+  generation_ = m.edge_generation + 1;
+  for (const std::string& r : m.relations) {
+    relation_ids_.emplace(r, relations_.size());
+    relations_.push_back(r);
   }
-  std::string name;
-  char digits[24];
-  for (uint64_t i = 0; i < num_nodes_; ++i) {
-    SlotRecord rec;
-    RETURN_IF_ERROR(slots->ReadExactly(&rec, sizeof(rec)));
-    std::string_view name_view;
-    if (names) {
-      uint32_t len;
-      RETURN_IF_ERROR(names->ReadExactly(&len, sizeof(len)));
-      name.resize(len);
-      RETURN_IF_ERROR(names->ReadExactly(name.data(), len));
-      name_view = name;
-    } else {
-      auto [end, ec] = std::to_chars(digits, digits + sizeof(digits),
-                                     IntegerFromNodeKey(rec.key));
-      name_view = std::string_view(digits, end - digits);
-    }
-    const uint32_t p = SlotPartition(rec.slot);
-    const uint64_t gid = base[p] + SlotOffset(rec.slot);
-    RETURN_IF_ERROR(by_name->Add(DictNameKey(rec.key, name_view), EncodeU64(gid)));
-    RETURN_IF_ERROR(by_id[p]->Add(DictIdKey(gid), name_view));
-  }
-  RETURN_IF_ERROR(by_name->Finish());
-  for (auto& w : by_id) RETURN_IF_ERROR(w->Finish());
   return absl::OkStatus();
 }
 
@@ -630,6 +630,7 @@ absl::Status Importer::EmitChunk(std::vector<EdgeRecord>* records) {
     }
   }
   const uint64_t chunk = chunk_id_++;
+  if (chunk > kMaxEdgeChunk) return absl::ResourceExhaustedError("too many edge chunks");
   std::vector<absl::Status> statuses(P);
   tbb::parallel_for(uint32_t{0}, P, [&](uint32_t ps) {
     statuses[ps] = [&]() -> absl::Status {
@@ -641,7 +642,7 @@ absl::Status Importer::EmitChunk(std::vector<EdgeRecord>* records) {
           for (uint64_t b = start[g]; b < end[g]; b += kMaxEdgesPerBlock, ++block) {
             const uint64_t n = std::min<uint64_t>(kMaxEdgesPerBlock, end[g] - b);
             RETURN_IF_ERROR(run->Add(
-                EdgeBlockKey(static_cast<Split>(s), pd, (chunk << 32) | block),
+                EdgeBlockKey(static_cast<Split>(s), pd, EdgeBlockSeq(generation_, chunk, block)),
                 EncodeEdgeBlock(std::span<const Edge>(edges.data() + b, n))));
           }
         }
@@ -786,30 +787,53 @@ absl::StatusOr<ImportSummary> Importer::Run() {
     if (ec) return absl::NotFoundError(absl::StrCat(in.path, ": ", ec.message()));
     input_bytes_ += size;
   }
-  num_partitions_ = options_.num_partitions;
-  GraphBuilderOptions bopts;
-  bopts.num_partitions = num_partitions_;
-  bopts.overwrite = options_.overwrite;
-  ASSIGN_OR_RETURN(builder_, GraphBuilder::Create(options_.out, bopts));
+  if (options_.append) {
+    RETURN_IF_ERROR(OpenForAppend());
+    ASSIGN_OR_RETURN(builder_, GraphBuilder::CreateAppend(graph_.get()));
+  } else {
+    num_partitions_ = options_.num_partitions;
+    GraphBuilderOptions bopts;
+    bopts.num_partitions = num_partitions_;
+    bopts.overwrite = options_.overwrite;
+    ASSIGN_OR_RETURN(builder_, GraphBuilder::Create(options_.out, bopts));
+  }
 
   RETURN_IF_ERROR(ReadAndParse());
   RETURN_IF_ERROR(AssignNodes());
-  RETURN_IF_ERROR(WriteDictionary());
   RETURN_IF_ERROR(TranslateAndWriteEdges());
 
   Manifest m;
-  m.num_nodes = num_nodes_;
+  if (graph_ != nullptr) {
+    m = graph_->manifest();
+    m.previous_partition_sizes = m.partition_sizes;
+    for (Split s : kAllSplits) m.edges[s] += summary_.edges[s];
+    for (size_t i = 0; i < m.train_bucket_edges.size(); ++i) {
+      m.train_bucket_edges[i] += train_bucket_edges_[i];
+    }
+    m.edge_generation = generation_;
+    // Keep the checkpoint; a new epoch count starts for the grown graph.
+    m.training.epochs_done = 0;
+    nlohmann::json state = nlohmann::json::parse(m.training.state_json, nullptr, false);
+    if (state.is_object() && state.contains("trainer")) {
+      state["trainer"]["next_round"] = 0;
+      m.training.state_json = state.dump();
+    }
+  } else {
+    m.train_bucket_edges = train_bucket_edges_;
+    m.edges = summary_.edges;
+    m.partitioner = std::string(PartitionerName(options_.partitioner));
+    m.seed = options_.seed;
+    m.integer_ids = options_.integer_ids;
+    m.degree = degree_;
+  }
   m.num_partitions = num_partitions_;
   m.partition_sizes = partition_sizes_;
+  m.num_nodes = 0;
+  for (uint64_t s : partition_sizes_) m.num_nodes += s;
   m.relations = relations_;
-  m.edges = summary_.edges;
-  m.train_bucket_edges = train_bucket_edges_;
-  m.partitioner = std::string(PartitionerName(options_.partitioner));
-  m.seed = options_.seed;
-  m.integer_ids = options_.integer_ids;
-  m.degree = degree_;
   Report("commit", 0, 0, "");
   RETURN_IF_ERROR(builder_->Commit(m));
+  num_nodes_ = m.num_nodes;
 
   summary_.nodes = num_nodes_;
   summary_.relations = relations_.size();

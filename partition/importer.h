@@ -38,7 +38,14 @@ struct ImportProgress {
 };
 
 struct ImportOptions {
-  std::string out;                       // graph directory to create
+  std::string out;                       // graph directory to create (or,
+                                         // with `append`, to extend)
+  // Add the files' edges and new nodes to the existing graph at `out`:
+  // existing nodes keep their (partition, offset); new nodes get new
+  // offsets at the end of their hash partition; new edges form a new edge
+  // generation. num_partitions, partitioner and integer_ids come from the
+  // graph. The training checkpoint is kept; epochs restart at 0.
+  bool append = false;
   std::vector<std::string> files;        // split by `split` fractions
   std::vector<std::string> valid_files;  // all edges -> valid
   std::vector<std::string> test_files;   // all edges -> test
@@ -78,6 +85,7 @@ struct ImportSummary {
   uint64_t input_bytes = 0;
   uint64_t node_runs_spilled = 0;
   uint32_t key_ranges = 1;      // >1: the slot table did not fit the budget
+  uint64_t new_nodes = 0;       // with append: nodes not in the graph before
   double seconds = 0;
 };
 

@@ -242,9 +242,12 @@ const Manifest& Graph::manifest() const { return rep_->manifest; }
 absl::Status Graph::CommitManifest(const Manifest& m) {
   RETURN_IF_ERROR(rep_->RequireWritable("CommitManifest"));
   const Manifest& cur = rep_->manifest;
-  if (m.num_partitions != cur.num_partitions ||
-      m.partition_sizes != cur.partition_sizes ||
-      m.num_nodes != cur.num_nodes) {
+  bool shrinks = m.num_partitions != cur.num_partitions || m.num_nodes < cur.num_nodes ||
+                 m.partition_sizes.size() != cur.partition_sizes.size();
+  for (size_t p = 0; !shrinks && p < m.partition_sizes.size(); ++p) {
+    shrinks = m.partition_sizes[p] < cur.partition_sizes[p];
+  }
+  if (shrinks) {
     return absl::InvalidArgumentError(absl::StrCat(
         "CommitManifest for ", rep_->dir,
         ": the new manifest changes the node partitioning"));
@@ -256,7 +259,9 @@ absl::Status Graph::CommitManifest(const Manifest& m) {
 
 absl::Status Graph::ForEachEdgeBlock(
     Split split, uint32_t src_part, uint32_t dst_part,
-    const std::function<absl::Status(std::span<const Edge>)>& fn) const {
+    const std::function<absl::Status(std::span<const Edge>)>& fn,
+    uint32_t min_generation) const {
+  const uint32_t max_generation = rep_->manifest.edge_generation;
   RETURN_IF_ERROR(rep_->CheckPartition(src_part, "ForEachEdgeBlock"));
   RETURN_IF_ERROR(rep_->CheckPartition(dst_part, "ForEachEdgeBlock"));
   const Db& shard = rep_->shards[src_part];
@@ -271,6 +276,13 @@ absl::Status Graph::ForEachEdgeBlock(
       shard.db->NewIterator(ro, shard.handles[kEdges]));
   std::vector<Edge> edges;
   for (it->Seek(prefix); it->Valid(); it->Next()) {
+    const rocksdb::Slice key = it->key();
+    if (key.size() == prefix.size() + 8) {
+      const uint32_t generation = static_cast<uint32_t>(
+          static_cast<unsigned char>(key[prefix.size()]) << 8 |
+          static_cast<unsigned char>(key[prefix.size() + 1]));
+      if (generation < min_generation || generation > max_generation) continue;
+    }
     edges.clear();
     rocksdb::Slice v = it->value();
     absl::Status s = DecodeEdgeBlock(std::string_view(v.data(), v.size()),
@@ -287,14 +299,15 @@ absl::Status Graph::ForEachEdgeBlock(
 }
 
 absl::Status Graph::ReadBucket(Split split, uint32_t src_part,
-                               uint32_t dst_part,
-                               std::vector<Edge>* out) const {
-  return ForEachEdgeBlock(split, src_part, dst_part,
-                          [out](std::span<const Edge> block) {
-                            out->insert(out->end(), block.begin(),
-                                        block.end());
-                            return absl::OkStatus();
-                          });
+                               uint32_t dst_part, std::vector<Edge>* out,
+                               uint32_t min_generation) const {
+  return ForEachEdgeBlock(
+      split, src_part, dst_part,
+      [out](std::span<const Edge> block) {
+        out->insert(out->end(), block.begin(), block.end());
+        return absl::OkStatus();
+      },
+      min_generation);
 }
 
 absl::StatusOr<NodeRef> Graph::LookupNode(std::string_view name) const {
@@ -327,14 +340,21 @@ absl::StatusOr<NodeRef> Graph::LookupNode(std::string_view name) const {
   }
   RETURN_IF_ERROR(FromRocks(
       s, absl::StrCat("cannot look up node '", Sv(name), "' in ", dict.path)));
-  uint64_t global_id = 0;
-  absl::Status decoded = DecodeU64(value, &global_id);
+  uint64_t packed = 0;
+  absl::Status decoded = DecodeU64(value, &packed);
   if (!decoded.ok()) {
     return absl::DataLossError(absl::StrCat(dict.path, " by_name entry of '",
                                             Sv(name), "': ",
                                             decoded.message()));
   }
-  return NodeFromGlobalId(global_id);
+  const NodeRef ref = UnpackNodeRef(packed);
+  // Entries beyond the partition sizes belong to an uncommitted append.
+  if (ref.partition >= rep_->manifest.num_partitions ||
+      ref.offset >= rep_->manifest.partition_sizes[ref.partition]) {
+    return absl::NotFoundError(
+        absl::StrCat("node '", Sv(name), "' not found in ", rep_->dir));
+  }
+  return ref;
 }
 
 absl::StatusOr<std::string> Graph::NodeName(NodeRef node) const {
@@ -632,6 +652,121 @@ absl::Status Graph::DeleteBlob(std::string_view name) {
   const std::string path = absl::StrCat(rep_->dir, "/blobs/", internal::Sv(name));
   if (std::remove(path.c_str()) != 0 && errno != ENOENT) {
     return internal::ErrnoStatus(errno, "remove", path);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ember
+
+namespace ember {
+
+absl::StatusOr<uint64_t> Graph::TableRows(Table table, uint32_t p,
+                                          uint64_t version) const {
+  RETURN_IF_ERROR(rep_->CheckPartition(p, "TableRows"));
+  const Db& shard = rep_->shards[p];
+  std::string meta;
+  rocksdb::Status s =
+      shard.db->Get(rocksdb::ReadOptions(), rep_->TableCf(table, p),
+                    TableChunkKey(version, kTableMetaChunk), &meta);
+  const std::string where =
+      absl::StrCat(shard.path, " ", TableName(table), " version ", version);
+  if (s.IsNotFound()) return absl::NotFoundError(absl::StrCat(where, " not found"));
+  RETURN_IF_ERROR(FromRocks(s, absl::StrCat("cannot read ", where)));
+  if (meta.size() != 16) {
+    return absl::DataLossError(absl::StrCat(where, ": bad shape record"));
+  }
+  return GetLittleEndian64(meta.data());
+}
+
+absl::Status Graph::IngestRuns(std::string_view cf, uint32_t partition,
+                               const std::vector<std::string>& files) {
+  RETURN_IF_ERROR(rep_->RequireWritable("IngestRuns"));
+  if (files.empty()) return absl::OkStatus();
+  Db* db = nullptr;
+  int handle = -1;
+  if (cf == "by_name" || cf == "by_id") {
+    db = &rep_->dict;
+    handle = cf == "by_name" ? kByName : kById;
+  } else {
+    RETURN_IF_ERROR(rep_->CheckPartition(partition, "IngestRuns"));
+    db = &rep_->shards[partition];
+    if (cf == "nodes") {
+      handle = kNodes;
+    } else if (cf == "edges") {
+      handle = kEdges;
+    } else if (cf == "features") {
+      handle = 3;  // features
+    }
+  }
+  if (handle < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("IngestRuns: unknown column family ", Sv(cf)));
+  }
+  rocksdb::IngestExternalFileOptions ingest;
+  ingest.move_files = true;
+  ingest.allow_global_seqno = true;
+  ingest.allow_blocking_flush = true;
+  return FromRocks(db->db->IngestExternalFile(db->handles[handle], files, ingest),
+                   absl::StrCat("cannot ingest ", files.size(), " run(s) into ",
+                                db->path, " ", Sv(cf)));
+}
+
+absl::Status Graph::RemoveUncommittedAppend() {
+  RETURN_IF_ERROR(rep_->RequireWritable("RemoveUncommittedAppend"));
+  const Manifest& m = rep_->manifest;
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  for (uint32_t p = 0; p < m.num_partitions; ++p) {
+    Db& shard = rep_->shards[p];
+    // Edge blocks of generations above the committed one.
+    for (Split split : kAllSplits) {
+      for (uint32_t j = 0; j < m.num_partitions; ++j) {
+        const std::string from = EdgeBlockKey(split, j, EdgeBlockSeq(m.edge_generation + 1, 0, 0));
+        const std::string to = internal::PrefixSuccessor(EdgeBucketPrefix(split, j));
+        RETURN_IF_ERROR(FromRocks(shard.db->DeleteRange(wo, shard.handles[kEdges], from, to),
+                                  absl::StrCat("cannot clean edges of ", shard.path)));
+      }
+    }
+    // Node-table rows beyond the partition size.
+    const uint32_t size = static_cast<uint32_t>(m.partition_sizes[p]);
+    RETURN_IF_ERROR(FromRocks(
+        // Node keys are 4 bytes; 5 bytes of 0xff sort after all of them.
+        shard.db->DeleteRange(wo, shard.handles[kNodes], NodeOffsetKey(size),
+                              std::string(5, '\xff')),
+        absl::StrCat("cannot clean nodes of ", shard.path)));
+    // Dictionary entries of those rows: by_name first (found through the
+    // names by_id holds), then by_id.
+    Db& dict = rep_->dict;
+    const std::string lo = DictIdKey(PackNodeRef({p, size}));
+    const std::string hi = DictIdKey(PackNodeRef({p + 1, 0}));
+    rocksdb::Slice upper(hi);
+    rocksdb::ReadOptions ro;
+    ro.iterate_upper_bound = &upper;
+    std::unique_ptr<rocksdb::Iterator> it(dict.db->NewIterator(ro, dict.handles[kById]));
+    for (it->Seek(lo); it->Valid(); it->Next()) {
+      const std::string name = it->value().ToString();
+      uint64_t key;
+      if (m.integer_ids) {
+        uint64_t id = 0;
+        if (!ParseDecimal(name, &id)) continue;
+        key = IntegerNodeKey(id);
+      } else {
+        key = StringNodeKey(name);
+      }
+      // Only if the entry still points at the uncommitted row.
+      std::string value;
+      rocksdb::Status s = dict.db->Get(rocksdb::ReadOptions(), dict.handles[kByName],
+                                       DictNameKey(key, name), &value);
+      uint64_t packed = 0;
+      if (s.ok() && DecodeU64(value, &packed).ok() &&
+          UnpackNodeRef(packed).partition == p && UnpackNodeRef(packed).offset >= size) {
+        RETURN_IF_ERROR(FromRocks(
+            dict.db->Delete(wo, dict.handles[kByName], DictNameKey(key, name)),
+            absl::StrCat("cannot clean ", dict.path)));
+      }
+    }
+    RETURN_IF_ERROR(FromRocks(it->status(), absl::StrCat("cannot scan ", dict.path)));
+    RETURN_IF_ERROR(FromRocks(dict.db->DeleteRange(wo, dict.handles[kById], lo, hi),
+                              absl::StrCat("cannot clean ", dict.path)));
   }
   return absl::OkStatus();
 }

@@ -44,18 +44,34 @@ class Graph {
 
   const std::string& dir() const;
   const Manifest& manifest() const;
-  // Atomically replaces MANIFEST.json. REQUIRES: opened read-write.
+  // Atomically replaces MANIFEST.json. Partitions may grow (append), never
+  // shrink or change in number. REQUIRES: opened read-write.
   absl::Status CommitManifest(const Manifest& m);
+
+  // For `import --append`: ingests finished SST runs (see GraphBuilder)
+  // into column family `cf` ("by_name", "by_id", "nodes", "edges",
+  // "features") of dict/ (partition ignored) or shard-<partition>/.
+  // REQUIRES: opened read-write.
+  absl::Status IngestRuns(std::string_view cf, uint32_t partition,
+                          const std::vector<std::string>& files);
+  // Removes what an append that never committed left behind: edge blocks
+  // of generations above the manifest's, node-table and dictionary entries
+  // at offsets at or beyond the partition sizes. REQUIRES: read-write.
+  absl::Status RemoveUncommittedAppend();
 
   // Calls `fn` with each edge block of bucket (src_part, dst_part) of
   // `split`, in key order. The span is valid only during the call. Stops at
   // and returns the first non-OK status of `fn`. Thread-safe.
+  // Only blocks of edge generations in [min_generation,
+  // manifest().edge_generation] are visited.
   absl::Status ForEachEdgeBlock(
       Split split, uint32_t src_part, uint32_t dst_part,
-      const std::function<absl::Status(std::span<const Edge>)>& fn) const;
+      const std::function<absl::Status(std::span<const Edge>)>& fn,
+      uint32_t min_generation = 0) const;
   // Appends all edges of the bucket to *out.
   absl::Status ReadBucket(Split split, uint32_t src_part, uint32_t dst_part,
-                          std::vector<Edge>* out) const;
+                          std::vector<Edge>* out,
+                          uint32_t min_generation = 0) const;
 
   // Node dictionary. Names are external ids as imported (integers as text).
   // NotFound names the missing node.
@@ -78,6 +94,9 @@ class Graph {
   absl::Status ReadTable(Table table, uint32_t p, uint64_t version,
                          float* rows, uint64_t num_rows, uint32_t width) const;
   absl::Status DeleteTableVersion(Table table, uint32_t p, uint64_t version);
+  // Rows stored for that version (partitions may have grown since).
+  absl::StatusOr<uint64_t> TableRows(Table table, uint32_t p,
+                                     uint64_t version) const;
   // Makes every table write so far durable (flushes memtables), so that a
   // manifest naming the new version may be committed after it returns.
   absl::Status SyncTables();

@@ -1,5 +1,7 @@
 #include "storage/graph_builder.h"
 
+#include "storage/graph.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -200,6 +202,7 @@ struct GraphBuilder::Rep {
   std::string scratch;
   GraphBuilderOptions options;
   bool committed = false;
+  Graph* append = nullptr;  // set for CreateAppend builders
 
   absl::Mutex mu;
   uint64_t next_run ABSL_GUARDED_BY(mu) = 0;
@@ -315,6 +318,28 @@ absl::StatusOr<std::unique_ptr<GraphBuilder>> GraphBuilder::Create(
   return builder;
 }
 
+absl::StatusOr<std::unique_ptr<GraphBuilder>> GraphBuilder::CreateAppend(
+    Graph* graph) {
+  auto rep = std::make_unique<Rep>();
+  rep->out = graph->dir();
+  rep->append = graph;
+  rep->options.num_partitions = graph->manifest().num_partitions;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(graph->dir(), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("append-", 0) == 0) fs::remove_all(entry.path(), ec);
+  }
+  rep->staging = absl::StrCat(graph->dir(), "/append-", ::getpid());
+  rep->runs_dir = rep->staging + "/runs";
+  rep->scratch = rep->staging + "/scratch";
+  for (const std::string* dir : {&rep->staging, &rep->runs_dir, &rep->scratch}) {
+    if (::mkdir(dir->c_str(), 0755) != 0) {
+      return internal::ErrnoStatus(errno, "cannot create directory", *dir);
+    }
+  }
+  return std::unique_ptr<GraphBuilder>(new GraphBuilder(std::move(rep)));
+}
+
 const std::string& GraphBuilder::scratch_dir() const { return rep_->scratch; }
 
 absl::StatusOr<std::unique_ptr<SortedRunWriter>> GraphBuilder::NewRun(
@@ -402,6 +427,19 @@ absl::Status GraphBuilder::Commit(const Manifest& manifest) {
     r.runs.clear();
   }
 
+  if (r.append != nullptr) {
+    RETURN_IF_ERROR(r.append->IngestRuns("by_id", 0, dict_files[1]));
+    RETURN_IF_ERROR(r.append->IngestRuns("by_name", 0, dict_files[0]));
+    for (uint32_t p = 0; p < num_p; ++p) {
+      RETURN_IF_ERROR(r.append->IngestRuns("nodes", p, shard_files[p][0]));
+      RETURN_IF_ERROR(r.append->IngestRuns("features", p, shard_files[p][2]));
+      RETURN_IF_ERROR(r.append->IngestRuns("edges", p, shard_files[p][1]));
+    }
+    RETURN_IF_ERROR(r.append->CommitManifest(manifest));
+    r.committed = true;
+    fs::remove_all(r.staging, ec);
+    return absl::OkStatus();
+  }
   RETURN_IF_ERROR(r.BuildDb(internal::DictDirName(),
                             internal::DictColumnFamilies(), dict_files));
   for (uint32_t p = 0; p < num_p; ++p) {

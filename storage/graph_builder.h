@@ -19,6 +19,8 @@
 
 namespace ember {
 
+class Graph;
+
 // Writes one sorted run (an SST file) for later ingestion.
 // REQUIRES: keys strictly ascending in bytewise order. Not thread-safe; use
 // one writer per thread. Sticky status: after an error every call fails.
@@ -52,6 +54,15 @@ class GraphBuilder {
   ~GraphBuilder();  // Abandon() unless committed
   GraphBuilder(const GraphBuilder&) = delete;
   GraphBuilder& operator=(const GraphBuilder&) = delete;
+
+  // Runs to append to `graph` (opened read-write; the caller keeps it
+  // open). The staging directory is GRAPH/append-<pid>. Commit ingests the
+  // runs into the graph — dictionary by_id before by_name, node tables,
+  // then edges — and commits `manifest` through Graph::CommitManifest: the
+  // manifest is the commit point. What a crash before it leaves behind,
+  // Graph::RemoveUncommittedAppend removes.
+  static absl::StatusOr<std::unique_ptr<GraphBuilder>> CreateAppend(
+      Graph* graph);
 
   // A directory for the caller's temporary files; removed with the staging
   // directory, never part of the graph.

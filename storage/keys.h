@@ -31,11 +31,22 @@ absl::Status DecodeEdgeBlock(std::string_view value, std::vector<Edge>* out);
 // shard-<p> / `nodes`: [offset u32] -> external id (UTF-8 text).
 std::string NodeOffsetKey(uint32_t offset);
 
-// dict / `by_name`: [node key u64][name bytes] -> global id (u64 LE), where
-// node key is StringNodeKey(name) or IntegerNodeKey(id) (see node_hash.h).
+// dict / `by_name`: [node key u64][name bytes] -> PackNodeRef (u64 LE),
+// where node key is StringNodeKey(name) or IntegerNodeKey(id) (node_hash.h).
 std::string DictNameKey(uint64_t node_key, std::string_view name);
-// dict / `by_id`: [global id u64] -> name.
-std::string DictIdKey(uint64_t global_id);
+// dict / `by_id`: [PackNodeRef u64] -> name.
+std::string DictIdKey(uint64_t packed_ref);
+
+// Edge block sequence numbers: [generation u16][chunk u28][block u20].
+// Generation 0 is the initial import; each `import --append` adds one.
+// Readers ignore generations above Manifest::edge_generation (an append
+// that did not commit).
+inline constexpr uint64_t kMaxEdgeChunk = (uint64_t{1} << 28) - 1;
+inline constexpr uint64_t kMaxEdgeBlock = (uint64_t{1} << 20) - 1;
+inline uint64_t EdgeBlockSeq(uint32_t generation, uint64_t chunk, uint64_t block) {
+  return (uint64_t{generation} << 48) | (chunk << 20) | block;
+}
+inline uint32_t EdgeSeqGeneration(uint64_t seq) { return static_cast<uint32_t>(seq >> 48); }
 
 // shard-<p> / `embeddings` and `optimizer`:
 // [version u64][chunk u32] -> [rows u32][width u32][rows x width f32].

@@ -152,6 +152,15 @@ absl::StatusOr<Manifest> FromJson(const Json& j, const std::string& path) {
     RETURN_IF_ERROR(
         r.U64Array(*v, "train_bucket_edges", &m.train_bucket_edges));
   }
+  if ((v = Reader::Find(j, "edge_generation")) != nullptr) {
+    uint64_t g = 0;
+    RETURN_IF_ERROR(r.U64(*v, "edge_generation", &g));
+    m.edge_generation = static_cast<uint32_t>(g);
+  }
+  if ((v = Reader::Find(j, "previous_partition_sizes")) != nullptr) {
+    RETURN_IF_ERROR(r.U64Array(*v, "previous_partition_sizes",
+                               &m.previous_partition_sizes));
+  }
   if ((v = Reader::Find(j, "partitioner")) != nullptr) {
     RETURN_IF_ERROR(r.String(*v, "partitioner", &m.partitioner));
   }
@@ -226,6 +235,8 @@ absl::StatusOr<Json> ToJson(const Manifest& m) {
                 {"valid", m.edges.valid},
                 {"test", m.edges.test}};
   j["train_bucket_edges"] = m.train_bucket_edges;
+  j["edge_generation"] = m.edge_generation;
+  j["previous_partition_sizes"] = m.previous_partition_sizes;
   j["partitioner"] = m.partitioner;
   j["seed"] = m.seed;
   j["integer_ids"] = m.integer_ids;

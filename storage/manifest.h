@@ -57,6 +57,11 @@ struct Manifest {
   uint64_t seed = 0;
   bool integer_ids = false;
   uint64_t num_features = 0;  // feature vocabulary size; 0: no features
+  // Edge blocks of generations above this are not part of the graph.
+  uint32_t edge_generation = 0;
+  // Partition sizes before the latest `import --append` (empty if none):
+  // rows below them are the "old" nodes that --only-new-edges freezes.
+  std::vector<uint64_t> previous_partition_sizes;
   DegreeStats degree;
   TrainingState training;
 

@@ -32,6 +32,14 @@ struct NodeRef {
   uint32_t offset = 0;
   friend bool operator==(const NodeRef&, const NodeRef&) = default;
 };
+// A NodeRef as one integer: partition in the high 32 bits. Unlike global
+// ids, packed refs never change when partitions grow (ember import --append).
+inline uint64_t PackNodeRef(NodeRef n) {
+  return (static_cast<uint64_t>(n.partition) << 32) | n.offset;
+}
+inline NodeRef UnpackNodeRef(uint64_t v) {
+  return NodeRef{static_cast<uint32_t>(v >> 32), static_cast<uint32_t>(v)};
+}
 
 // Dense float tables kept per partition and checkpoint version.
 enum class Table : uint8_t { kEmbeddings = 0, kOptimizer = 1 };

@@ -38,6 +38,9 @@ ABSL_FLAG(std::string, self_loops, "keep", "import: keep or drop self loops.");
 ABSL_FLAG(bool, skip_bad_lines, false,
           "import: count bad lines by reason and go on, instead of stopping "
           "at the first one.");
+ABSL_FLAG(std::string, append, "",
+          "import: GRAPH to add the files' edges and new nodes to (instead "
+          "of --out); existing nodes keep their ids.");
 ABSL_FLAG(std::string, memory_budget, "2G",
           "import: peak memory target, e.g. 1G, 512M.");
 
@@ -47,6 +50,13 @@ namespace {
 absl::StatusOr<ImportOptions> OptionsFromFlags(const std::vector<std::string>& files) {
   ImportOptions o;
   o.out = absl::GetFlag(FLAGS_out);
+  if (!absl::GetFlag(FLAGS_append).empty()) {
+    if (!o.out.empty()) {
+      return absl::InvalidArgumentError("give either --out or --append GRAPH, not both");
+    }
+    o.out = absl::GetFlag(FLAGS_append);
+    o.append = true;
+  }
   o.files = files;
   o.valid_files = absl::GetFlag(FLAGS_valid);
   o.test_files = absl::GetFlag(FLAGS_test);
@@ -91,18 +101,19 @@ nlohmann::json SummaryJson(const ImportSummary& s) {
       {"self_loops_dropped", s.self_loops_dropped},
       {"duplicates_dropped", s.duplicates_dropped},
       {"moved_to_train", s.moved_to_train},
+      {"new_nodes", s.new_nodes},
       {"input_bytes", s.input_bytes},
       {"seconds", s.seconds},
       {"edges_per_second", s.seconds > 0 ? s.lines / s.seconds : 0.0},
   };
 }
 
-void PrintSummary(const ImportSummary& s, const std::string& out) {
+void PrintSummary(const ImportSummary& s, const std::string& out, bool append) {
   uint64_t rejected = 0;
   for (uint64_t r : s.rejected) rejected += r;
-  std::printf("imported %s: %llu nodes, %llu edges (train %llu, valid %llu, test %llu), "
+  std::printf("%s %s: %llu nodes, %llu edges (train %llu, valid %llu, test %llu), "
               "%u relations, %u partitions\n",
-              out.c_str(), (unsigned long long)s.nodes,
+              append ? "appended to" : "imported", out.c_str(), (unsigned long long)s.nodes,
               (unsigned long long)s.edges.total(), (unsigned long long)s.edges.train,
               (unsigned long long)s.edges.valid, (unsigned long long)s.edges.test,
               s.relations, s.partitions);
@@ -120,6 +131,7 @@ void PrintSummary(const ImportSummary& s, const std::string& out) {
   }
   if (s.self_loops_dropped) std::printf("dropped %llu self loops\n", (unsigned long long)s.self_loops_dropped);
   if (s.duplicates_dropped) std::printf("dropped %llu duplicate edges\n", (unsigned long long)s.duplicates_dropped);
+  if (s.new_nodes) std::printf("%llu of the nodes are new\n", (unsigned long long)s.new_nodes);
   if (s.moved_to_train) {
     std::printf("moved %llu valid/test edges to train: an endpoint appears in no train edge\n",
                 (unsigned long long)s.moved_to_train);
@@ -142,7 +154,7 @@ int ImportMain(const std::vector<std::string>& args) {
   if (absl::GetFlag(FLAGS_json)) {
     std::printf("%s\n", SummaryJson(*summary).dump().c_str());
   } else {
-    PrintSummary(*summary, options->out);
+    PrintSummary(*summary, options->out, options->append);
   }
   return 0;
 }

@@ -33,6 +33,9 @@ ABSL_FLAG(int, checkpoint_every, 0,
 ABSL_FLAG(bool, from_scratch, false, "train: ignore an existing checkpoint.");
 ABSL_FLAG(bool, deterministic, false,
           "train: one batch in flight; with --threads 1 results are bit-identical.");
+ABSL_FLAG(bool, only_new_edges, false,
+          "train: after `ember import --append`, train only the new edges and "
+          "update only the new nodes (old embeddings stay frozen).");
 ABSL_FLAG(bool, eval_valid, false,
           "train: report validation MRR (sampled) after each epoch.");
 
@@ -67,6 +70,7 @@ absl::StatusOr<TrainOptions> OptionsFromFlags() {
   o.from_scratch = absl::GetFlag(FLAGS_from_scratch);
   o.deterministic = absl::GetFlag(FLAGS_deterministic);
   o.eval_valid = absl::GetFlag(FLAGS_eval_valid);
+  o.only_new_edges = absl::GetFlag(FLAGS_only_new_edges);
   RETURN_IF_ERROR(o.Validate());
   return o;
 }

@@ -180,16 +180,14 @@ class CpuTrainer final : public Trainer {
       loss += ChunkForwardBackward(options_.model, rel_params, in, g, &s.ws);
       for (int k = 0; k < c; ++k) {
         const Edge& e = s.batch[begin + k];
-        AdagradRowUpdate(src.Row(e.src), &src.optimizer[e.src], &s.g_lhs[size_t(k) * dim], dim, lr);
-        AdagradRowUpdate(dst.Row(e.dst), &dst.optimizer[e.dst], &s.g_rhs[size_t(k) * dim], dim, lr);
+        Update(src, e.src, &s.g_lhs[size_t(k) * dim], lr);
+        Update(dst, e.dst, &s.g_rhs[size_t(k) * dim], lr);
       }
       for (int k = 0; k < negs; ++k) {
-        AdagradRowUpdate(src.Row(s.src_neg_ids[k]), &src.optimizer[s.src_neg_ids[k]],
-                         &s.g_src_negs[size_t(k) * dim], dim, lr);
-        AdagradRowUpdate(dst.Row(s.dst_neg_ids[k]), &dst.optimizer[s.dst_neg_ids[k]],
-                         &s.g_dst_negs[size_t(k) * dim], dim, lr);
+        Update(src, s.src_neg_ids[k], &s.g_src_negs[size_t(k) * dim], lr);
+        Update(dst, s.dst_neg_ids[k], &s.g_dst_negs[size_t(k) * dim], lr);
       }
-      if (rel_size_ > 0) {
+      if (rel_size_ > 0 && !options_.only_new_edges) {
         absl::MutexLock lock(&rel_mu_);
         AdagradDenseUpdate(relations_.Of(rel), relations_.state.data() + size_t(rel) * rel_size_,
                            s.g_rel.data(), rel_size_, lr);
@@ -197,6 +195,12 @@ class CpuTrainer final : public Trainer {
       begin = end;
     }
     return loss;
+  }
+
+  // Row-wise Adagrad on one row unless the row is frozen.
+  static void Update(PartitionData& part, uint32_t row, const float* grad, float lr) {
+    if (row < part.frozen_rows) return;
+    AdagradRowUpdate(part.Row(row), &part.optimizer[row], grad, part.dim, lr);
   }
 
   const TrainOptions options_;

@@ -55,11 +55,12 @@ void Shuffle(std::vector<Edge>* edges, uint64_t seed) {
 using RoundEdges = std::vector<std::vector<Edge>>;
 
 absl::StatusOr<RoundEdges> ReadRound(const Graph& graph, const std::vector<Bucket>& round,
-                                     uint64_t seed, int epoch) {
+                                     uint64_t seed, int epoch, uint32_t min_generation) {
   RoundEdges out(round.size());
   const uint32_t P = graph.manifest().num_partitions;
   for (size_t i = 0; i < round.size(); ++i) {
-    RETURN_IF_ERROR(graph.ReadBucket(Split::kTrain, round[i].src, round[i].dst, &out[i]));
+    RETURN_IF_ERROR(
+        graph.ReadBucket(Split::kTrain, round[i].src, round[i].dst, &out[i], min_generation));
     Shuffle(&out[i], BucketSeed(seed, epoch, round[i], P) ^ 0x5eed5eedULL);
   }
   return out;
@@ -162,11 +163,27 @@ absl::Status TrainLoop::RestoreOrInit() {
   if (relations_.state.size() != relations_.params.size()) {
     relations_.state.assign(relations_.params.size(), 0.0f);
   }
+  // Relations added by an append since the checkpoint start fresh.
+  while (relations_.num_relations < m.relations.size()) {
+    relations_.params.resize(relations_.params.size() + param_size);
+    relations_.state.resize(relations_.params.size(), 0.0f);
+    ++relations_.num_relations;
+    InitRelationParams(options_.model.op, options_.model.dim,
+                       relations_.Of(relations_.num_relations - 1));
+  }
   PartitionBufferOptions bo;
   bo.capacity = capacity_;
   bo.dim = options_.model.dim;
   bo.init_scale = options_.init_scale;
   bo.seed = options_.seed;
+  if (options_.only_new_edges) {
+    if (m.previous_partition_sizes.size() != P_ || !resumed_) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--only-new-edges needs a trained graph with appended edges (ember import --append ",
+          graph_->dir(), " FILE...)"));
+    }
+    bo.frozen_rows = m.previous_partition_sizes;
+  }
   buffer_ = std::make_unique<PartitionBuffer>(graph_.get(), bo, locations, write_version_);
   return absl::OkStatus();
 }
@@ -321,6 +338,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
   for (int epoch = start_epoch_; epoch < options_.epochs; ++epoch) {
     const std::vector<Bucket> order =
         BucketOrder(options_.bucket_order, P_, capacity_, options_.seed + epoch);
+    const uint32_t min_generation = options_.only_new_edges ? m.edge_generation : 0;
     const std::vector<std::vector<Bucket>> rounds = FormRounds(order, round_size_);
     std::vector<std::vector<uint32_t>> needs;
     for (const auto& r : rounds) needs.push_back(PartitionsOf(r));
@@ -353,12 +371,12 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
       if (next_edges.valid()) {
         ASSIGN_OR_RETURN(edges, next_edges.get());
       } else {
-        ASSIGN_OR_RETURN(edges, ReadRound(*graph_, rounds[r], options_.seed, epoch));
+        ASSIGN_OR_RETURN(edges, ReadRound(*graph_, rounds[r], options_.seed, epoch, min_generation));
       }
       if (r + 1 < rounds.size()) {
         buffer_->Prefetch(needs[r + 1], needs[r], future_needs(r + 2));
-        next_edges = std::async(std::launch::async, [this, &rounds, r, epoch] {
-          return ReadRound(*graph_, rounds[r + 1], options_.seed, epoch);
+        next_edges = std::async(std::launch::async, [this, &rounds, r, epoch, min_generation] {
+          return ReadRound(*graph_, rounds[r + 1], options_.seed, epoch, min_generation);
         });
       }
       RETURN_IF_ERROR(TrainRound(epoch, rounds[r], edges));
@@ -367,17 +385,17 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
         progress_.bucket += rounds[r].size();
       }
       buckets_this_run += rounds[r].size();
+      if (options_.checkpoint_every > 0 && r + 1 < rounds.size() &&
+          buckets_this_run % options_.checkpoint_every < rounds[r].size()) {
+        if (next_edges.valid()) next_edges.wait();
+        RETURN_IF_ERROR(Checkpoint(epoch, r + 1, epoch));
+      }
       if (options_.stop_after_buckets > 0 && buckets_this_run >= options_.stop_after_buckets) {
         if (next_edges.valid()) next_edges.wait();
         RETURN_IF_ERROR(buffer_->Quiesce());
         summary.stopped = true;
         summary.checkpoint_version = committed_version_;
         return summary;
-      }
-      if (options_.checkpoint_every > 0 && r + 1 < rounds.size() &&
-          buckets_this_run % options_.checkpoint_every < rounds[r].size()) {
-        if (next_edges.valid()) next_edges.wait();
-        RETURN_IF_ERROR(Checkpoint(epoch, r + 1, epoch));
       }
     }
     EpochStats stats;

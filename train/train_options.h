@@ -63,6 +63,10 @@ struct TrainOptions {
   uint64_t eval_max_edges = 10000;
   // Called often from one thread at a time; throttle in the callee.
   std::function<void(const TrainProgress&)> progress;
+  // Train only the edges of the latest `import --append` and update only
+  // the rows of nodes it added: old nodes' embeddings stay frozen.
+  // Default: false.
+  bool only_new_edges = false;
   // Testing hook: stop as if killed (no final checkpoint) after this many
   // buckets have been trained in this run. 0: never.
   uint64_t stop_after_buckets = 0;

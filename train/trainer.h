@@ -25,6 +25,7 @@ struct PartitionData {
   int dim = 0;
   std::vector<float> embeddings;  // rows x dim, row-major
   std::vector<float> optimizer;   // rows: row-wise Adagrad state
+  uint64_t frozen_rows = 0;       // rows below this are never updated
   float* Row(uint64_t r) { return embeddings.data() + r * dim; }
 };
 

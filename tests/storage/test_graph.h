@@ -108,8 +108,9 @@ inline ExpectedGraph FillTestGraph(GraphBuilder* builder,
                                        : "node-" + std::to_string(gid);
       const uint64_t key = o.integer_ids ? IntegerNodeKey(1000 + 7 * gid)
                                          : StringNodeKey(name);
-      by_name.emplace_back(DictNameKey(key, name), EncodeU64(gid));
-      by_id.emplace_back(DictIdKey(gid), name);
+      const uint64_t packed = PackNodeRef({p, off});
+      by_name.emplace_back(DictNameKey(key, name), EncodeU64(packed));
+      by_id.emplace_back(DictIdKey(packed), name);
       nodes[p].emplace_back(NodeOffsetKey(off), name);
       g.names.push_back(name);
     }
