@@ -14,12 +14,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "storage/manifest.h"
 #include "tests/train/train_test_util.h"
 #include "train/train_loop.h"
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 
 namespace ember {
 namespace {
@@ -33,7 +33,7 @@ using train_test::RunBinary;
 using train_test::TempDir;
 
 class TrainKillTest : public ::testing::Test {
-protected:
+ protected:
   static void SetUpTestSuite() {
     tmp_ = new TempDir();
     edges_ = tmp_->Sub("sbm.tsv");
@@ -48,25 +48,22 @@ protected:
     tmp_ = nullptr;
   }
 
-  static std::string NewGraph(uint32_t partitions) {
-    return graphs_->New(partitions);
-  }
+  static std::string NewGraph(uint32_t partitions) { return graphs_->New(partitions); }
 
   std::string Capture() { return tmp_->Sub(absl::StrCat("run", next_++)); }
 
-  static TempDir *tmp_;
+  static TempDir* tmp_;
   static std::string edges_;
   static int next_;
-  static train_test::GraphFactory *graphs_;
+  static train_test::GraphFactory* graphs_;
 };
 
-TempDir *TrainKillTest::tmp_ = nullptr;
+TempDir* TrainKillTest::tmp_ = nullptr;
 std::string TrainKillTest::edges_;
 int TrainKillTest::next_ = 0;
-train_test::GraphFactory *TrainKillTest::graphs_ = nullptr;
+train_test::GraphFactory* TrainKillTest::graphs_ = nullptr;
 
-std::vector<std::string> TrainArgv(const std::string &dir,
-                                   const std::vector<std::string> &flags) {
+std::vector<std::string> TrainArgv(const std::string& dir, const std::vector<std::string>& flags) {
   std::vector<std::string> argv = {EMBER_BINARY, "train", dir, "--quiet"};
   argv.insert(argv.end(), flags.begin(), flags.end());
   return argv;
@@ -76,18 +73,16 @@ std::vector<std::string> TrainArgv(const std::string &dir,
 struct Position {
   uint64_t version = 0;
   uint32_t epochs_done = 0;
-  uint64_t next_round = 0; // > 0: a mid-epoch checkpoint
+  uint64_t next_round = 0;  // > 0: a mid-epoch checkpoint
 };
 
-Position ReadPosition(const std::string &dir) {
+Position ReadPosition(const std::string& dir) {
   Position pos;
   auto m = ReadManifest(dir + "/MANIFEST.json");
-  if (!m.ok())
-    return pos;
+  if (!m.ok()) return pos;
   pos.version = m->training.checkpoint_version;
   pos.epochs_done = m->training.epochs_done;
-  nlohmann::json state =
-      nlohmann::json::parse(m->training.state_json, nullptr, false);
+  nlohmann::json state = nlohmann::json::parse(m->training.state_json, nullptr, false);
   if (!state.is_discarded() && state.contains("trainer")) {
     pos.next_round = state["trainer"].value("next_round", uint64_t{0});
   }
@@ -97,12 +92,11 @@ Position ReadPosition(const std::string &dir) {
 // Starts `argv`, waits for a mid-epoch checkpoint of epoch `epoch` (0-based)
 // in `dir`, waits `extra_delay` more, and kills the run with SIGKILL.
 // Fails the test if the run ends on its own first.
-void KillMidEpoch(const std::vector<std::string> &argv, const std::string &dir,
-                  const std::string &capture, uint32_t epoch,
+void KillMidEpoch(const std::vector<std::string>& argv, const std::string& dir,
+                  const std::string& capture, uint32_t epoch,
                   std::chrono::microseconds extra_delay = {}) {
   Child child(argv, capture);
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   bool seen = false;
   while (!child.Ended() && std::chrono::steady_clock::now() < deadline) {
     const Position pos = ReadPosition(dir);
@@ -154,8 +148,7 @@ TEST_F(TrainKillTest, KilledAndResumedIsBitIdentical) {
   for (uint32_t epoch : {0u, 1u}) {
     SCOPED_TRACE(absl::StrCat("killed in epoch ", epoch + 1));
     KillMidEpoch(TrainArgv(dir, flags), dir, Capture(), epoch);
-    if (HasFatalFailure())
-      return;
+    if (HasFatalFailure()) return;
     // The manifest names only tables and blobs that exist.
     auto snapshot = LoadSnapshot(dir);
     EXPECT_TRUE(snapshot.ok()) << snapshot.status();
@@ -216,8 +209,7 @@ TEST_F(TrainKillTest, KilledAtRandomAndResumedMatchesUninterruptedMrr) {
   std::mt19937 rng(2024);
   const auto delay = std::chrono::microseconds(rng() % 50000);
   KillMidEpoch(TrainArgv(dir, flags), dir, Capture(), 1, delay);
-  if (HasFatalFailure())
-    return;
+  if (HasFatalFailure()) return;
   EXPECT_TRUE(LoadSnapshot(dir).ok());
   ASSERT_EQ(RunBinary(TrainArgv(dir, flags), Capture(), &err), 0) << err;
   auto m = ManifestOf(dir);
@@ -226,21 +218,19 @@ TEST_F(TrainKillTest, KilledAtRandomAndResumedMatchesUninterruptedMrr) {
   EXPECT_EQ(MetricsLines(dir).size(), 3u);
   auto resumed = train_test::EvalTest(dir);
   ASSERT_TRUE(resumed.ok()) << resumed.status();
-  std::printf("[ MRR ] uninterrupted %.4f, killed+resumed %.4f\n",
-              ref->filtered.mrr, resumed->filtered.mrr);
+  std::printf("[ MRR ] uninterrupted %.4f, killed+resumed %.4f\n", ref->filtered.mrr,
+              resumed->filtered.mrr);
   EXPECT_GT(resumed->filtered.mrr, train_test::kMinSbmMrr);
   EXPECT_NEAR(resumed->filtered.mrr, ref->filtered.mrr, train_test::kMrrNoise);
 }
 
 TEST_F(TrainKillTest, CliRefusesToResumeWithOtherFlags) {
   const std::string dir = NewGraph(3);
-  const std::vector<std::string> base = {"--dim", "16",        "--epochs",
-                                         "1",     "--threads", "1"};
+  const std::vector<std::string> base = {"--dim", "16", "--epochs", "1", "--threads", "1"};
   std::string err;
   ASSERT_EQ(RunBinary(TrainArgv(dir, base), Capture(), &err), 0) << err;
 
-  std::vector<std::string> other_dim = {"--dim", "24",        "--epochs",
-                                        "2",     "--threads", "1"};
+  std::vector<std::string> other_dim = {"--dim", "24", "--epochs", "2", "--threads", "1"};
   EXPECT_NE(RunBinary(TrainArgv(dir, other_dim), Capture(), &err), 0);
   EXPECT_THAT(err, HasSubstr("--dim 16"));
   EXPECT_THAT(err, HasSubstr("--from-scratch"));
@@ -267,8 +257,7 @@ TEST_F(TrainKillTest, CliRefusesToResumeWithOtherFlags) {
                                              "1",
                                              "--deterministic"};
   KillMidEpoch(TrainArgv(mid, buffered), mid, Capture(), 0);
-  if (HasFatalFailure())
-    return;
+  if (HasFatalFailure()) return;
   std::vector<std::string> beta = buffered;
   beta.insert(beta.end(), {"--bucket-order", "beta"});
   EXPECT_NE(RunBinary(TrainArgv(mid, beta), Capture(), &err), 0);
@@ -276,5 +265,5 @@ TEST_F(TrainKillTest, CliRefusesToResumeWithOtherFlags) {
   ASSERT_EQ(RunBinary(TrainArgv(mid, buffered), Capture(), &err), 0) << err;
 }
 
-} // namespace
-} // namespace ember
+}  // namespace
+}  // namespace ember

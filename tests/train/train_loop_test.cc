@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/train/train_test_util.h"
 #include "train/checkpoint.h"
 #include "train/model_options.h"
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 
 namespace ember {
 namespace {
@@ -31,7 +31,7 @@ using train_test::TempDir;
 // A small SBM (1000 nodes, 10 blocks, 5000 edges), written once per suite;
 // each test imports its own copies.
 class TrainLoopTest : public ::testing::Test {
-protected:
+ protected:
   static void SetUpTestSuite() {
     tmp_ = new TempDir();
     edges_ = tmp_->Sub("sbm.tsv");
@@ -52,9 +52,7 @@ protected:
   }
 
   // A fresh copy of the suite's SBM imported with `partitions` partitions.
-  static std::string NewGraph(uint32_t partitions) {
-    return graphs_->New(partitions);
-  }
+  static std::string NewGraph(uint32_t partitions) { return graphs_->New(partitions); }
 
   static TrainOptions Options(int epochs) {
     TrainOptions o = train_test::SmallOptions(epochs);
@@ -70,28 +68,26 @@ protected:
     return o;
   }
 
-  static uint64_t TrainEdges(const std::string &dir) {
+  static uint64_t TrainEdges(const std::string& dir) {
     auto m = ManifestOf(dir);
     EXPECT_TRUE(m.ok()) << m.status();
     return m.ok() ? m->edges.train : 0;
   }
 
-  static TempDir *tmp_;
+  static TempDir* tmp_;
   static std::string edges_;
-  static train_test::GraphFactory *graphs_;
+  static train_test::GraphFactory* graphs_;
 };
 
-TempDir *TrainLoopTest::tmp_ = nullptr;
+TempDir* TrainLoopTest::tmp_ = nullptr;
 std::string TrainLoopTest::edges_;
-train_test::GraphFactory *TrainLoopTest::graphs_ = nullptr;
+train_test::GraphFactory* TrainLoopTest::graphs_ = nullptr;
 
-void ExpectMetricsLine(const std::string &line, int epoch, uint64_t edges) {
+void ExpectMetricsLine(const std::string& line, int epoch, uint64_t edges) {
   nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << line;
-  for (const char *key :
-       {"epoch", "loss", "edges", "seconds", "edges_per_second"}) {
-    EXPECT_TRUE(j.contains(key))
-        << "metrics line lacks \"" << key << "\": " << line;
+  for (const char* key : {"epoch", "loss", "edges", "seconds", "edges_per_second"}) {
+    EXPECT_TRUE(j.contains(key)) << "metrics line lacks \"" << key << "\": " << line;
   }
   EXPECT_EQ(j.value("epoch", -1), epoch) << line;
   EXPECT_EQ(j.value("edges", uint64_t{0}), edges) << line;
@@ -99,9 +95,7 @@ void ExpectMetricsLine(const std::string &line, int epoch, uint64_t edges) {
   EXPECT_TRUE(std::isfinite(loss) && loss > 0) << line;
   const double seconds = j.value("seconds", -1.0);
   EXPECT_GT(seconds, 0) << line;
-  EXPECT_NEAR(j.value("edges_per_second", -1.0), edges / seconds,
-              1e-6 * edges / seconds)
-      << line;
+  EXPECT_NEAR(j.value("edges_per_second", -1.0), edges / seconds, 1e-6 * edges / seconds) << line;
 }
 
 TEST_F(TrainLoopTest, MetricsGetOneLinePerEpochAcrossResumes) {
@@ -198,8 +192,7 @@ TEST_F(TrainLoopTest, ResumeWithDifferentModelFailsNamingTheFlags) {
   o.model.dim = 24;
   auto s = TrainGraph(dir, o);
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition)
-      << s.status();
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition) << s.status();
   EXPECT_THAT(std::string(s.status().message()), HasSubstr("--dim 16"));
   EXPECT_THAT(std::string(s.status().message()), HasSubstr("--from-scratch"));
 
@@ -207,16 +200,14 @@ TEST_F(TrainLoopTest, ResumeWithDifferentModelFailsNamingTheFlags) {
   o.model.op = Operator::kDiagonal;
   s = TrainGraph(dir, o);
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition)
-      << s.status();
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition) << s.status();
   EXPECT_THAT(std::string(s.status().message()), HasSubstr("--operator none"));
 
   o = Options(2);
   o.model.comparator = Comparator::kCos;
   s = TrainGraph(dir, o);
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition)
-      << s.status();
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition) << s.status();
   EXPECT_THAT(std::string(s.status().message()), HasSubstr("--comparator dot"));
 
   // The refused runs changed nothing.
@@ -246,23 +237,20 @@ TEST_F(TrainLoopTest, ResumeMidEpochNeedsTheSameSchedule) {
   beta.bucket_order = BucketOrderKind::kBeta;
   auto s = TrainGraph(dir, beta);
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition)
-      << s.status();
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition) << s.status();
   EXPECT_THAT(std::string(s.status().message()), HasSubstr("--bucket-order"));
 
   TrainOptions other_seed = o;
   other_seed.seed = o.seed + 1;
   s = TrainGraph(dir, other_seed);
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition)
-      << s.status();
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition) << s.status();
 
   TrainOptions bigger_buffer = o;
   bigger_buffer.buffer_partitions = 3;
   s = TrainGraph(dir, bigger_buffer);
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition)
-      << s.status();
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition) << s.status();
 
   auto same = ManifestOf(dir);
   ASSERT_TRUE(same.ok()) << same.status();
@@ -301,12 +289,11 @@ TEST_F(TrainLoopTest, StoppedRunLeavesLoadableCheckpoint) {
     EXPECT_TRUE(s->stopped);
     auto m = ManifestOf(dir);
     ASSERT_TRUE(m.ok()) << m.status();
-    if (m->training.checkpoint_version == 0) { // stopped before any checkpoint
+    if (m->training.checkpoint_version == 0) {  // stopped before any checkpoint
       EXPECT_EQ(stop, 1u);
       auto g = Graph::Open(dir);
       ASSERT_TRUE(g.ok()) << g.status();
-      EXPECT_EQ(LoadStoredModel(**g).status().code(),
-                absl::StatusCode::kFailedPrecondition);
+      EXPECT_EQ(LoadStoredModel(**g).status().code(), absl::StatusCode::kFailedPrecondition);
       continue;
     }
     auto snapshot = LoadSnapshot(dir);
@@ -318,15 +305,14 @@ TEST_F(TrainLoopTest, StopWithoutCheckpointLeavesPreviousCheckpointIntact) {
   const std::string dir = NewGraph(4);
   TrainOptions o = Options(1);
   o.buffer_partitions = 2;
-  o.stop_after_buckets = 3; // before any checkpoint
+  o.stop_after_buckets = 3;  // before any checkpoint
   auto s = TrainGraph(dir, o);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_TRUE(s->stopped);
   {
     auto g = Graph::Open(dir);
     ASSERT_TRUE(g.ok()) << g.status();
-    EXPECT_EQ(LoadStoredModel(**g).status().code(),
-              absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(LoadStoredModel(**g).status().code(), absl::StatusCode::kFailedPrecondition);
   }
 
   o.stop_after_buckets = 0;
@@ -404,9 +390,9 @@ TEST_F(TrainLoopTest, StoppedAndResumedIsBitIdentical) {
 
 // Every bucket order trains every train edge once per epoch, through a
 // buffer smaller than the partition count.
-class TrainBucketOrderTest : public TrainLoopTest,
-                             public ::testing::WithParamInterface<
-                                 std::tuple<BucketOrderKind, uint32_t>> {};
+class TrainBucketOrderTest
+    : public TrainLoopTest,
+      public ::testing::WithParamInterface<std::tuple<BucketOrderKind, uint32_t>> {};
 
 TEST_P(TrainBucketOrderTest, TrainsEveryEdgeEachEpoch) {
   const auto [order, buffer] = GetParam();
@@ -417,38 +403,34 @@ TEST_P(TrainBucketOrderTest, TrainsEveryEdgeEachEpoch) {
   auto s = TrainGraph(dir, o);
   ASSERT_TRUE(s.ok()) << s.status();
   ASSERT_EQ(s->epochs.size(), 2u);
-  for (const EpochStats &e : s->epochs) {
+  for (const EpochStats& e : s->epochs) {
     EXPECT_EQ(e.edges, TrainEdges(dir)) << "epoch " << e.epoch;
     // Epoch 1 loads all 4 partitions; later ones at least one (buffer < 4).
     EXPECT_GE(e.partition_loads, e.epoch == 1 ? 4u : 1u) << "epoch " << e.epoch;
   }
   auto snapshot = LoadSnapshot(dir);
   ASSERT_TRUE(snapshot.ok()) << snapshot.status();
-  for (const auto &rows : snapshot->partitions) {
+  for (const auto& rows : snapshot->partitions) {
     EXPECT_TRUE(train_test::AllFinite(rows));
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(
     TrainOrders, TrainBucketOrderTest,
-    ::testing::Combine(::testing::Values(BucketOrderKind::kInsideOut,
-                                         BucketOrderKind::kBeta,
-                                         BucketOrderKind::kSequential,
-                                         BucketOrderKind::kRandom),
+    ::testing::Combine(::testing::Values(BucketOrderKind::kInsideOut, BucketOrderKind::kBeta,
+                                         BucketOrderKind::kSequential, BucketOrderKind::kRandom),
                        ::testing::Values(2u, 3u)),
-    [](const auto &info) {
+    [](const auto& info) {
       std::string name(BucketOrderName(std::get<0>(info.param)));
-      for (char &c : name) {
-        if (c == '-')
-          c = '_';
+      for (char& c : name) {
+        if (c == '-') c = '_';
       }
       return absl::StrCat(name, "_buffer", std::get<1>(info.param));
     });
 
 // Every operator x comparator trains an epoch of a 3-relation graph (the
 // 3-column input) to finite embeddings and relation parameters.
-class TrainModelMatrixTest
-    : public ::testing::TestWithParam<std::tuple<Operator, Comparator>> {};
+class TrainModelMatrixTest : public ::testing::TestWithParam<std::tuple<Operator, Comparator>> {};
 
 TEST_P(TrainModelMatrixTest, TrainsOneEpochToFiniteValues) {
   const auto [op, cmp] = GetParam();
@@ -483,19 +465,18 @@ TEST_P(TrainModelMatrixTest, TrainsOneEpochToFiniteValues) {
   ASSERT_TRUE(snapshot.ok()) << snapshot.status();
   EXPECT_EQ(snapshot->model.op, op);
   EXPECT_EQ(snapshot->model.comparator, cmp);
-  for (const auto &rows : snapshot->partitions) {
+  for (const auto& rows : snapshot->partitions) {
     EXPECT_TRUE(train_test::AllFinite(rows));
   }
   const int size = RelationParamSize(op, o.model.dim);
   ASSERT_EQ(snapshot->relation_params.size(), size_t{3} * size);
   EXPECT_TRUE(train_test::AllFinite(snapshot->relation_params));
-  if (size > 0) { // trained away from the identity
+  if (size > 0) {  // trained away from the identity
     std::vector<float> identity(size);
     InitRelationParams(op, o.model.dim, identity.data());
     for (int r = 0; r < 3; ++r) {
       EXPECT_NE(std::vector<float>(snapshot->relation_params.begin() + r * size,
-                                   snapshot->relation_params.begin() +
-                                       (r + 1) * size),
+                                   snapshot->relation_params.begin() + (r + 1) * size),
                 identity)
           << "relation " << r << " was not trained";
     }
@@ -504,15 +485,13 @@ TEST_P(TrainModelMatrixTest, TrainsOneEpochToFiniteValues) {
 
 INSTANTIATE_TEST_SUITE_P(
     TrainModels, TrainModelMatrixTest,
-    ::testing::Combine(
-        ::testing::Values(Operator::kNone, Operator::kTranslation,
-                          Operator::kDiagonal, Operator::kComplexDiagonal),
-        ::testing::Values(Comparator::kDot, Comparator::kCos, Comparator::kL2)),
-    [](const auto &info) {
-      return absl::StrCat(std::string(OperatorName(std::get<0>(info.param))),
-                          "_",
+    ::testing::Combine(::testing::Values(Operator::kNone, Operator::kTranslation,
+                                         Operator::kDiagonal, Operator::kComplexDiagonal),
+                       ::testing::Values(Comparator::kDot, Comparator::kCos, Comparator::kL2)),
+    [](const auto& info) {
+      return absl::StrCat(std::string(OperatorName(std::get<0>(info.param))), "_",
                           std::string(ComparatorName(std::get<1>(info.param))));
     });
 
-} // namespace
-} // namespace ember
+}  // namespace
+}  // namespace ember

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
 #include "tests/train/train_test_util.h"
 #include "train/evaluator.h"
 #include "train/train_loop.h"
-#include "gtest/gtest.h"
 
 namespace ember {
 namespace {
@@ -31,7 +31,7 @@ struct RunResult {
 };
 
 class TrainQualityTest : public ::testing::Test {
-protected:
+ protected:
   static void SetUpTestSuite() {
     tmp_ = new TempDir();
     edges_ = tmp_->Sub("sbm.tsv");
@@ -48,33 +48,29 @@ protected:
   // Trains `options` on a fresh copy of the SBM imported with `partitions`
   // partitions and evaluates the test split against every node
   // (negatives = 0).
-  static RunResult TrainAndEvaluate(uint32_t partitions,
-                                    const TrainOptions &options) {
+  static RunResult TrainAndEvaluate(uint32_t partitions, const TrainOptions& options) {
     RunResult r;
     const std::string dir = graphs_->New(partitions);
-    if (dir.empty())
-      return r;
+    if (dir.empty()) return r;
     r.test_edges = graphs_->summary(partitions).edges.test;
     auto summary = TrainGraph(dir, options);
     EXPECT_TRUE(summary.ok()) << summary.status();
-    if (!summary.ok())
-      return r;
+    if (!summary.ok()) return r;
     r.summary = *summary;
     auto eval = EvalTest(dir);
     EXPECT_TRUE(eval.ok()) << eval.status();
-    if (eval.ok())
-      r.eval = *eval;
+    if (eval.ok()) r.eval = *eval;
     return r;
   }
 
-  static TempDir *tmp_;
+  static TempDir* tmp_;
   static std::string edges_;
-  static train_test::GraphFactory *graphs_;
+  static train_test::GraphFactory* graphs_;
 };
 
-TempDir *TrainQualityTest::tmp_ = nullptr;
+TempDir* TrainQualityTest::tmp_ = nullptr;
 std::string TrainQualityTest::edges_;
-train_test::GraphFactory *TrainQualityTest::graphs_ = nullptr;
+train_test::GraphFactory* TrainQualityTest::graphs_ = nullptr;
 
 constexpr int kEpochs = 5;
 
@@ -83,8 +79,7 @@ constexpr int kEpochs = 5;
 // N = 2000; filtering removes a few candidates, which changes it little).
 double ChanceMrr(uint64_t n) {
   double h = 0;
-  for (uint64_t k = 1; k <= n; ++k)
-    h += 1.0 / k;
+  for (uint64_t k = 1; k <= n; ++k) h += 1.0 / k;
   return h / n;
 }
 
@@ -99,16 +94,16 @@ TEST_F(TrainQualityTest, SbmMrrFarAboveChanceAndLossFalls) {
   const RunResult r = TrainAndEvaluate(1, o);
   ASSERT_EQ(r.summary.epochs.size(), size_t{kEpochs});
   const double chance = ChanceMrr(StandardSbm().nodes);
-  std::printf("[ MRR ] in-memory: filtered %.4f raw %.4f (chance %.4f) on %lu "
-              "test edges\n",
-              r.eval.filtered.mrr, r.eval.raw.mrr, chance,
-              (unsigned long)r.eval.edges);
+  std::printf(
+      "[ MRR ] in-memory: filtered %.4f raw %.4f (chance %.4f) on %lu "
+      "test edges\n",
+      r.eval.filtered.mrr, r.eval.raw.mrr, chance, (unsigned long)r.eval.edges);
   EXPECT_GT(r.eval.edges, 500u);
   EXPECT_GT(r.eval.filtered.mrr, train_test::kMinSbmMrr);
   EXPECT_GT(r.eval.filtered.mrr, 5 * chance);
   EXPECT_GT(r.eval.raw.mrr, 5 * chance);
   EXPECT_GT(r.eval.filtered.auc,
-            0.9); // ~95% of negatives lie outside the block
+            0.9);  // ~95% of negatives lie outside the block
   for (size_t e = 1; e < r.summary.epochs.size(); ++e) {
     EXPECT_LT(r.summary.epochs[e].loss, r.summary.epochs[e - 1].loss)
         << "epoch " << e + 1 << " did not lower the loss";
@@ -139,9 +134,9 @@ TEST_F(TrainQualityTest, PartitionedAndTwoTrainersMatchInMemoryWithinNoise) {
     const RunResult part = TrainAndEvaluate(4, po);
     EXPECT_EQ(part.test_edges, mem.test_edges);
     ASSERT_EQ(part.summary.epochs.size(), size_t{kEpochs});
-    for (const EpochStats &e : part.summary.epochs) {
+    for (const EpochStats& e : part.summary.epochs) {
       EXPECT_EQ(e.edges, mem.summary.epochs[0].edges);
-      EXPECT_GT(e.partition_loads, 4u); // really out of core
+      EXPECT_GT(e.partition_loads, 4u);  // really out of core
     }
 
     // Two trainers on disjoint buckets vs one, both with 2 threads.
@@ -152,8 +147,7 @@ TEST_F(TrainQualityTest, PartitionedAndTwoTrainersMatchInMemoryWithinNoise) {
     two.trainers = 2;
     const RunResult two_trainers = TrainAndEvaluate(4, two);
     ASSERT_EQ(two_trainers.summary.epochs.size(), size_t{kEpochs});
-    EXPECT_EQ(two_trainers.summary.epochs[0].edges,
-              mem.summary.epochs[0].edges);
+    EXPECT_EQ(two_trainers.summary.epochs[0].edges, mem.summary.epochs[0].edges);
 
     std::printf(
         "[ MRR ] seed %lu: in-memory %.4f | 4 partitions, buffer 2: %.4f | "
@@ -162,21 +156,18 @@ TEST_F(TrainQualityTest, PartitionedAndTwoTrainersMatchInMemoryWithinNoise) {
         one_trainer.eval.filtered.mrr, two_trainers.eval.filtered.mrr);
     EXPECT_GT(part.eval.filtered.mrr, train_test::kMinSbmMrr);
     EXPECT_GT(two_trainers.eval.filtered.mrr, train_test::kMinSbmMrr);
-    EXPECT_NEAR(part.eval.filtered.mrr, mem.eval.filtered.mrr,
-                train_test::kMrrNoise);
+    EXPECT_NEAR(part.eval.filtered.mrr, mem.eval.filtered.mrr, train_test::kMrrNoise);
     EXPECT_NEAR(two_trainers.eval.filtered.mrr, one_trainer.eval.filtered.mrr,
                 train_test::kMrrNoise);
-    EXPECT_NEAR(one_trainer.eval.filtered.mrr, mem.eval.filtered.mrr,
-                train_test::kMrrNoise);
+    EXPECT_NEAR(one_trainer.eval.filtered.mrr, mem.eval.filtered.mrr, train_test::kMrrNoise);
   }
   const double spread = *std::max_element(in_memory.begin(), in_memory.end()) -
                         *std::min_element(in_memory.begin(), in_memory.end());
-  std::printf("[ MRR ] seed spread (in-memory) %.4f, bound %.4f\n", spread,
-              train_test::kMrrNoise);
+  std::printf("[ MRR ] seed spread (in-memory) %.4f, bound %.4f\n", spread, train_test::kMrrNoise);
   EXPECT_LT(spread, train_test::kMrrNoise / 2)
       << "seed-to-seed noise grew; kMrrNoise no longer separates noise from "
          "breakage";
 }
 
-} // namespace
-} // namespace ember
+}  // namespace
+}  // namespace ember

@@ -25,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
 #include "partition/importer.h"
 #include "storage/graph.h"
 #include "storage/manifest.h"
@@ -35,26 +36,24 @@
 #include "train/evaluator.h"
 #include "train/train_loop.h"
 #include "train/train_options.h"
-#include "gtest/gtest.h"
 
 namespace ember::train_test {
 
 using ::ember::testing::TempDir;
 
-inline std::string ReadWholeFile(const std::string &path) {
+inline std::string ReadWholeFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
 }
 
-inline void WriteWholeFile(const std::string &path, const std::string &text) {
+inline void WriteWholeFile(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
 }
 
 // Writes the SBM's edges ("src\tdst" lines) to `path`.
-inline void WriteSbmEdges(const tools::gen::SbmOptions &sbm,
-                          const std::string &path) {
+inline void WriteSbmEdges(const tools::gen::SbmOptions& sbm, const std::string& path) {
   ASSERT_TRUE(sbm.Validate().ok()) << sbm.Validate();
   std::string text;
   for (uint64_t c = 0; c < sbm.num_chunks(); ++c) {
@@ -67,15 +66,14 @@ inline void WriteSbmEdges(const tools::gen::SbmOptions &sbm,
 // the edges train, 5% valid and 5% test. The split of an edge depends on
 // the import seed and its endpoints only, so imports of the same file with
 // different partition counts hold the same test edges.
-inline absl::StatusOr<ImportSummary>
-ImportEdges(const std::string &out, const std::vector<std::string> &files,
-            uint32_t partitions, bool with_splits = true) {
+inline absl::StatusOr<ImportSummary> ImportEdges(const std::string& out,
+                                                 const std::vector<std::string>& files,
+                                                 uint32_t partitions, bool with_splits = true) {
   ImportOptions o;
   o.out = out;
   o.files = files;
   o.num_partitions = partitions;
-  if (with_splits)
-    o.split.fraction = {0.9, 0.05, 0.05};
+  if (with_splits) o.split.fraction = {0.9, 0.05, 0.05};
   o.seed = 7;
   o.threads = 2;
   o.delimiter = '\t';
@@ -86,11 +84,9 @@ ImportEdges(const std::string &out, const std::vector<std::string> &files,
 // imported once (an import syncs its files, which is slow on a busy disk)
 // and copied for every graph asked for.
 class GraphFactory {
-public:
-  GraphFactory(std::string root, std::vector<std::string> files,
-               bool with_splits = true)
-      : root_(std::move(root)), files_(std::move(files)),
-        with_splits_(with_splits) {}
+ public:
+  GraphFactory(std::string root, std::vector<std::string> files, bool with_splits = true)
+      : root_(std::move(root)), files_(std::move(files)), with_splits_(with_splits) {}
 
   // A new graph directory under the root; "" (and a test failure) on error.
   std::string New(uint32_t partitions) {
@@ -99,22 +95,18 @@ public:
       const std::string dir = absl::StrCat(root_, "/import-p", partitions);
       auto summary = ImportEdges(dir, files_, partitions, with_splits_);
       EXPECT_TRUE(summary.ok()) << summary.status();
-      if (!summary.ok())
-        return "";
+      if (!summary.ok()) return "";
       it = imports_.emplace(partitions, std::make_pair(dir, *summary)).first;
     }
     const std::string dir = absl::StrCat(root_, "/g", next_++);
     std::error_code ec;
-    std::filesystem::copy(it->second.first, dir,
-                          std::filesystem::copy_options::recursive, ec);
+    std::filesystem::copy(it->second.first, dir, std::filesystem::copy_options::recursive, ec);
     EXPECT_FALSE(ec) << "copy to " << dir << ": " << ec.message();
     return ec ? "" : dir;
   }
-  const ImportSummary &summary(uint32_t partitions) const {
-    return imports_.at(partitions).second;
-  }
+  const ImportSummary& summary(uint32_t partitions) const { return imports_.at(partitions).second; }
 
-private:
+ private:
   std::string root_;
   std::vector<std::string> files_;
   bool with_splits_;
@@ -150,14 +142,13 @@ inline TrainOptions SmallOptions(int epochs, uint64_t seed = 1) {
   return o;
 }
 
-inline absl::StatusOr<Manifest> ManifestOf(const std::string &dir) {
+inline absl::StatusOr<Manifest> ManifestOf(const std::string& dir) {
   ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, Graph::Open(dir));
   return g->manifest();
 }
 
 // Evaluates the stored model of `dir` on its test split.
-inline absl::StatusOr<EvalResult> EvalTest(const std::string &dir,
-                                           uint64_t negatives = 0) {
+inline absl::StatusOr<EvalResult> EvalTest(const std::string& dir, uint64_t negatives = 0) {
   ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, Graph::Open(dir));
   ASSIGN_OR_RETURN(StoredModel model, LoadStoredModel(*g));
   EvalOptions eo;
@@ -172,12 +163,12 @@ inline absl::StatusOr<EvalResult> EvalTest(const std::string &dir,
 struct ModelSnapshot {
   ModelOptions model;
   std::vector<float> relation_params;
-  std::vector<std::vector<float>> partitions; // embeddings per partition
+  std::vector<std::vector<float>> partitions;  // embeddings per partition
 };
 
 // Loads the stored model and every partition's embeddings; fails if the
 // manifest names a table or blob that is not there.
-inline absl::StatusOr<ModelSnapshot> LoadSnapshot(const std::string &dir) {
+inline absl::StatusOr<ModelSnapshot> LoadSnapshot(const std::string& dir) {
   ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, Graph::Open(dir));
   ASSIGN_OR_RETURN(StoredModel model, LoadStoredModel(*g));
   ModelSnapshot s;
@@ -186,34 +177,30 @@ inline absl::StatusOr<ModelSnapshot> LoadSnapshot(const std::string &dir) {
   for (uint32_t p = 0; p < g->manifest().num_partitions; ++p) {
     auto rows = LoadPartitionEmbeddings(*g, model, p);
     if (!rows.ok()) {
-      return absl::Status(rows.status().code(),
-                          absl::StrCat("partition ", p, " (table version ",
-                                       model.partition_versions[p], ") of ",
-                                       dir, ": ", rows.status().ToString()));
+      return absl::Status(rows.status().code(), absl::StrCat("partition ", p, " (table version ",
+                                                             model.partition_versions[p], ") of ",
+                                                             dir, ": ", rows.status().ToString()));
     }
     s.partitions.push_back(std::move(*rows));
   }
   return s;
 }
 
-inline bool AllFinite(const std::vector<float> &v) {
+inline bool AllFinite(const std::vector<float>& v) {
   for (float x : v) {
-    if (!std::isfinite(x))
-      return false;
+    if (!std::isfinite(x)) return false;
   }
   return true;
 }
 
 // Bit-for-bit comparison of every partition and the relation parameters.
-inline void ExpectBitIdentical(const ModelSnapshot &a, const ModelSnapshot &b) {
+inline void ExpectBitIdentical(const ModelSnapshot& a, const ModelSnapshot& b) {
   ASSERT_EQ(a.partitions.size(), b.partitions.size());
   for (size_t p = 0; p < a.partitions.size(); ++p) {
-    ASSERT_EQ(a.partitions[p].size(), b.partitions[p].size())
-        << "partition " << p;
+    ASSERT_EQ(a.partitions[p].size(), b.partitions[p].size()) << "partition " << p;
     size_t first_diff = a.partitions[p].size();
     for (size_t i = 0; i < a.partitions[p].size(); ++i) {
-      if (std::memcmp(&a.partitions[p][i], &b.partitions[p][i],
-                      sizeof(float)) != 0) {
+      if (std::memcmp(&a.partitions[p][i], &b.partitions[p][i], sizeof(float)) != 0) {
         first_diff = i;
         break;
       }
@@ -221,11 +208,9 @@ inline void ExpectBitIdentical(const ModelSnapshot &a, const ModelSnapshot &b) {
     EXPECT_EQ(std::memcmp(a.partitions[p].data(), b.partitions[p].data(),
                           a.partitions[p].size() * sizeof(float)),
               0)
-        << "embeddings of partition " << p << " differ, first at float #"
-        << first_diff << ": "
+        << "embeddings of partition " << p << " differ, first at float #" << first_diff << ": "
         << (first_diff < a.partitions[p].size()
-                ? absl::StrCat(a.partitions[p][first_diff], " vs ",
-                               b.partitions[p][first_diff])
+                ? absl::StrCat(a.partitions[p][first_diff], " vs ", b.partitions[p][first_diff])
                 : std::string());
   }
   ASSERT_EQ(a.relation_params.size(), b.relation_params.size());
@@ -236,39 +221,32 @@ inline void ExpectBitIdentical(const ModelSnapshot &a, const ModelSnapshot &b) {
 }
 
 // Lines of GRAPH/metrics.jsonl.
-inline std::vector<std::string> MetricsLines(const std::string &dir) {
+inline std::vector<std::string> MetricsLines(const std::string& dir) {
   std::vector<std::string> lines;
   std::ifstream in(dir + "/metrics.jsonl");
   for (std::string line; std::getline(in, line);) {
-    if (!line.empty())
-      lines.push_back(line);
+    if (!line.empty()) lines.push_back(line);
   }
   return lines;
 }
 
 // A child process (fork + execv) with stdout and stderr sent to files.
 class Child {
-public:
-  Child(const std::vector<std::string> &argv, const std::string &capture_prefix)
-      : out_path_(capture_prefix + ".stdout"),
-        err_path_(capture_prefix + ".stderr") {
-    std::vector<char *> args;
-    for (const std::string &a : argv)
-      args.push_back(const_cast<char *>(a.c_str()));
+ public:
+  Child(const std::vector<std::string>& argv, const std::string& capture_prefix)
+      : out_path_(capture_prefix + ".stdout"), err_path_(capture_prefix + ".stderr") {
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     pid_ = ::fork();
     if (pid_ == 0) {
-      const int out =
-          ::open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      const int err =
-          ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (out < 0 || err < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0)
-        _exit(126);
+      const int out = ::open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      const int err = ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (out < 0 || err < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0) _exit(126);
       ::execv(args[0], args.data());
       _exit(127);
     }
-    if (pid_ < 0)
-      ADD_FAILURE() << "fork: " << std::strerror(errno);
+    if (pid_ < 0) ADD_FAILURE() << "fork: " << std::strerror(errno);
   }
   ~Child() {
     if (pid_ > 0 && !reaped_) {
@@ -276,13 +254,12 @@ public:
       Wait();
     }
   }
-  Child(const Child &) = delete;
-  Child &operator=(const Child &) = delete;
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
 
   // True once the child has ended (reaps it).
   bool Ended() {
-    if (reaped_ || pid_ <= 0)
-      return true;
+    if (reaped_ || pid_ <= 0) return true;
     int st;
     if (::waitpid(pid_, &st, WNOHANG) == pid_) {
       status_ = st;
@@ -291,8 +268,7 @@ public:
     return reaped_;
   }
   void Kill() {
-    if (pid_ > 0 && !reaped_)
-      ::kill(pid_, SIGKILL);
+    if (pid_ > 0 && !reaped_) ::kill(pid_, SIGKILL);
   }
   // Waits; returns the raw wait status.
   int Wait() {
@@ -308,7 +284,7 @@ public:
   std::string Out() const { return ReadWholeFile(out_path_); }
   std::string Err() const { return ReadWholeFile(err_path_); }
 
-private:
+ private:
   std::string out_path_, err_path_;
   pid_t pid_ = -1;
   bool reaped_ = false;
@@ -317,20 +293,16 @@ private:
 
 // Runs to completion; returns the exit code (-signal when killed) and fills
 // `err` with its stderr.
-inline int RunBinary(const std::vector<std::string> &argv,
-                     const std::string &capture_prefix,
-                     std::string *err = nullptr) {
+inline int RunBinary(const std::vector<std::string>& argv, const std::string& capture_prefix,
+                     std::string* err = nullptr) {
   Child child(argv, capture_prefix);
   const int st = child.Wait();
-  if (err != nullptr)
-    *err = child.Err();
-  if (WIFEXITED(st))
-    return WEXITSTATUS(st);
-  if (WIFSIGNALED(st))
-    return -WTERMSIG(st);
+  if (err != nullptr) *err = child.Err();
+  if (WIFEXITED(st)) return WEXITSTATUS(st);
+  if (WIFSIGNALED(st)) return -WTERMSIG(st);
   return -1000;
 }
 
-} // namespace ember::train_test
+}  // namespace ember::train_test
 
-#endif // EMBER_TESTS_TRAIN_TRAIN_TEST_UTIL_H_
+#endif  // EMBER_TESTS_TRAIN_TRAIN_TEST_UTIL_H_
