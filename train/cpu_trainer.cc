@@ -141,17 +141,18 @@ class CpuTrainer final : public Trainer {
       size_t end = begin;
       while (end < s.batch.size() && end - begin < size_t(max_chunk) && s.batch[end].rel == rel) ++end;
       const int c = static_cast<int>(end - begin);
+      // Start fetching the next chunk's rows while this one computes.
+      for (size_t k = end; k < std::min(s.batch.size(), end + max_chunk); ++k) {
+        Prefetch(src.Row(s.batch[k].src), row_bytes);
+        Prefetch(dst.Row(s.batch[k].dst), row_bytes);
+      }
       for (int k = 0; k < c; ++k) {
         const Edge& e = s.batch[begin + k];
         std::memcpy(&s.lhs[size_t(k) * dim], src.Row(e.src), row_bytes);
         std::memcpy(&s.rhs[size_t(k) * dim], dst.Row(e.dst), row_bytes);
       }
-      for (int k = 0; k < negs; ++k) {
-        s.src_neg_ids[k] = rng.Below(src.rows);
-        s.dst_neg_ids[k] = rng.Below(dst.rows);
-        std::memcpy(&s.src_negs[size_t(k) * dim], src.Row(s.src_neg_ids[k]), row_bytes);
-        std::memcpy(&s.dst_negs[size_t(k) * dim], dst.Row(s.dst_neg_ids[k]), row_bytes);
-      }
+      const float* src_negs = SampleNegatives(src, negs, rng, s.src_negs.data(), s.src_neg_ids.data());
+      const float* dst_negs = SampleNegatives(dst, negs, rng, s.dst_negs.data(), s.dst_neg_ids.data());
       std::fill_n(s.g_lhs.begin(), size_t(c) * dim, 0.0f);
       std::fill_n(s.g_rhs.begin(), size_t(c) * dim, 0.0f);
       std::fill_n(s.g_src_negs.begin(), size_t(negs) * dim, 0.0f);
@@ -166,8 +167,8 @@ class CpuTrainer final : public Trainer {
       ChunkInput in;
       in.lhs = s.lhs.data();
       in.rhs = s.rhs.data();
-      in.src_negs = negs > 0 ? s.src_negs.data() : nullptr;
-      in.dst_negs = negs > 0 ? s.dst_negs.data() : nullptr;
+      in.src_negs = negs > 0 ? src_negs : nullptr;
+      in.dst_negs = negs > 0 ? dst_negs : nullptr;
       in.chunk = c;
       in.num_src_negs = negs;
       in.num_dst_negs = negs;
@@ -195,6 +196,32 @@ class CpuTrainer final : public Trainer {
       begin = end;
     }
     return loss;
+  }
+
+  // Draws `n` uniform negatives from `part` into ids[0, n) and returns
+  // their rows (n x dim). Offsets follow the hash order of node keys, so a
+  // window of consecutive offsets at a uniform start is a uniform random
+  // set of nodes: its rows are read in place, sequentially, instead of
+  // gathered one cache miss at a time. Small partitions sample with
+  // replacement into `gathered`.
+  static const float* SampleNegatives(PartitionData& part, int n, BatchRng& rng,
+                                      float* gathered, uint32_t* ids) {
+    if (n == 0) return nullptr;
+    if (part.rows >= uint64_t(4) * n) {
+      const uint32_t start = rng.Below(part.rows - n + 1);
+      for (int k = 0; k < n; ++k) ids[k] = start + k;
+      return part.Row(start);
+    }
+    for (int k = 0; k < n; ++k) {
+      ids[k] = rng.Below(part.rows);
+      std::memcpy(gathered + size_t(k) * part.dim, part.Row(ids[k]), sizeof(float) * part.dim);
+    }
+    return gathered;
+  }
+
+  static void Prefetch(const float* row, size_t bytes) {
+    const char* p = reinterpret_cast<const char*>(row);
+    for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b, 1, 1);
   }
 
   // Row-wise Adagrad on one row unless the row is frozen.
