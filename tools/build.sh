@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 kind=${1:-release}
 case "$kind" in
   release) dir=build; extra=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
-  sanitize) dir=build-sanitize; extra=(-DCMAKE_BUILD_TYPE=Debug -DEMBER_SANITIZE=ON) ;;
+  sanitize) dir=build-sanitize; extra=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=ON) ;;
   *) echo "usage: $0 [release|sanitize]" >&2; exit 2 ;;
 esac
 gen=()
