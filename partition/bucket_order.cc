@@ -6,33 +6,12 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "storage/splitmix.h"
 
 namespace ember {
 namespace {
 
-// A small self-contained generator (SplitMix64) so that orders are the same
-// on every platform and standard library; std:: distributions are not.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [0, n) up to a bias of n / 2^64, irrelevant here.
-  uint64_t Below(uint64_t n) {
-    return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * n) >> 64);
-  }
-  template <typename T>
-  void Shuffle(std::vector<T>& v) {
-    for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[Below(i)]);
-  }
-
- private:
-  uint64_t state_;
-};
+using Rng = SplitMix64;
 
 // Distinct streams per kind, so that kinds sharing a seed do not share draws.
 constexpr uint64_t kInsideOutSalt = 0x1D5E0A7C3B2F4E61ULL;

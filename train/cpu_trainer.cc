@@ -15,6 +15,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "storage/node_hash.h"
+#include "storage/splitmix.h"
 #include "storage/status_macros.h"
 #include "train/adagrad.h"
 #include "train/chunk_scorer.h"
@@ -23,23 +24,7 @@
 namespace ember {
 namespace {
 
-// splitmix64: small, fast, and seeded per batch for determinism.
-class BatchRng {
- public:
-  explicit BatchRng(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  uint32_t Below(uint64_t n) {
-    return static_cast<uint32_t>((static_cast<unsigned __int128>(Next()) * n) >> 64);
-  }
-
- private:
-  uint64_t state_;
-};
+using BatchRng = SplitMix64;  // seeded per batch for determinism
 
 // Per-thread buffers, sized once; the hot path allocates nothing.
 struct Scratch {

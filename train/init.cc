@@ -3,30 +3,12 @@
 #include <cmath>
 #include <numbers>
 
+#include "storage/splitmix.h"
 #include "storage/status_macros.h"
 
 namespace ember {
 namespace {
 
-// SplitMix64 (Steele, Lea, Flood 2014): a full-period generator whose
-// outputs pass BigCrush; also used to derive one stream per row.
-class SplitMix64 {
- public:
-  explicit SplitMix64(uint64_t state) : state_(state) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  // Uniform in (0, 1): 53 random bits, offset by half a step.
-  double NextOpenUnit() {
-    return (static_cast<double>(Next() >> 11) + 0.5) * 0x1.0p-53;
-  }
-
- private:
-  uint64_t state_;
-};
 
 }  // namespace
 

@@ -13,6 +13,7 @@
 #include "nlohmann/json.hpp"
 #include "storage/graph.h"
 #include "storage/node_hash.h"
+#include "storage/splitmix.h"
 #include "storage/status_macros.h"
 #include "train/checkpoint.h"
 #include "train/evaluator.h"
@@ -38,18 +39,8 @@ uint64_t BucketSeed(uint64_t seed, int epoch, const Bucket& b, uint32_t P) {
   return Mix64(Mix64(seed, static_cast<uint64_t>(epoch)), uint64_t{b.src} * P + b.dst);
 }
 
-// Fisher-Yates with splitmix64, so shuffles are the same everywhere.
-void Shuffle(std::vector<Edge>* edges, uint64_t seed) {
-  uint64_t s = seed;
-  for (size_t i = edges->size(); i > 1; --i) {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    const size_t j = static_cast<size_t>((static_cast<unsigned __int128>(z) * i) >> 64);
-    std::swap((*edges)[i - 1], (*edges)[j]);
-  }
-}
+// Same shuffle on every platform.
+void Shuffle(std::vector<Edge>* edges, uint64_t seed) { SplitMix64(seed).Shuffle(*edges); }
 
 // The edges of every bucket of a round, read and shuffled.
 using RoundEdges = std::vector<std::vector<Edge>>;
