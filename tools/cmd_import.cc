@@ -41,6 +41,9 @@ ABSL_FLAG(bool, skip_bad_lines, false,
 ABSL_FLAG(std::string, append, "",
           "import: GRAPH to add the files' edges and new nodes to (instead "
           "of --out); existing nodes keep their ids.");
+ABSL_FLAG(std::vector<std::string>, node_features, {},
+          "import: file(s) of node<TAB>feat[:weight] feat[:weight] ... lines "
+          "(sparse node features; comma list).");
 ABSL_FLAG(std::string, memory_budget, "2G",
           "import: peak memory target, e.g. 1G, 512M.");
 
@@ -60,6 +63,7 @@ absl::StatusOr<ImportOptions> OptionsFromFlags(const std::vector<std::string>& f
   o.files = files;
   o.valid_files = absl::GetFlag(FLAGS_valid);
   o.test_files = absl::GetFlag(FLAGS_test);
+  o.node_feature_files = absl::GetFlag(FLAGS_node_features);
   if (absl::GetFlag(FLAGS_partitions) < 1) {
     return absl::InvalidArgumentError("--partitions must be >= 1");
   }
@@ -91,7 +95,22 @@ nlohmann::json SummaryJson(const ImportSummary& s) {
   for (int i = 0; i < kNumRejectReasons; ++i) {
     rejected[std::string(RejectReasonName(static_cast<RejectReason>(i)))] = s.rejected[i];
   }
+  nlohmann::json features = nlohmann::json::object();
+  if (s.features.lines > 0 || s.features.vocab_size > 0) {
+    nlohmann::json frej = nlohmann::json::object();
+    for (int i = 0; i < kNumFeatureRejectReasons; ++i) {
+      frej[std::string(FeatureRejectReasonName(static_cast<FeatureRejectReason>(i)))] =
+          s.features.rejected[i];
+    }
+    features = {{"vocab", s.features.vocab_size},
+                {"nodes", s.features.nodes_with_features},
+                {"nonzeros", s.features.nonzeros},
+                {"lines", s.features.lines},
+                {"unknown_nodes", s.features.unknown_nodes},
+                {"rejected", frej}};
+  }
   return {
+      {"features", features},
       {"nodes", s.nodes},
       {"edges", {{"train", s.edges.train}, {"valid", s.edges.valid}, {"test", s.edges.test}}},
       {"relations", s.relations},
@@ -129,6 +148,30 @@ void PrintSummary(const ImportSummary& s, const std::string& out, bool append) {
     }
     std::printf("\n");
   }
+  const FeatureImportSummary& f = s.features;
+  if (f.lines > 0 || f.vocab_size > 0) {
+    std::printf("features: %llu names, %llu nodes with features, %llu non-zeros",
+                (unsigned long long)f.vocab_size, (unsigned long long)f.nodes_with_features,
+                (unsigned long long)f.nonzeros);
+    if (f.unknown_nodes) {
+      std::printf(", %llu lines for nodes not in the graph skipped",
+                  (unsigned long long)f.unknown_nodes);
+    }
+    std::printf("\n");
+    uint64_t frej = 0;
+    for (uint64_t r : f.rejected) frej += r;
+    if (frej > 0) {
+      std::printf("rejected %llu feature lines:", (unsigned long long)frej);
+      for (int i = 0; i < kNumFeatureRejectReasons; ++i) {
+        if (f.rejected[i] > 0) {
+          std::printf(" %s=%llu",
+                      std::string(FeatureRejectReasonName(static_cast<FeatureRejectReason>(i))).c_str(),
+                      (unsigned long long)f.rejected[i]);
+        }
+      }
+      std::printf("\n");
+    }
+  }
   if (s.self_loops_dropped) std::printf("dropped %llu self loops\n", (unsigned long long)s.self_loops_dropped);
   if (s.duplicates_dropped) std::printf("dropped %llu duplicate edges\n", (unsigned long long)s.duplicates_dropped);
   if (s.new_nodes) std::printf("%llu of the nodes are new\n", (unsigned long long)s.new_nodes);
@@ -146,7 +189,10 @@ int ImportMain(const std::vector<std::string>& args) {
   ProgressPrinter progress(!absl::GetFlag(FLAGS_quiet));
   options->progress = [&](const ImportProgress& p) {
     progress.Update(p.phase, p.done, p.total, p.unit,
-                    absl::StrFormat("%s edges", HumanCount(p.edges_read)));
+                    absl::StrFormat("%s edges (%s edges/s overall)", HumanCount(p.edges_read),
+                                    HumanCount(p.elapsed_seconds > 0
+                                                   ? p.edges_read / p.elapsed_seconds
+                                                   : 0)));
   };
   auto summary = ImportGraph(*options);
   progress.Finish();

@@ -49,13 +49,15 @@ void ProgressPrinter::Update(const std::string& phase, uint64_t done,
   const double phase_secs = std::chrono::duration<double>(now - phase_start_).count();
   const double rate = phase_secs > 0 ? done / phase_secs : 0;
   std::string line = absl::StrFormat("%-6s %s", phase, HumanCount(done));
-  if (total > 0) {
+  if (unit.empty()) {
+    line = absl::StrFormat("%-6s", phase);  // a step without a count
+  } else if (total > 0) {
     absl::StrAppendFormat(&line, "/%s %s (%.1f%%)", HumanCount(total), unit,
                           100.0 * done / total);
   } else {
     absl::StrAppendFormat(&line, " %s", unit);
   }
-  absl::StrAppendFormat(&line, "  %s %s/s", HumanCount(rate), unit);
+  if (!unit.empty()) absl::StrAppendFormat(&line, "  %s %s/s", HumanCount(rate), unit);
   if (total > 0 && rate > 0 && done < total) {
     absl::StrAppendFormat(&line, "  ETA %.0fs", (total - done) / rate);
   }
