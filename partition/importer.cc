@@ -800,6 +800,16 @@ absl::StatusOr<ImportSummary> Importer::Run() {
 
   RETURN_IF_ERROR(ReadAndParse());
   RETURN_IF_ERROR(AssignNodes());
+  if (!options_.node_feature_files.empty()) {
+    FeatureImportOptions fo;
+    fo.files = options_.node_feature_files;
+    fo.integer_ids = options_.integer_ids;
+    fo.skip_bad_lines = options_.skip_bad_lines;
+    fo.memory_budget = options_.memory_budget;
+    ASSIGN_OR_RETURN(summary_.features,
+                     ImportNodeFeatures(builder_.get(), Scratch("slots"),
+                                        partition_sizes_, fo));
+  }
   RETURN_IF_ERROR(TranslateAndWriteEdges());
 
   Manifest m;
@@ -825,6 +835,7 @@ absl::StatusOr<ImportSummary> Importer::Run() {
     m.seed = options_.seed;
     m.integer_ids = options_.integer_ids;
     m.degree = degree_;
+    m.num_features = summary_.features.vocab_size;
   }
   m.num_partitions = num_partitions_;
   m.partition_sizes = partition_sizes_;
@@ -852,6 +863,11 @@ absl::Status ImportOptions::Validate() const {
   }
   if (files.empty()) {
     return absl::InvalidArgumentError("no training input: give at least one FILE");
+  }
+  if (append && !node_feature_files.empty()) {
+    return absl::InvalidArgumentError(
+        "--node-features is not supported with --append (import the graph "
+        "again with its features)");
   }
   if (num_partitions < 1 || num_partitions > 4096) {
     return absl::InvalidArgumentError(

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "partition/feature_import.h"
 #include "partition/line_parser.h"
 #include "partition/partitioner.h"
 #include "storage/manifest.h"
@@ -49,6 +50,9 @@ struct ImportOptions {
   std::vector<std::string> files;        // split by `split` fractions
   std::vector<std::string> valid_files;  // all edges -> valid
   std::vector<std::string> test_files;   // all edges -> test
+  // Sparse node features (partition/feature_import.h), imported after the
+  // nodes are placed. Not supported with `append`. Default: none.
+  std::vector<std::string> node_feature_files;
   uint32_t num_partitions = 1;
   PartitionerKind partitioner = PartitionerKind::kHash;
   SplitFractions split;                  // Default: all train.
@@ -86,6 +90,7 @@ struct ImportSummary {
   uint64_t node_runs_spilled = 0;
   uint32_t key_ranges = 1;      // >1: the slot table did not fit the budget
   uint64_t new_nodes = 0;       // with append: nodes not in the graph before
+  FeatureImportSummary features;  // with node_feature_files
   double seconds = 0;
 };
 

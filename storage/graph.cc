@@ -41,6 +41,7 @@ constexpr int kByName = 1;
 constexpr int kById = 2;
 constexpr int kNodes = 1;
 constexpr int kEdges = 2;
+constexpr int kFeatures = 3;
 constexpr int kEmbeddings = 4;
 constexpr int kOptimizer = 5;
 
@@ -427,6 +428,63 @@ absl::Status Graph::ForEachNodeName(
                    absl::StrCat("cannot scan nodes of ", shard.path));
 }
 
+absl::Status Graph::ForEachNodeFeatures(
+    uint32_t p,
+    const std::function<absl::Status(uint32_t, std::span<const FeatureEntry>)>&
+        fn) const {
+  RETURN_IF_ERROR(rep_->CheckPartition(p, "ForEachNodeFeatures"));
+  const Db& shard = rep_->shards[p];
+  const uint64_t size = rep_->manifest.partition_sizes[p];
+  rocksdb::ReadOptions ro;
+  ro.fill_cache = false;
+  ro.readahead_size = 2 << 20;
+  std::unique_ptr<rocksdb::Iterator> it(
+      shard.db->NewIterator(ro, shard.handles[kFeatures]));
+  std::vector<FeatureEntry> entries;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    uint32_t offset;
+    absl::Status s = DecodeFeatureKey(
+        std::string_view(it->key().data(), it->key().size()), &offset);
+    if (s.ok() && offset >= size) {
+      s = absl::DataLossError(absl::StrCat("features of offset ", offset,
+                                           " beyond the partition's ", size,
+                                           " nodes"));
+    }
+    entries.clear();
+    if (s.ok()) {
+      s = DecodeFeatureList(
+          std::string_view(it->value().data(), it->value().size()), &entries);
+    }
+    if (!s.ok()) {
+      return absl::DataLossError(
+          absl::StrCat(shard.path, " features: ", s.message()));
+    }
+    RETURN_IF_ERROR(fn(offset, entries));
+  }
+  return FromRocks(it->status(),
+                   absl::StrCat("cannot scan features of ", shard.path));
+}
+
+absl::Status Graph::ReadPartitionFeatures(
+    uint32_t p, std::vector<uint64_t>* row_start,
+    std::vector<FeatureEntry>* entries) const {
+  RETURN_IF_ERROR(rep_->CheckPartition(p, "ReadPartitionFeatures"));
+  const uint64_t rows = rep_->manifest.partition_sizes[p];
+  row_start->assign(rows + 1, 0);
+  entries->clear();
+  uint64_t next_row = 0;  // rows before it have their start set
+  RETURN_IF_ERROR(ForEachNodeFeatures(
+      p, [&](uint32_t offset, std::span<const FeatureEntry> list) {
+        for (; next_row <= offset; ++next_row) {
+          (*row_start)[next_row] = entries->size();
+        }
+        entries->insert(entries->end(), list.begin(), list.end());
+        return absl::OkStatus();
+      }));
+  for (; next_row <= rows; ++next_row) (*row_start)[next_row] = entries->size();
+  return absl::OkStatus();
+}
+
 absl::Status Graph::WriteTable(Table table, uint32_t p, uint64_t version,
                                const float* rows, uint64_t num_rows,
                                uint32_t width) {
@@ -695,7 +753,7 @@ absl::Status Graph::IngestRuns(std::string_view cf, uint32_t partition,
     } else if (cf == "edges") {
       handle = kEdges;
     } else if (cf == "features") {
-      handle = 3;  // features
+      handle = kFeatures;
     }
   }
   if (handle < 0) {

@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "storage/keys.h"
 #include "storage/manifest.h"
 #include "storage/types.h"
 
@@ -83,6 +84,24 @@ class Graph {
   absl::Status ForEachNodeName(
       uint32_t p,
       const std::function<absl::Status(uint32_t, std::string_view)>& fn) const;
+
+  // Sparse node features (shard-<p>/features). Calls fn(offset, entries)
+  // for every node of partition p that has features, in offset order;
+  // entries are sorted by feature id (an index into the `feature-vocab`
+  // blob, one name per line). The span is valid only during the call.
+  // Stops at and returns the first non-OK status of `fn`; DataLoss names
+  // the shard on a corrupt key or value. Thread-safe.
+  absl::Status ForEachNodeFeatures(
+      uint32_t p,
+      const std::function<absl::Status(uint32_t offset,
+                                       std::span<const FeatureEntry>)>& fn)
+      const;
+  // All features of partition p in CSR form: row_start has
+  // partition_sizes[p] + 1 entries and node o's features are
+  // entries[row_start[o] .. row_start[o+1]) (empty without features).
+  absl::Status ReadPartitionFeatures(uint32_t p,
+                                     std::vector<uint64_t>* row_start,
+                                     std::vector<FeatureEntry>* entries) const;
 
   // Float tables: `rows` x `width` floats, row-major, for partition p under
   // checkpoint `version`. REQUIRES (write): opened read-write.

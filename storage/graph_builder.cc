@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <filesystem>
 #include <map>
@@ -365,6 +366,38 @@ absl::StatusOr<std::unique_ptr<SortedRunWriter>> GraphBuilder::NewRun(
     rep_->runs.push_back(state);
   }
   return std::unique_ptr<SortedRunWriter>(new SstRunWriter(std::move(state)));
+}
+
+absl::Status GraphBuilder::WriteBlob(std::string_view name,
+                                     std::string_view bytes) {
+  if (rep_->append != nullptr) {
+    return absl::UnimplementedError(absl::StrCat(
+        "GraphBuilder::WriteBlob is not supported when appending to ",
+        rep_->out));
+  }
+  bool ok = !name.empty() && name.size() <= 200 && name != "." && name != "..";
+  for (char c : name) {
+    ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' ||
+                c == '_' || c == '-');
+  }
+  if (!ok) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "blob name '", internal::Sv(name),
+        "' must be 1..200 characters of [A-Za-z0-9._-]"));
+  }
+  {
+    absl::MutexLock lock(&rep_->mu);
+    if (rep_->committed) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("WriteBlob after Commit of ", rep_->out));
+    }
+  }
+  const std::string dir = rep_->staging + "/blobs";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return internal::ErrnoStatus(ec.value(), "create directory", dir);
+  return internal::WriteFileAtomic(absl::StrCat(dir, "/", internal::Sv(name)),
+                                   bytes);
 }
 
 absl::Status GraphBuilder::Commit(const Manifest& manifest) {

@@ -73,6 +73,13 @@ class GraphBuilder {
   absl::StatusOr<std::unique_ptr<SortedRunWriter>> NewRun(RunTarget target,
                                                           uint32_t partition);
 
+  // Writes the small file `name` into the staging directory's blobs/, so
+  // that it becomes GRAPH/blobs/<name> (Graph::ReadBlob) when Commit
+  // succeeds and disappears with the staging directory otherwise. Replaces
+  // an earlier blob of the same name. Names are [A-Za-z0-9._-]{1,200}.
+  // Unimplemented for CreateAppend builders. Not thread-safe with itself.
+  absl::Status WriteBlob(std::string_view name, std::string_view bytes);
+
   // Ingests every finished run, compacts nothing, writes MANIFEST.json,
   // fsyncs and renames into place (replacing `out` when overwrite is set).
   // FailedPrecondition while a run is still open (neither finished nor its

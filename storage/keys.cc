@@ -89,6 +89,60 @@ std::string NodeOffsetKey(uint32_t offset) {
   return key;
 }
 
+std::string FeatureKey(uint32_t offset) { return NodeOffsetKey(offset); }
+
+absl::Status DecodeFeatureKey(std::string_view key, uint32_t* offset) {
+  if (key.size() != 4) {
+    return absl::DataLossError(absl::StrCat(
+        "corrupt features key: ", key.size(), " bytes, expected 4"));
+  }
+  const auto* b = reinterpret_cast<const unsigned char*>(key.data());
+  *offset = (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) |
+            (uint32_t{b[2]} << 8) | uint32_t{b[3]};
+  return absl::OkStatus();
+}
+
+std::string EncodeFeatureList(std::span<const FeatureEntry> entries) {
+  std::string value(4 + 8 * entries.size(), '\0');
+  char* p = value.data();
+  PutLittleEndian32(p, static_cast<uint32_t>(entries.size()));
+  p += 4;
+  for (const FeatureEntry& e : entries) {
+    uint32_t bits;
+    std::memcpy(&bits, &e.weight, 4);
+    PutLittleEndian32(p, e.feature);
+    PutLittleEndian32(p + 4, bits);
+    p += 8;
+  }
+  return value;
+}
+
+absl::Status DecodeFeatureList(std::string_view value,
+                               std::vector<FeatureEntry>* out) {
+  if (value.size() < 4) {
+    return absl::DataLossError(absl::StrCat(
+        "corrupt feature list: ", value.size(), " bytes, need at least 4"));
+  }
+  const uint32_t count = GetLittleEndian32(value.data());
+  const uint64_t expected = 4 + 8 * static_cast<uint64_t>(count);
+  if (value.size() != expected) {
+    return absl::DataLossError(
+        absl::StrCat("corrupt feature list: header says ", count,
+                     " entries (", expected, " bytes) but the value has ",
+                     value.size(), " bytes"));
+  }
+  const char* p = value.data() + 4;
+  out->reserve(out->size() + count);
+  for (uint32_t i = 0; i < count; ++i, p += 8) {
+    FeatureEntry e;
+    e.feature = GetLittleEndian32(p);
+    const uint32_t bits = GetLittleEndian32(p + 4);
+    std::memcpy(&e.weight, &bits, 4);
+    out->push_back(e);
+  }
+  return absl::OkStatus();
+}
+
 std::string DictNameKey(uint64_t node_key, std::string_view name) {
   std::string key;
   key.reserve(8 + name.size());

@@ -31,6 +31,24 @@ absl::Status DecodeEdgeBlock(std::string_view value, std::vector<Edge>* out);
 // shard-<p> / `nodes`: [offset u32] -> external id (UTF-8 text).
 std::string NodeOffsetKey(uint32_t offset);
 
+// shard-<p> / `features`: [offset u32] -> [count u32][count x (feature id
+// u32, weight f32)] (values little-endian). Entries are sorted by feature id,
+// each id at most once; a node without features has no key. Feature ids
+// index the vocabulary blob `feature-vocab` (kFeatureVocabBlob).
+struct FeatureEntry {
+  uint32_t feature = 0;
+  float weight = 0;
+  friend bool operator==(const FeatureEntry&, const FeatureEntry&) = default;
+};
+inline constexpr char kFeatureVocabBlob[] = "feature-vocab";
+std::string FeatureKey(uint32_t offset);
+// Inverse of FeatureKey; DataLoss unless the key has exactly 4 bytes.
+absl::Status DecodeFeatureKey(std::string_view key, uint32_t* offset);
+std::string EncodeFeatureList(std::span<const FeatureEntry> entries);
+// Appends the value's entries to *out; DataLoss if the size is inconsistent.
+absl::Status DecodeFeatureList(std::string_view value,
+                               std::vector<FeatureEntry>* out);
+
 // dict / `by_name`: [node key u64][name bytes] -> PackNodeRef (u64 LE),
 // where node key is StringNodeKey(name) or IntegerNodeKey(id) (node_hash.h).
 std::string DictNameKey(uint64_t node_key, std::string_view name);

@@ -1,4 +1,4 @@
-// `ember gen rmat|sbm`: synthetic graph generators. Flags map onto
+// `ember gen rmat|sbm|features`: synthetic graph generators. Flags map onto
 // gen::RmatOptions / gen::SbmOptions / gen::GenOutputOptions; the work is
 // done by the library functions in rmat_generator.h and sbm_generator.h.
 #include <cstdio>
@@ -11,6 +11,7 @@
 #include "nlohmann/json.hpp"
 #include "tools/cli.h"
 #include "tools/common_flags.h"
+#include "tools/features_generator.h"
 #include "tools/gen_output.h"
 #include "tools/rmat_generator.h"
 #include "tools/sbm_generator.h"
@@ -29,6 +30,11 @@ ABSL_FLAG(double, mixing, 0.1,
           "gen sbm: fraction of edges between different blocks, in [0, 1].");
 ABSL_FLAG(std::string, labels_out, "",
           "gen sbm: path of the node<TAB>block labels file.");
+
+ABSL_FLAG(std::string, labels, "",
+          "gen features: the node<TAB>block labels file of `gen sbm`.");
+ABSL_FLAG(uint64_t, vocab, 100000,
+          "gen features: vocabulary size (feature names f0 .. f<V-1>).");
 
 namespace ember::tools {
 namespace {
@@ -57,7 +63,7 @@ void PrintJson(const std::string& kind, const gen::GenOutputOptions& out,
 absl::Status RunGen(const std::vector<std::string>& args) {
   if (args.size() != 1) {
     return absl::InvalidArgumentError(
-        "usage: ember gen rmat|sbm [flags] --out FILE "
+        "usage: ember gen rmat|sbm|features [flags] --out FILE "
         "(exactly one generator name expected)");
   }
   const gen::GenOutputOptions output = OutputFromFlags();
@@ -88,8 +94,31 @@ absl::Status RunGen(const std::vector<std::string>& args) {
     if (absl::GetFlag(FLAGS_json)) PrintJson("sbm", output, stats, labels);
     return absl::OkStatus();
   }
+  if (args[0] == "features") {
+    gen::FeaturesOptions o;
+    o.vocab = absl::GetFlag(FLAGS_vocab);
+    o.seed = absl::GetFlag(FLAGS_seed);
+    const std::string labels = absl::GetFlag(FLAGS_labels);
+    if (absl::Status s = gen::GenerateFeatures(o, labels, output, &stats);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::GetFlag(FLAGS_json)) {
+      nlohmann::json j = {{"generator", "features"},
+                          {"out", output.path},
+                          {"labels", labels},
+                          {"vocab", o.vocab},
+                          {"nodes", stats.nodes},
+                          {"nonzeros", stats.edges},
+                          {"bytes", stats.bytes_written},
+                          {"seconds", stats.seconds}};
+      std::printf("%s\n", j.dump().c_str());
+    }
+    return absl::OkStatus();
+  }
   return absl::InvalidArgumentError(absl::StrCat(
-      "unknown generator '", args[0], "'; expected 'rmat' or 'sbm'"));
+      "unknown generator '", args[0],
+      "'; expected 'rmat', 'sbm' or 'features'"));
 }
 
 }  // namespace
