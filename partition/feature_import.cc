@@ -22,24 +22,6 @@ namespace ember {
 namespace {
 
 // The importer's slot file record (partition/importer.cc writes them).
-struct SlotRecord {
-  uint64_t key;
-  uint64_t slot;
-};
-
-std::string Printable(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s.substr(0, 60)) {
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      absl::StrAppendFormat(&out, "\\x%02x", c);
-    }
-  }
-  if (s.size() > 60) out += "...";
-  return out;
-}
-
 struct PendingRow {
   uint32_t offset;
   uint32_t count;
@@ -121,7 +103,7 @@ absl::StatusOr<std::string> FeatureImporter::ParseLine(
   while (!node.empty() && node.back() == ' ') node.remove_suffix(1);
   if (node.empty()) {
     *reason = FeatureRejectReason::kEmptyNode;
-    return absl::StrCat("empty node in '", Printable(line), "'");
+    return absl::StrCat("empty node in '", PrintableSnippet(line), "'");
   }
   uint64_t key;
   if (options_.integer_ids) {
@@ -129,7 +111,7 @@ absl::StatusOr<std::string> FeatureImporter::ParseLine(
     auto [ptr, ec] = std::from_chars(node.data(), node.data() + node.size(), id);
     if (ec != std::errc() || ptr != node.data() + node.size()) {
       *reason = FeatureRejectReason::kBadNodeId;
-      return absl::StrCat("node '", Printable(node),
+      return absl::StrCat("node '", PrintableSnippet(node),
                           "' is not a non-negative 64-bit integer (--integer-ids)");
     }
     key = IntegerNodeKey(id);
@@ -140,7 +122,7 @@ absl::StatusOr<std::string> FeatureImporter::ParseLine(
       return absl::StrCat(why == RejectReason::kInvalidUtf8
                               ? "invalid UTF-8"
                               : "binary data (control byte)",
-                          " in node of '", Printable(line), "'");
+                          " in node of '", PrintableSnippet(line), "'");
     }
     key = StringNodeKey(node);
   }
@@ -161,14 +143,14 @@ absl::StatusOr<std::string> FeatureImporter::ParseLine(
       std::string_view w = tok.substr(colon + 1);
       if (!absl::SimpleAtof(absl::string_view(w.data(), w.size()), &t.weight)) {
         *reason = FeatureRejectReason::kBadWeight;
-        return absl::StrCat("bad weight '", Printable(w), "' of feature '",
-                            Printable(t.name), "' in '", Printable(line), "'");
+        return absl::StrCat("bad weight '", PrintableSnippet(w), "' of feature '",
+                            PrintableSnippet(t.name), "' in '", PrintableSnippet(line), "'");
       }
       if (!std::isfinite(t.weight)) {
         *reason = FeatureRejectReason::kNonFiniteWeight;
-        return absl::StrCat("non-finite weight '", Printable(w),
-                            "' of feature '", Printable(t.name), "' in '",
-                            Printable(line), "'");
+        return absl::StrCat("non-finite weight '", PrintableSnippet(w),
+                            "' of feature '", PrintableSnippet(t.name), "' in '",
+                            PrintableSnippet(line), "'");
       }
     }
     RejectReason why;
@@ -178,7 +160,7 @@ absl::StatusOr<std::string> FeatureImporter::ParseLine(
                           : why == RejectReason::kInvalidUtf8
                               ? "invalid UTF-8 in a feature name"
                               : "binary data (control byte) in a feature name",
-                          " in '", Printable(line), "'");
+                          " in '", PrintableSnippet(line), "'");
     }
     tokens_.push_back(t);
   }
@@ -192,14 +174,14 @@ absl::StatusOr<std::string> FeatureImporter::ParseLine(
   const uint32_t offset = SlotOffset(*slot);
   if (p >= partition_sizes_.size() || offset >= partition_sizes_[p]) {
     return absl::InternalError(absl::StrCat(
-        "slot of node '", Printable(node), "' is outside the graph"));
+        "slot of node '", PrintableSnippet(node), "' is outside the graph"));
   }
   const uint64_t gid = base_[p] + offset;
   if (seen_[gid >> 6] & (uint64_t{1} << (gid & 63))) {
     *reason = FeatureRejectReason::kDuplicateNode;
-    return absl::StrCat("node '", Printable(node),
+    return absl::StrCat("node '", PrintableSnippet(node),
                         "' already has a feature line (each node may have "
-                        "one) in '", Printable(line), "'");
+                        "one) in '", PrintableSnippet(line), "'");
   }
   seen_[gid >> 6] |= uint64_t{1} << (gid & 63);
 

@@ -50,11 +50,6 @@ struct EdgeRecord {
 static_assert(sizeof(EdgeRecord) == 24);
 enum : uint8_t { kSrcSlot = 1, kDstSlot = 2 };
 
-struct SlotRecord {
-  uint64_t key;
-  uint64_t slot;
-};
-
 struct InputFile {
   std::string path;
   std::optional<Split> split;  // fixed split, or by fractions
@@ -80,19 +75,6 @@ struct ParseToken {
   absl::Status status;
 };
 
-std::string Printable(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s.substr(0, 60)) {
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      absl::StrAppendFormat(&out, "\\x%02x", c);
-    }
-  }
-  if (s.size() > 60) out += "...";
-  return out;
-}
-
 std::string BadLineMessage(RejectReason reason, std::string_view line,
                            const LineFormat& format) {
   switch (reason) {
@@ -100,23 +82,23 @@ std::string BadLineMessage(RejectReason reason, std::string_view line,
       return absl::StrCat("too few columns: expected ", format.min_fields(),
                           ", got ", CountFields(line, format.delimiter),
                           format.rel_col >= 0 ? " (missing relation column?)" : "",
-                          " in '", Printable(line), "'");
+                          " in '", PrintableSnippet(line), "'");
     case RejectReason::kEmptyId:
-      return absl::StrCat("empty id in '", Printable(line), "'");
+      return absl::StrCat("empty id in '", PrintableSnippet(line), "'");
     case RejectReason::kNonNumericId:
       return absl::StrCat("non-numeric id under --integer-ids in '",
-                          Printable(line), "'");
+                          PrintableSnippet(line), "'");
     case RejectReason::kNegativeId:
       return absl::StrCat("negative id under --integer-ids in '",
-                          Printable(line), "'");
+                          PrintableSnippet(line), "'");
     case RejectReason::kIdOutOfRange:
       return absl::StrCat("id larger than 2^64-1 under --integer-ids in '",
-                          Printable(line), "'");
+                          PrintableSnippet(line), "'");
     case RejectReason::kBinaryData:
-      return absl::StrCat("binary data (control byte) in '", Printable(line),
+      return absl::StrCat("binary data (control byte) in '", PrintableSnippet(line),
                           "'");
     case RejectReason::kInvalidUtf8:
-      return absl::StrCat("invalid UTF-8 in '", Printable(line), "'");
+      return absl::StrCat("invalid UTF-8 in '", PrintableSnippet(line), "'");
     case RejectReason::kCount:
       break;
   }

@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 
 namespace ember {
@@ -150,6 +151,19 @@ char DetectDelimiter(std::string_view line) {
 int CountFields(std::string_view line, char delimiter) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   return SplitFields(line, delimiter, nullptr, 0);
+}
+
+std::string PrintableSnippet(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s.substr(0, 60)) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      absl::StrAppendFormat(&out, "\\x%02x", c);
+    }
+  }
+  if (s.size() > 60) out += "...";
+  return out;
 }
 
 bool ValidateStringId(std::string_view id, RejectReason* reason) {

@@ -64,6 +64,10 @@ struct ParsedLine {
 bool ParseEdgeLine(std::string_view line, const LineFormat& format,
                    ParsedLine* out, RejectReason* reason);
 
+// At most 60 bytes of `s` for an error message, non-printable bytes as
+// \xNN escapes and "..." when cut.
+std::string PrintableSnippet(std::string_view s);
+
 // Whether `id` is acceptable as a string id: non-empty, valid UTF-8, no
 // control characters. Sets *reason otherwise.
 bool ValidateStringId(std::string_view id, RejectReason* reason);

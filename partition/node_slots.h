@@ -21,6 +21,12 @@ inline uint32_t SlotOffset(uint64_t slot) { return (slot >> 1) & 0x7fffffffu; }
 inline bool SlotInTrain(uint64_t slot) { return slot & 1; }
 inline constexpr uint32_t kMaxPartitionNodes = 0x7fffffffu;
 
+// One record of the importer's key -> slot file (sorted by key).
+struct SlotRecord {
+  uint64_t key;
+  uint64_t slot;
+};
+
 class NodeSlotTable {
  public:
   static constexpr uint64_t kBytesPerNode = 17;
