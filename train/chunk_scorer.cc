@@ -122,15 +122,24 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
   const int c = in.chunk;
   const int na = c + in.num_src_negs;  // rows of A, columns of Ss
   const int nb = c + in.num_dst_negs;  // rows of B, columns of Sd
-  float* a = ws->a_.data();
-  float* b = ws->b_.data();
-
-  // A = [op(L); op(Us)], B = [R; Ud].
-  OpForward<kOp>(rel, in.lhs, c, d, a);
-  OpForward<kOp>(rel, in.src_negs, in.num_src_negs, d, a + int64_t{c} * d);
-  std::copy(in.rhs, in.rhs + int64_t{c} * d, b);
-  std::copy(in.dst_negs, in.dst_negs + int64_t{in.num_dst_negs} * d,
-            b + int64_t{c} * d);
+  // A = [op(L); op(Us)], B = [R; Ud]. Rows the caller already stacked
+  // (negatives right after the chunk) are read in place, without a copy.
+  const int64_t cd = int64_t{c} * d;
+  const float* a = in.lhs;
+  const float* b = in.rhs;
+  if (kOp != Operator::kNone ||
+      (in.num_src_negs > 0 && in.src_negs != in.lhs + cd)) {
+    float* w = ws->a_.data();
+    OpForward<kOp>(rel, in.lhs, c, d, w);
+    OpForward<kOp>(rel, in.src_negs, in.num_src_negs, d, w + cd);
+    a = w;
+  }
+  if (in.num_dst_negs > 0 && in.dst_negs != in.rhs + cd) {
+    float* w = ws->b_.data();
+    std::copy(in.rhs, in.rhs + cd, w);
+    std::copy(in.dst_negs, in.dst_negs + int64_t{in.num_dst_negs} * d, w + cd);
+    b = w;
+  }
 
   // Comparator preparation: the GEMM operands (â, b̂) and per-row data.
   const float* ah = a;

@@ -39,7 +39,9 @@ namespace ember {
 
 // Inputs of one chunk. Pointers are borrowed for the duration of the call and
 // may alias one another (e.g. src_negs == dst_negs when both sides draw from
-// the same partition).
+// the same partition). A caller that stacks the negatives right after the
+// chunk (src_negs == lhs + chunk·dim, dst_negs == rhs + chunk·dim) saves the
+// scorer a copy: stacked rows are read in place (for op none on the lhs).
 struct ChunkInput {
   const float* lhs = nullptr;       // chunk × dim
   const float* rhs = nullptr;       // chunk × dim

@@ -30,9 +30,9 @@ using BatchRng = SplitMix64;  // seeded per batch for determinism
 struct Scratch {
   Scratch(int dim, int chunk, int negs, int rel_size)
       : ws(dim, chunk, negs),
-        lhs(size_t(chunk) * dim), rhs(size_t(chunk) * dim),
+        lhs(size_t(chunk + negs) * dim), rhs(size_t(chunk + negs) * dim),
         src_negs(size_t(negs) * dim), dst_negs(size_t(negs) * dim),
-        g_lhs(lhs.size()), g_rhs(rhs.size()), g_src_negs(src_negs.size()),
+        g_lhs(size_t(chunk) * dim), g_rhs(size_t(chunk) * dim), g_src_negs(src_negs.size()),
         g_dst_negs(dst_negs.size()), rel(rel_size), g_rel(rel_size),
         src_neg_ids(negs), dst_neg_ids(negs) {}
   ChunkWorkspace ws;
@@ -136,8 +136,16 @@ class CpuTrainer final : public Trainer {
         std::memcpy(&s.lhs[size_t(k) * dim], src.Row(e.src), row_bytes);
         std::memcpy(&s.rhs[size_t(k) * dim], dst.Row(e.dst), row_bytes);
       }
-      const float* src_negs = SampleNegatives(src, negs, rng, s.src_negs.data(), s.src_neg_ids.data());
-      const float* dst_negs = SampleNegatives(dst, negs, rng, s.dst_negs.data(), s.dst_neg_ids.data());
+      // Negatives go right after the chunk's rows: the scorer then reads
+      // both as one stacked matrix, without copying them again.
+      float* src_negs = &s.lhs[size_t(c) * dim];
+      float* dst_negs = &s.rhs[size_t(c) * dim];
+      if (negs > 0) {
+        std::memcpy(src_negs, SampleNegatives(src, negs, rng, s.src_negs.data(), s.src_neg_ids.data()),
+                    size_t(negs) * row_bytes);
+        std::memcpy(dst_negs, SampleNegatives(dst, negs, rng, s.dst_negs.data(), s.dst_neg_ids.data()),
+                    size_t(negs) * row_bytes);
+      }
       std::fill_n(s.g_lhs.begin(), size_t(c) * dim, 0.0f);
       std::fill_n(s.g_rhs.begin(), size_t(c) * dim, 0.0f);
       std::fill_n(s.g_src_negs.begin(), size_t(negs) * dim, 0.0f);
