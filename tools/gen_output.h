@@ -52,6 +52,16 @@ struct GenStats {
 // True when `path` names a gzip output (ends in ".gz").
 bool IsGzipPath(std::string_view path);
 
+// Decimal digits of v (1 for 0); generators size their line buffers with it.
+inline int DecimalDigits(uint64_t v) {
+  int d = 1;
+  while (v >= 10) {
+    v /= 10;
+    ++d;
+  }
+  return d;
+}
+
 // One output file under construction. Bytes go to `path + ".tmp-<pid>"`;
 // Commit() renames it over `path`. Destroying an uncommitted file removes
 // the temporary, so a failed run leaves neither a half-written output nor a

@@ -21,15 +21,6 @@ constexpr uint64_t kMaxEdges = uint64_t{1} << 48;
 constexpr uint32_t kMaxRelations = 1u << 20;
 constexpr uint64_t kMaxChunkEdges = uint64_t{1} << 24;
 
-int DecimalDigits(uint64_t v) {
-  int d = 1;
-  while (v >= 10) {
-    v /= 10;
-    ++d;
-  }
-  return d;
-}
-
 // Calls fn(src, dst, relation) for each edge of chunk `chunk_index`, in
 // order. Quadrant choice: each 64-bit random word yields four 16-bit slices
 // u, one per level; the quadrant q = [u >= ta] + [u >= tab] + [u >= tabc] is

@@ -18,15 +18,6 @@ constexpr uint64_t kMaxEdges = uint64_t{1} << 48;
 constexpr uint64_t kMaxChunkEdges = uint64_t{1} << 24;
 constexpr uint64_t kLabelsPerChunk = uint64_t{1} << 20;
 
-int DecimalDigits(uint64_t v) {
-  int d = 1;
-  while (v >= 10) {
-    v /= 10;
-    ++d;
-  }
-  return d;
-}
-
 // Calls fn(src, dst) for each edge of chunk `chunk_index`, in order.
 template <typename Fn>
 void ForEachSbmEdge(const SbmOptions& options, uint64_t chunk_index, Fn&& fn) {

@@ -16,7 +16,7 @@ namespace ember {
 namespace {
 
 // Same clamps as the chunk scorer (chunk_scorer.cc).
-constexpr float kMinSquaredDistance = 1e-30f;
+using vec::kMinSquaredDistance;
 constexpr float kMinNorm = 1e-12f;
 
 void EnsureSize(std::vector<float>* v, size_t n) {
@@ -82,17 +82,7 @@ class CandidateKernels {
         const float* x = b + int64_t{r} * d;
         b_sq[r] = vec::Dot(x, x, d);
       }
-      for (int i = 0; i < nq; ++i) {
-        float* si = scores + int64_t{i} * nc;
-        const float ri = a_sq[i];
-        vec::Map(
-            nc, si,
-            [ri](vec::F8 dot, vec::F8 cj) {
-              const vec::F8 d2 = ri + cj - 2.0f * dot;
-              return -vec::Sqrt(vec::Max(d2, vec::Splat(kMinSquaredDistance)));
-            },
-            si, b_sq);
-      }
+      vec::DotsToNegativeDistances(scores, nq, nc, a_sq, b_sq);
     }
   }
 };

@@ -17,7 +17,7 @@ namespace {
 
 // l2 distances are sqrt(max(d^2, kMinSquaredDistance)) as in PBG; where the
 // clamp applies the (sub)gradient is taken as 0.
-constexpr float kMinSquaredDistance = 1e-30f;
+using vec::kMinSquaredDistance;
 // cos: |x| is clamped below at this value (torch.nn.functional.normalize).
 constexpr float kMinNorm = 1e-12f;
 
@@ -178,22 +178,8 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
   GemmNT(c, nb, d, ah, bh, 0.0f, sd);
   GemmNT(c, na, d, bh, ah, 0.0f, ss);
   if constexpr (kCmp == Comparator::kL2) {
-    auto to_distance = [](float* s, int rows, int cols, const float* row_sq,
-                          const float* col_sq) {
-      for (int i = 0; i < rows; ++i) {
-        float* si = s + int64_t{i} * cols;
-        const float ri = row_sq[i];
-        vec::Map(
-            cols, si,
-            [ri](vec::F8 dot, vec::F8 cj) {
-              const vec::F8 d2 = ri + cj - 2.0f * dot;
-              return -vec::Sqrt(vec::Max(d2, vec::Splat(kMinSquaredDistance)));
-            },
-            si, col_sq);
-      }
-    };
-    to_distance(sd, c, nb, a_aux, b_aux);
-    to_distance(ss, c, na, b_aux, a_aux);
+    vec::DotsToNegativeDistances(sd, c, nb, a_aux, b_aux);
+    vec::DotsToNegativeDistances(ss, c, na, b_aux, a_aux);
   }
   // Positive scores, computed directly (for l2 this avoids the cancellation
   // of the GEMM expansion where a positive pair is close).

@@ -177,6 +177,27 @@ inline void Add(const float* x, int n, float* y) {
       n, y, [](F8 a, F8 b) { return a + b; }, y, x);
 }
 
+// l2 scores are -sqrt(max(d^2, kMinSquaredDistance)), as in PBG.
+inline constexpr float kMinSquaredDistance = 1e-30f;
+
+// Turns a rows x cols matrix of dot products s[i][j] = <x_i, y_j> into l2
+// scores -|x_i - y_j| via |x|^2 + |y|^2 - 2<x, y>, given row_sq[i] = |x_i|^2
+// and col_sq[j] = |y_j|^2.
+inline void DotsToNegativeDistances(float* s, int rows, int cols,
+                                    const float* row_sq, const float* col_sq) {
+  for (int i = 0; i < rows; ++i) {
+    float* si = s + int64_t{i} * cols;
+    const float ri = row_sq[i];
+    Map(
+        cols, si,
+        [ri](F8 dot, F8 cj) {
+          const F8 d2 = ri + cj - 2.0f * dot;
+          return -Sqrt(Max(d2, Splat(kMinSquaredDistance)));
+        },
+        si, col_sq);
+  }
+}
+
 }  // namespace ember::vec
 
 #endif  // EMBER_TRAIN_VEC_MATH_H_
