@@ -576,7 +576,7 @@ absl::Status Importer::EmitChunk(std::vector<EdgeRecord>* records) {
     return (uint64_t{SlotPartition(e.src)} * 3 + e.split) * P + SlotPartition(e.dst);
   };
   for (EdgeRecord& e : *records) {
-    if (e.split != static_cast<uint8_t>(Split::kTrain) &&
+    if (!options_.inductive && e.split != static_cast<uint8_t>(Split::kTrain) &&
         !(SlotInTrain(e.src) && SlotInTrain(e.dst))) {
       e.split = static_cast<uint8_t>(Split::kTrain);
       ++summary_.moved_to_train;

@@ -65,6 +65,13 @@ struct ImportOptions {
                                          // within a split
   bool drop_self_loops = false;          // Default: keep them
   bool skip_bad_lines = false;           // count bad lines instead of failing
+  // Keep valid/test edges whose nodes have no train edge in their split
+  // (instead of moving them to train and counting them in
+  // ImportSummary::moved_to_train); such nodes get an embedding row that
+  // only features can train — for `--featurized` models evaluated on unseen
+  // nodes. With `append` nothing is moved either way: every node counts as
+  // having a train edge. Default: false.
+  bool inductive = false;
   uint64_t seed = 0;
   int threads = 0;                       // 0: all hardware threads
   uint64_t memory_budget = 2ull << 30;   // peak RSS target, bytes
@@ -85,7 +92,8 @@ struct ImportSummary {
   uint64_t self_loops_dropped = 0;
   uint64_t duplicates_dropped = 0;
   uint64_t moved_to_train = 0;  // valid/test edges with a node seen only
-                                // outside train, moved to train
+                                // outside train, moved to train (0 with
+                                // `inductive`)
   uint64_t input_bytes = 0;
   uint64_t node_runs_spilled = 0;
   uint32_t key_ranges = 1;      // >1: the slot table did not fit the budget

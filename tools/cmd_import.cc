@@ -38,6 +38,10 @@ ABSL_FLAG(std::string, self_loops, "keep", "import: keep or drop self loops.");
 ABSL_FLAG(bool, skip_bad_lines, false,
           "import: count bad lines by reason and go on, instead of stopping "
           "at the first one.");
+ABSL_FLAG(bool, inductive, false,
+          "import: keep valid/test edges whose nodes have no train edge (for "
+          "evaluating --featurized models on unseen nodes); default moves them "
+          "to train.");
 ABSL_FLAG(std::string, append, "",
           "import: GRAPH to add the files' edges and new nodes to (instead "
           "of --out); existing nodes keep their ids.");
@@ -83,6 +87,7 @@ absl::StatusOr<ImportOptions> OptionsFromFlags(const std::vector<std::string>& f
   }
   o.drop_self_loops = loops == "drop";
   o.skip_bad_lines = absl::GetFlag(FLAGS_skip_bad_lines);
+  o.inductive = absl::GetFlag(FLAGS_inductive);
   o.seed = absl::GetFlag(FLAGS_seed);
   o.threads = ThreadCount();
   ASSIGN_OR_RETURN(o.memory_budget, ParseByteSize(absl::GetFlag(FLAGS_memory_budget)));
@@ -176,7 +181,8 @@ void PrintSummary(const ImportSummary& s, const std::string& out, bool append) {
   if (s.duplicates_dropped) std::printf("dropped %llu duplicate edges\n", (unsigned long long)s.duplicates_dropped);
   if (s.new_nodes) std::printf("%llu of the nodes are new\n", (unsigned long long)s.new_nodes);
   if (s.moved_to_train) {
-    std::printf("moved %llu valid/test edges to train: an endpoint appears in no train edge\n",
+    std::printf("moved %llu valid/test edges to train: an endpoint appears in no train edge "
+                "(--inductive keeps them)\n",
                 (unsigned long long)s.moved_to_train);
   }
 }

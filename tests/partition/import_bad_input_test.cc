@@ -602,6 +602,38 @@ TEST_F(ImportBadInputTest, HeldOutEdgeWithUnseenNodeMovesToTrain) {
   EXPECT_EQ(r.summary.nodes, 5u);
 }
 
+// z appears only in the test file: moved to train by default, kept in test
+// with `inductive` (z still gets a node row).
+TEST_F(ImportBadInputTest, InductiveKeepsHeldOutEdgeWithUnseenNode) {
+  const std::string train = Input("train.tsv", "a\tb\nb\tc\n");
+  const std::string test = Input("test.tsv", "a\tz\n");
+  for (bool inductive : {false, true}) {
+    SCOPED_TRACE(inductive ? "inductive" : "default");
+    ImportOptions o = Options({train});
+    o.out = tmp_.Sub(inductive ? "graph_inductive" : "graph_default");
+    o.test_files = {test};
+    o.inductive = inductive;
+    Result r = ImportOk(o);
+    EXPECT_EQ(r.names, (std::vector<std::string>{"a", "b", "c", "z"}));
+    EXPECT_EQ(r.summary.edges.valid, 0u);
+    EXPECT_EQ(r.manifest.edges.valid, 0u);
+    if (inductive) {
+      EXPECT_EQ(r.summary.moved_to_train, 0u);
+      EXPECT_EQ(r.split[kTrain], Pairs({{"a", "b"}, {"b", "c"}}));
+      EXPECT_EQ(r.split[kTest], Pairs({{"a", "z"}}));
+    } else {
+      EXPECT_EQ(r.summary.moved_to_train, 1u);
+      EXPECT_EQ(r.split[kTrain], Pairs({{"a", "b"}, {"b", "c"}, {"a", "z"}}));
+      EXPECT_TRUE(r.split[kTest].empty());
+    }
+    const uint64_t held_out = inductive ? 1 : 0;
+    EXPECT_EQ(r.summary.edges.train, 3u - held_out);
+    EXPECT_EQ(r.summary.edges.test, held_out);
+    EXPECT_EQ(r.manifest.edges.train, 3u - held_out);
+    EXPECT_EQ(r.manifest.edges.test, held_out);
+  }
+}
+
 TEST_F(ImportBadInputTest, BadLineInValidFileNamesThatFile) {
   const std::string train = Input("train.tsv", "a\tb\nb\tc\n");
   const std::string valid = Input("valid.tsv", "a\tc\n\n#x\nb\n");
