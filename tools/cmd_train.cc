@@ -36,6 +36,12 @@ ABSL_FLAG(bool, deterministic, false,
 ABSL_FLAG(bool, only_new_edges, false,
           "train: after `ember import --append`, train only the new edges and "
           "update only the new nodes (old embeddings stay frozen).");
+ABSL_FLAG(std::string, featurized, "off",
+          "train: off (id embeddings), features (weighted mean of the node's feature "
+          "embeddings; needs import --node-features) or id+features (both, summed).");
+ABSL_FLAG(std::string, batching, "fixed",
+          "train: fixed (--batch-size edges per batch) or variance-aware (batches of equal "
+          "work, i.e. feature non-zeros, dealt to whichever trainer is free).");
 ABSL_FLAG(bool, eval_valid, false,
           "train: report validation MRR (sampled) after each epoch.");
 
@@ -49,6 +55,8 @@ absl::StatusOr<TrainOptions> OptionsFromFlags() {
   ASSIGN_OR_RETURN(o.model.loss, ParseLoss(absl::GetFlag(FLAGS_loss)));
   o.model.margin = absl::GetFlag(FLAGS_margin);
   o.model.dim = absl::GetFlag(FLAGS_dim);
+  ASSIGN_OR_RETURN(o.model.featurized, ParseFeaturizedMode(absl::GetFlag(FLAGS_featurized)));
+  ASSIGN_OR_RETURN(o.batching, ParseBatchingKind(absl::GetFlag(FLAGS_batching)));
   o.epochs = absl::GetFlag(FLAGS_epochs);
   o.lr = absl::GetFlag(FLAGS_lr);
   o.batch_size = absl::GetFlag(FLAGS_batch_size);
@@ -104,14 +112,21 @@ int TrainMain(const std::vector<std::string>& args) {
     if (absl::GetFlag(FLAGS_json)) {
       nlohmann::json j = {{"epoch", e.epoch}, {"loss", e.loss}, {"edges", e.edges},
                           {"seconds", e.seconds}, {"edges_per_second", e.edges_per_second},
-                          {"partition_loads", e.partition_loads}};
+                          {"partition_loads", e.partition_loads},
+                          {"batches", e.batches},
+                          {"batch_seconds_cv", e.batch_seconds_cv},
+                          {"batch_work_max_over_mean", e.batch_work_max_over_mean},
+                          {"idle_share", e.idle_share}};
       if (e.valid_mrr) j["valid_mrr"] = *e.valid_mrr;
       std::printf("%s\n", j.dump().c_str());
     } else {
-      std::printf("epoch %d: loss %.4f, %s edges in %.2f s (%s edges/s), %llu partition loads%s\n",
+      std::printf("epoch %d: loss %.4f, %s edges in %.2f s (%s edges/s), %llu partition loads%s\n"
+                  "  %llu batches: time cv %.2f, work max/mean %.2f, trainers idle %.1f%%\n",
                   e.epoch, e.loss, HumanCount(e.edges).c_str(), e.seconds,
                   HumanCount(e.edges_per_second).c_str(), (unsigned long long)e.partition_loads,
-                  e.valid_mrr ? absl::StrFormat(", valid MRR %.4f", *e.valid_mrr).c_str() : "");
+                  e.valid_mrr ? absl::StrFormat(", valid MRR %.4f", *e.valid_mrr).c_str() : "",
+                  (unsigned long long)e.batches, e.batch_seconds_cv, e.batch_work_max_over_mean,
+                  100 * e.idle_share);
     }
   }
   return 0;

@@ -19,9 +19,25 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <string_view>
 #include <vector>
 
+#include "absl/status/statusor.h"
+
 namespace ember {
+
+// How the trainer cuts a bucket into batches (`--batching`).
+enum class BatchingKind : uint8_t {
+  // batch_size edges per batch; each trainer takes a static share of the
+  // round's buckets (FixedBatches).
+  kFixed = 0,
+  // Batches of nearly equal work (VarianceAwareBatches), with step sizes
+  // scaled by StepScale, dealt dynamically to whichever trainer is free.
+  kVarianceAware = 1,
+};
+// "fixed" | "variance-aware"; InvalidArgument naming the bad value otherwise.
+absl::StatusOr<BatchingKind> ParseBatchingKind(std::string_view name);
+std::string_view BatchingKindName(BatchingKind kind);
 
 // The work of one edge is the cost units it adds to a batch; callers use
 // rows touched, 1 + nnz(src) + nnz(dst) (EdgeWork below).

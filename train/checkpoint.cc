@@ -59,7 +59,8 @@ std::string ModelOptionsToJson(const ModelOptions& m) {
                       {"comparator", std::string(ComparatorName(m.comparator))},
                       {"loss", std::string(LossName(m.loss))},
                       {"margin", m.margin},
-                      {"dim", m.dim}};
+                      {"dim", m.dim},
+                      {"featurized", std::string(FeaturizedModeName(m.featurized))}};
   return j.dump();
 }
 
@@ -75,6 +76,9 @@ absl::StatusOr<ModelOptions> ModelOptionsFromJson(std::string_view text) {
     ASSIGN_OR_RETURN(m.loss, ParseLoss(j.at("loss").get<std::string>()));
     m.margin = j.at("margin").get<float>();
     m.dim = j.at("dim").get<int>();
+    // Checkpoints written before featurized models existed have no field.
+    ASSIGN_OR_RETURN(m.featurized,
+                     ParseFeaturizedMode(j.value("featurized", std::string("off"))));
   } catch (const nlohmann::json::exception& e) {
     return absl::DataLossError(absl::StrCat("model options: ", e.what()));
   }
@@ -124,8 +128,38 @@ absl::StatusOr<StoredModel> LoadStoredModel(const Graph& graph) {
     if (!out.relations.state.empty()) out.relations.state.resize(out.relations.params.size(), 0.0f);
     InitRelationParams(out.model.op, out.model.dim, out.relations.Of(out.relations.num_relations++));
   }
+  if (out.model.featurized != FeaturizedMode::kOff) {
+    ASSIGN_OR_RETURN(std::string table, graph.ReadBlob(FeatureTableBlobName(out.version)));
+    ASSIGN_OR_RETURN(out.features, DecodeFeatureTable(table));
+    if (out.features.dim != out.model.dim ||
+        out.features.rows != graph.manifest().num_features) {
+      return absl::DataLossError(absl::StrCat(graph.dir(), ": feature table of checkpoint ",
+                                              out.version, " has ", out.features.rows, " x ",
+                                              out.features.dim, " rows, expected ",
+                                              graph.manifest().num_features, " x ",
+                                              out.model.dim));
+    }
+  }
   return out;
 }
+
+namespace {
+
+// The id rows of partition p (all of its nodes) into out (rows x dim).
+absl::Status ReadIdRows(const Graph& graph, const StoredModel& model, uint32_t p, float* out) {
+  const uint64_t rows = graph.manifest().partition_sizes[p];
+  ASSIGN_OR_RETURN(uint64_t stored,
+                   graph.TableRows(Table::kEmbeddings, p, model.partition_versions[p]));
+  if (stored != rows) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        graph.dir(), ": partition ", p, " has ", rows, " nodes but its checkpoint holds ",
+        stored, " rows (nodes were appended); run `ember train` to embed the new nodes"));
+  }
+  return graph.ReadTable(Table::kEmbeddings, p, model.partition_versions[p], out, rows,
+                         model.model.dim);
+}
+
+}  // namespace
 
 absl::StatusOr<std::vector<float>> LoadPartitionEmbeddings(const Graph& graph,
                                                            const StoredModel& model,
@@ -135,16 +169,15 @@ absl::StatusOr<std::vector<float>> LoadPartitionEmbeddings(const Graph& graph,
   }
   const uint64_t rows = graph.manifest().partition_sizes[p];
   const int dim = model.model.dim;
-  ASSIGN_OR_RETURN(uint64_t stored,
-                   graph.TableRows(Table::kEmbeddings, p, model.partition_versions[p]));
-  if (stored != rows) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        graph.dir(), ": partition ", p, " has ", rows, " nodes but its checkpoint holds ",
-        stored, " rows (nodes were appended); run `ember train` to embed the new nodes"));
-  }
+  const FeaturizedMode mode = model.model.featurized;
   std::vector<float> out(rows * dim);
-  RETURN_IF_ERROR(graph.ReadTable(Table::kEmbeddings, p, model.partition_versions[p],
-                                  out.data(), rows, dim));
+  if (HasIdRows(mode)) RETURN_IF_ERROR(ReadIdRows(graph, model, p, out.data()));
+  if (mode != FeaturizedMode::kOff) {
+    std::vector<uint64_t> row_start;
+    std::vector<FeatureEntry> entries;
+    RETURN_IF_ERROR(graph.ReadPartitionFeatures(p, &row_start, &entries));
+    ComposePartition(mode, model.features, rows, row_start, entries, out.data(), out.data());
+  }
   return out;
 }
 

@@ -6,6 +6,8 @@
 //    the row-wise Adagrad state);
 //  - blob "relations-V": relation parameters and their Adagrad state
 //    (EncodeRelationBlob);
+//  - featurized models: blob "feature-table-V" (train/feature_table.h);
+//    models without id rows (--featurized features) write no tables;
 //  - Manifest::training.state_json: {"model": ModelOptions as JSON,
 //    "partition_versions": [table version of each partition],
 //    "trainer": trainer-owned position state}.
@@ -19,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "storage/graph.h"
+#include "train/feature_table.h"
 #include "train/model_options.h"
 
 namespace ember {
@@ -39,6 +42,8 @@ struct StoredModel {
   // Table version holding each partition's rows (a checkpoint may reuse an
   // older version for a partition it did not rewrite).
   std::vector<uint64_t> partition_versions;
+  // Featurized models: the feature embeddings (rows 0 otherwise).
+  FeatureTable features;
 };
 
 std::string RelationBlobName(uint64_t version);
@@ -53,6 +58,8 @@ absl::StatusOr<ModelOptions> ModelOptionsFromJson(std::string_view json);
 absl::StatusOr<StoredModel> LoadStoredModel(const Graph& graph);
 
 // Embedding rows of partition p of the stored model: size x dim floats.
+// For a featurized model these are the composed rows (id row and/or the
+// weighted mean of the node's feature rows), what training scored.
 absl::StatusOr<std::vector<float>> LoadPartitionEmbeddings(const Graph& graph,
                                                            const StoredModel& model,
                                                            uint32_t p);

@@ -1,8 +1,10 @@
-// The CPU trainer: batches of a bucket flow through a oneTBB pipeline with
-// a bounded number in flight; each batch is cut into chunks by relation,
-// scored against in-chunk and uniform negatives with GEMMs (chunk_scorer),
-// and its rows are updated in place with row-wise Adagrad, lock-free across
-// threads (Hogwild). Relation parameters are updated under a mutex.
+// The CPU trainer: batches taken from a BatchQueue flow through a oneTBB
+// pipeline with a bounded number in flight; each batch is cut into chunks by
+// relation, scored against in-chunk and uniform negatives with GEMMs
+// (chunk_scorer), and its rows are updated in place with row-wise Adagrad,
+// lock-free across threads (Hogwild). Relation parameters are updated under
+// a mutex. Featurized models compose each node's row from its id row and
+// feature rows (featurized.h) and send gradients back to both.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -19,6 +21,7 @@
 #include "storage/status_macros.h"
 #include "train/adagrad.h"
 #include "train/chunk_scorer.h"
+#include "train/featurized.h"
 #include "train/trainer.h"
 
 namespace ember {
@@ -28,32 +31,46 @@ using BatchRng = SplitMix64;  // seeded per batch for determinism
 
 // Per-thread buffers, sized once; the hot path allocates nothing.
 struct Scratch {
-  Scratch(int dim, int chunk, int negs, int rel_size)
+  Scratch(int dim, int chunk, int negs, int rel_size, uint32_t num_features)
       : ws(dim, chunk, negs),
         lhs(size_t(chunk + negs) * dim), rhs(size_t(chunk + negs) * dim),
-        src_negs(size_t(negs) * dim), dst_negs(size_t(negs) * dim),
-        g_lhs(size_t(chunk) * dim), g_rhs(size_t(chunk) * dim), g_src_negs(src_negs.size()),
-        g_dst_negs(dst_negs.size()), rel(rel_size), g_rel(rel_size),
-        src_neg_ids(negs), dst_neg_ids(negs) {}
+        g_lhs(size_t(chunk) * dim), g_rhs(size_t(chunk) * dim),
+        g_src_negs(size_t(negs) * dim), g_dst_negs(size_t(negs) * dim), rel(rel_size),
+        g_rel(rel_size),
+        src_neg_ids(negs), dst_neg_ids(negs), src_nodes(chunk), dst_nodes(chunk) {
+    if (num_features > 0) feature_grads = std::make_unique<FeatureGradAccumulator>(dim, num_features);
+  }
   ChunkWorkspace ws;
-  std::vector<float> lhs, rhs, src_negs, dst_negs;
+  std::vector<float> lhs, rhs;  // chunk rows, then its negatives
   std::vector<float> g_lhs, g_rhs, g_src_negs, g_dst_negs;
   std::vector<float> rel, g_rel;
   std::vector<uint32_t> src_neg_ids, dst_neg_ids;
+  std::vector<uint32_t> src_nodes, dst_nodes;  // the chunk's endpoints
   std::vector<Edge> batch;
+  std::unique_ptr<FeatureGradAccumulator> feature_grads;  // featurized only
+};
+
+struct BatchResult {
+  uint64_t edges = 0;
+  double loss = 0;
+  BatchRecord record;
 };
 
 class CpuTrainer final : public Trainer {
  public:
-  CpuTrainer(const TrainOptions& options, int threads, const RelationParams& relations)
+  CpuTrainer(const TrainOptions& options, int threads, const RelationParams& relations,
+             FeatureTable* features)
       : options_(options),
+        mode_(options.model.featurized),
+        features_(features),
         threads_(std::max(1, threads)),
         arena_(threads_),
         relations_(relations),
         rel_size_(relations.param_size),
         scratch_([this] {
           return std::make_unique<Scratch>(options_.model.dim, options_.chunk_size,
-                                           options_.num_uniform_negs, rel_size_);
+                                           options_.num_uniform_negs, rel_size_,
+                                           features_ != nullptr ? features_->rows : 0);
         }) {
     if (relations_.state.size() != relations_.params.size()) {
       relations_.state.assign(relations_.params.size(), 0.0f);
@@ -62,63 +79,69 @@ class CpuTrainer final : public Trainer {
 
   RelationParams& relations() override { return relations_; }
 
-  absl::StatusOr<BucketStats> TrainBucket(
-      const BucketTask& task,
+  absl::StatusOr<TrainerRunStats> TrainBatches(
+      std::span<const BucketTask> tasks, BatchQueue* queue,
       const std::function<void(uint64_t, double)>& on_batch) override {
     const auto start = std::chrono::steady_clock::now();
-    const uint64_t n = task.edges.size();
-    const uint64_t batch = options_.batch_size;
-    const uint64_t num_batches = (n + batch - 1) / batch;
-    BucketStats stats;
-    uint64_t next = 0;
+    TrainerRunStats stats;
     const size_t tokens = options_.deterministic ? 1 : 2 * threads_;
     arena_.execute([&] {
       tbb::parallel_pipeline(
           tokens,
-          tbb::make_filter<void, uint64_t>(
+          tbb::make_filter<void, BatchRange>(
               tbb::filter_mode::serial_in_order,
-              [&](tbb::flow_control& fc) -> uint64_t {
-                if (next >= num_batches) {
+              [&](tbb::flow_control& fc) -> BatchRange {
+                const BatchRange* b = queue->Next();
+                if (b == nullptr) {
                   fc.stop();
-                  return 0;
+                  return {};
                 }
-                return next++;
+                return *b;
               }) &
-              tbb::make_filter<uint64_t, std::pair<uint64_t, double>>(
+              tbb::make_filter<BatchRange, BatchResult>(
                   tbb::filter_mode::parallel,
-                  [&](uint64_t b) {
-                    const uint64_t lo = b * batch, hi = std::min(n, lo + batch);
-                    return std::make_pair(hi - lo, TrainBatch(task, b, lo, hi));
+                  [&](const BatchRange& b) {
+                    const auto t0 = std::chrono::steady_clock::now();
+                    BatchResult r;
+                    r.edges = b.hi - b.lo;
+                    r.loss = TrainBatch(tasks[b.task], b);
+                    r.record.work = b.work;
+                    r.record.seconds = std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - t0).count();
+                    return r;
                   }) &
-              tbb::make_filter<std::pair<uint64_t, double>, void>(
+              tbb::make_filter<BatchResult, void>(
                   tbb::filter_mode::serial_out_of_order,
-                  [&](std::pair<uint64_t, double> r) {
-                    stats.edges += r.first;
-                    stats.loss_sum += r.second;
-                    if (on_batch) on_batch(r.first, r.second);
+                  [&](const BatchResult& r) {
+                    stats.edges += r.edges;
+                    stats.loss_sum += r.loss;
+                    stats.batches.push_back(r.record);
+                    if (on_batch) on_batch(r.edges, r.loss);
                   }));
     });
-    stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    stats.busy_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return stats;
   }
 
  private:
-  // Trains edges [lo, hi) of the task; returns their summed loss.
-  double TrainBatch(const BucketTask& task, uint64_t index, uint64_t lo, uint64_t hi) {
+  // Trains one batch of the task; returns its summed loss.
+  double TrainBatch(const BucketTask& task, const BatchRange& b) {
     Scratch& s = *scratch_.local();
     const int dim = options_.model.dim;
     const int max_chunk = options_.chunk_size;
     const int negs = options_.num_uniform_negs;
-    const float lr = options_.lr;
-    s.batch.assign(task.edges.begin() + lo, task.edges.begin() + hi);
+    const float lr = options_.lr * b.lr_scale;
+    s.batch.assign(task.edges.begin() + b.lo, task.edges.begin() + b.hi);
     if (relations_.num_relations > 1) {
       std::stable_sort(s.batch.begin(), s.batch.end(),
-                       [](const Edge& a, const Edge& b) { return a.rel < b.rel; });
+                       [](const Edge& x, const Edge& y) { return x.rel < y.rel; });
     }
-    BatchRng rng(Mix64(task.seed, index));
+    BatchRng rng(Mix64(task.seed, b.index));
     PartitionData& src = *task.src;
     PartitionData& dst = *task.dst;
     const size_t row_bytes = sizeof(float) * dim;
+    const bool id_rows = HasIdRows(mode_);
     double loss = 0;
     size_t begin = 0;
     while (begin < s.batch.size()) {
@@ -127,24 +150,29 @@ class CpuTrainer final : public Trainer {
       while (end < s.batch.size() && end - begin < size_t(max_chunk) && s.batch[end].rel == rel) ++end;
       const int c = static_cast<int>(end - begin);
       // Start fetching the next chunk's rows while this one computes.
-      for (size_t k = end; k < std::min(s.batch.size(), end + max_chunk); ++k) {
-        Prefetch(src.Row(s.batch[k].src), row_bytes);
-        Prefetch(dst.Row(s.batch[k].dst), row_bytes);
+      if (id_rows) {
+        for (size_t k = end; k < std::min(s.batch.size(), end + max_chunk); ++k) {
+          Prefetch(src.Row(s.batch[k].src), row_bytes);
+          Prefetch(dst.Row(s.batch[k].dst), row_bytes);
+        }
       }
       for (int k = 0; k < c; ++k) {
-        const Edge& e = s.batch[begin + k];
-        std::memcpy(&s.lhs[size_t(k) * dim], src.Row(e.src), row_bytes);
-        std::memcpy(&s.rhs[size_t(k) * dim], dst.Row(e.dst), row_bytes);
+        s.src_nodes[k] = s.batch[begin + k].src;
+        s.dst_nodes[k] = s.batch[begin + k].dst;
       }
+      const std::span<const uint32_t> src_nodes(s.src_nodes.data(), c);
+      const std::span<const uint32_t> dst_nodes(s.dst_nodes.data(), c);
+      const std::span<const uint32_t> src_neg_ids(s.src_neg_ids.data(), negs);
+      const std::span<const uint32_t> dst_neg_ids(s.dst_neg_ids.data(), negs);
       // Negatives go right after the chunk's rows: the scorer then reads
       // both as one stacked matrix, without copying them again.
       float* src_negs = &s.lhs[size_t(c) * dim];
       float* dst_negs = &s.rhs[size_t(c) * dim];
+      GatherRows(src, src_nodes, s.lhs.data());
+      GatherRows(dst, dst_nodes, s.rhs.data());
       if (negs > 0) {
-        std::memcpy(src_negs, SampleNegatives(src, negs, rng, s.src_negs.data(), s.src_neg_ids.data()),
-                    size_t(negs) * row_bytes);
-        std::memcpy(dst_negs, SampleNegatives(dst, negs, rng, s.dst_negs.data(), s.dst_neg_ids.data()),
-                    size_t(negs) * row_bytes);
+        SampleNegatives(src, negs, rng, s.src_neg_ids.data(), src_negs);
+        SampleNegatives(dst, negs, rng, s.dst_neg_ids.data(), dst_negs);
       }
       std::fill_n(s.g_lhs.begin(), size_t(c) * dim, 0.0f);
       std::fill_n(s.g_rhs.begin(), size_t(c) * dim, 0.0f);
@@ -172,14 +200,22 @@ class CpuTrainer final : public Trainer {
       g.dst_negs = negs > 0 ? s.g_dst_negs.data() : nullptr;
       g.rel = rel_size_ > 0 ? s.g_rel.data() : nullptr;
       loss += ChunkForwardBackward(options_.model, rel_params, in, g, &s.ws);
-      for (int k = 0; k < c; ++k) {
-        const Edge& e = s.batch[begin + k];
-        Update(src, e.src, &s.g_lhs[size_t(k) * dim], lr);
-        Update(dst, e.dst, &s.g_rhs[size_t(k) * dim], lr);
+      // A composed row's gradient is also its id row's (featurized.h).
+      if (id_rows) {
+        UpdateRows(src, src_nodes, s.g_lhs.data(), lr);
+        UpdateRows(dst, dst_nodes, s.g_rhs.data(), lr);
+        UpdateRows(src, src_neg_ids, s.g_src_negs.data(), lr);
+        UpdateRows(dst, dst_neg_ids, s.g_dst_negs.data(), lr);
       }
-      for (int k = 0; k < negs; ++k) {
-        Update(src, s.src_neg_ids[k], &s.g_src_negs[size_t(k) * dim], lr);
-        Update(dst, s.dst_neg_ids[k], &s.g_dst_negs[size_t(k) * dim], lr);
+      if (mode_ != FeaturizedMode::kOff) {
+        FeatureGradAccumulator& acc = *s.feature_grads;
+        AddFeatureGrads(src, src_nodes, s.g_lhs.data(), &acc);
+        AddFeatureGrads(dst, dst_nodes, s.g_rhs.data(), &acc);
+        AddFeatureGrads(src, src_neg_ids, s.g_src_negs.data(), &acc);
+        AddFeatureGrads(dst, dst_neg_ids, s.g_dst_negs.data(), &acc);
+        acc.Flush([&](uint32_t f, const float* grad) {
+          AdagradRowUpdate(features_->Row(f), &features_->optimizer[f], grad, dim, lr);
+        });
       }
       if (rel_size_ > 0 && !options_.only_new_edges) {
         absl::MutexLock lock(&rel_mu_);
@@ -191,25 +227,47 @@ class CpuTrainer final : public Trainer {
     return loss;
   }
 
-  // Draws `n` uniform negatives from `part` into ids[0, n) and returns
-  // their rows (n x dim). Offsets follow the hash order of node keys, so a
+  // The rows of `nodes` of `part` as the model scores them, into out
+  // (n x dim): id rows, composed with feature rows for featurized models.
+  void GatherRows(const PartitionData& part, std::span<const uint32_t> nodes, float* out) const {
+    const int dim = part.dim;
+    if (HasIdRows(mode_)) {
+      for (size_t k = 0; k < nodes.size(); ++k) {
+        std::memcpy(out + k * dim, part.embeddings.data() + size_t{nodes[k]} * dim,
+                    sizeof(float) * dim);
+      }
+    }
+    if (mode_ == FeaturizedMode::kOff) return;
+    ComposeEmbeddings(mode_, dim, nodes, part.feature_row_start.data(),
+                      part.feature_entries.data(), features_->embeddings.data(), out, out);
+  }
+
+  void AddFeatureGrads(const PartitionData& part, std::span<const uint32_t> nodes,
+                       const float* grads, FeatureGradAccumulator* acc) const {
+    acc->Add(mode_, nodes, part.feature_row_start.data(), part.feature_entries.data(), grads,
+             /*id_grads=*/nullptr);
+  }
+
+  // Draws `n` uniform negatives from `part` into ids[0, n) and writes their
+  // rows to out (n x dim). Offsets follow the hash order of node keys, so a
   // window of consecutive offsets at a uniform start is a uniform random
-  // set of nodes: its rows are read in place, sequentially, instead of
-  // gathered one cache miss at a time. Small partitions sample with
-  // replacement into `gathered`.
-  static const float* SampleNegatives(PartitionData& part, int n, BatchRng& rng,
-                                      float* gathered, uint32_t* ids) {
-    if (n == 0) return nullptr;
+  // set of nodes: for id-only models its rows are copied in one sequential
+  // run instead of gathered one cache miss at a time. Small partitions
+  // sample with replacement.
+  void SampleNegatives(const PartitionData& part, int n, BatchRng& rng, uint32_t* ids,
+                       float* out) const {
     if (part.rows >= uint64_t(4) * n) {
       const uint32_t start = rng.Below(part.rows - n + 1);
       for (int k = 0; k < n; ++k) ids[k] = start + k;
-      return part.Row(start);
+      if (mode_ == FeaturizedMode::kOff) {
+        std::memcpy(out, part.embeddings.data() + size_t{start} * part.dim,
+                    sizeof(float) * part.dim * n);
+        return;
+      }
+    } else {
+      for (int k = 0; k < n; ++k) ids[k] = rng.Below(part.rows);
     }
-    for (int k = 0; k < n; ++k) {
-      ids[k] = rng.Below(part.rows);
-      std::memcpy(gathered + size_t(k) * part.dim, part.Row(ids[k]), sizeof(float) * part.dim);
-    }
-    return gathered;
+    GatherRows(part, std::span<const uint32_t>(ids, n), out);
   }
 
   static void Prefetch(const float* row, size_t bytes) {
@@ -217,17 +275,24 @@ class CpuTrainer final : public Trainer {
     for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b, 1, 1);
   }
 
-  // Row-wise Adagrad on one row unless the row is frozen.
-  static void Update(PartitionData& part, uint32_t row, const float* grad, float lr) {
-    if (row < part.frozen_rows) return;
-    AdagradRowUpdate(part.Row(row), &part.optimizer[row], grad, part.dim, lr);
+  // Row-wise Adagrad on the id rows of `nodes` (grads: n x dim), except
+  // frozen rows.
+  static void UpdateRows(PartitionData& part, std::span<const uint32_t> nodes,
+                         const float* grads, float lr) {
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      const uint32_t row = nodes[k];
+      if (row < part.frozen_rows) continue;
+      AdagradRowUpdate(part.Row(row), &part.optimizer[row], grads + k * part.dim, part.dim, lr);
+    }
   }
 
   const TrainOptions options_;
+  const FeaturizedMode mode_;
+  FeatureTable* const features_;  // shared by all trainers; Hogwild
   const int threads_;
   tbb::task_arena arena_;
   absl::Mutex rel_mu_;
-  RelationParams relations_;  // params guarded by rel_mu_ during TrainBucket
+  RelationParams relations_;  // params guarded by rel_mu_ during TrainBatches
   const int rel_size_;
   tbb::enumerable_thread_specific<std::unique_ptr<Scratch>> scratch_;
 };
@@ -235,15 +300,20 @@ class CpuTrainer final : public Trainer {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Trainer>> MakeCpuTrainer(const TrainOptions& options, int threads,
-                                                        const RelationParams& relations) {
+                                                        const RelationParams& relations,
+                                                        FeatureTable* features) {
   RETURN_IF_ERROR(options.Validate());
   if (relations.param_size != RelationParamSize(options.model.op, options.model.dim)) {
     return absl::InvalidArgumentError("relation parameters do not match the model");
   }
+  if ((options.model.featurized != FeaturizedMode::kOff) !=
+      (features != nullptr && features->dim == options.model.dim)) {
+    return absl::InvalidArgumentError("feature table does not match the model");
+  }
   // Chunk GEMMs are small and already run on every trainer thread; OpenBLAS'
   // own threads would only oversubscribe the cores.
   openblas_set_num_threads(1);
-  return std::unique_ptr<Trainer>(new CpuTrainer(options, threads, relations));
+  return std::unique_ptr<Trainer>(new CpuTrainer(options, threads, relations, features));
 }
 
 }  // namespace ember

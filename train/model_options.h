@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "train/featurized.h"
 
 namespace ember {
 
@@ -63,6 +64,9 @@ struct ModelOptions {
   float margin = 0.1f;
   // Embedding dimension; even for kComplexDiagonal. Default: 100.
   int dim = 100;
+  // How a node's embedding is formed from its id row and its sparse
+  // features (train/featurized.h). Default: kOff (id rows only).
+  FeaturizedMode featurized = FeaturizedMode::kOff;
 
   absl::Status Validate() const;
 };

@@ -41,9 +41,14 @@ absl::Status PartitionBuffer::Load(uint32_t p) {
   data->partition = p;
   data->rows = m.partition_sizes[p];
   data->dim = options_.dim;
+  if (!options_.frozen_rows.empty()) data->frozen_rows = options_.frozen_rows[p];
+  if (options_.features) {
+    RETURN_IF_ERROR(
+        graph_->ReadPartitionFeatures(p, &data->feature_row_start, &data->feature_entries));
+  }
+  if (!options_.id_rows) return Install(std::move(data));
   data->embeddings.resize(data->rows * options_.dim);
   data->optimizer.assign(data->rows, 0.0f);
-  if (!options_.frozen_rows.empty()) data->frozen_rows = options_.frozen_rows[p];
   // Rows [0, stored) come from the checkpoint; rows appended since (or all,
   // for a never-written partition) are initialised.
   uint64_t stored = 0;
@@ -64,9 +69,25 @@ absl::Status PartitionBuffer::Load(uint32_t p) {
                    static_cast<int64_t>(data->rows - stored), options_.dim,
                    data->embeddings.data() + stored * options_.dim);
   }
+  return Install(std::move(data));
+}
+
+absl::Status PartitionBuffer::Install(std::unique_ptr<PartitionData> data) {
   ++loads_;
+  const uint32_t p = data->partition;
   absl::MutexLock lock(&mu_);
   resident_[p] = std::move(data);
+  return absl::OkStatus();
+}
+
+absl::Status PartitionBuffer::WriteTables(const PartitionData& data) {
+  if (options_.id_rows) {
+    RETURN_IF_ERROR(graph_->WriteTable(Table::kEmbeddings, data.partition, write_version_,
+                                       data.embeddings.data(), data.rows, options_.dim));
+    RETURN_IF_ERROR(graph_->WriteTable(Table::kOptimizer, data.partition, write_version_,
+                                       data.optimizer.data(), data.rows, 1));
+  }
+  locations_[data.partition] = write_version_;
   return absl::OkStatus();
 }
 
@@ -77,12 +98,7 @@ absl::Status PartitionBuffer::Evict(uint32_t p) {
     data = std::move(resident_[p]);
   }
   EMBER_CHECK(data != nullptr);
-  RETURN_IF_ERROR(graph_->WriteTable(Table::kEmbeddings, p, write_version_,
-                                     data->embeddings.data(), data->rows, options_.dim));
-  RETURN_IF_ERROR(graph_->WriteTable(Table::kOptimizer, p, write_version_,
-                                     data->optimizer.data(), data->rows, 1));
-  locations_[p] = write_version_;
-  return absl::OkStatus();
+  return WriteTables(*data);
 }
 
 int64_t PartitionBuffer::Victim(std::span<const uint32_t> keep,
@@ -171,17 +187,15 @@ absl::Status PartitionBuffer::WriteResident() {
       if (r != nullptr) all.push_back(r.get());
     }
   }
-  for (PartitionData* d : all) {
-    RETURN_IF_ERROR(graph_->WriteTable(Table::kEmbeddings, d->partition, write_version_,
-                                       d->embeddings.data(), d->rows, options_.dim));
-    RETURN_IF_ERROR(graph_->WriteTable(Table::kOptimizer, d->partition, write_version_,
-                                       d->optimizer.data(), d->rows, 1));
-    locations_[d->partition] = write_version_;
-  }
+  for (PartitionData* d : all) RETURN_IF_ERROR(WriteTables(*d));
   // Partitions not trained yet in this run get their initial rows, so that
   // a mid-epoch checkpoint of a fresh model is complete.
   for (uint32_t p = 0; p < locations_.size(); ++p) {
     if (locations_[p] != 0) continue;
+    if (!options_.id_rows) {
+      locations_[p] = write_version_;  // nothing to write
+      continue;
+    }
     RETURN_IF_ERROR(Load(p));
     --loads_;  // not a load for training
     RETURN_IF_ERROR(Evict(p));

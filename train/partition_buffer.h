@@ -30,6 +30,12 @@ struct PartitionBufferOptions {
   uint64_t seed = 0;
   // Rows below frozen_rows[p] are never updated (empty: none frozen).
   std::vector<uint64_t> frozen_rows;
+  // Whether partitions have id rows (kept in Table::kEmbeddings and
+  // kOptimizer); false for FeaturizedMode::kFeatures, whose partitions
+  // hold only their features and write no tables.
+  bool id_rows = true;
+  // Load each partition's node features with it (featurized models).
+  bool features = false;
 };
 
 class PartitionBuffer {
@@ -68,6 +74,9 @@ class PartitionBuffer {
  private:
   absl::Status Load(uint32_t p);
   absl::Status Evict(uint32_t p);
+  absl::Status Install(std::unique_ptr<PartitionData> data);
+  // Writes data's tables (if any) under the write version.
+  absl::Status WriteTables(const PartitionData& data);
   // Resident partition outside `keep` used furthest in the future, or -1.
   int64_t Victim(std::span<const uint32_t> keep,
                  std::span<const std::vector<uint32_t>> future) const;

@@ -18,6 +18,7 @@
 #include "train/checkpoint.h"
 #include "train/evaluator.h"
 #include "train/partition_buffer.h"
+#include "train/round_batches.h"
 #include "train/trainer.h"
 
 namespace ember {
@@ -68,6 +69,8 @@ class TrainLoop {
   absl::Status RestoreOrInit();
   absl::Status Checkpoint(int epoch, uint64_t next_round, int epochs_done);
   absl::Status TrainRound(int epoch, const std::vector<Bucket>& round, RoundEdges& edges);
+  void ResetBatchStats();
+  void FillBatchStats(EpochStats* s) const;
   void MergeRelations(const std::vector<size_t>& active);
   nlohmann::json TrainerState(int epoch, uint64_t next_round) const;
   absl::Status AppendMetrics(const EpochStats& s);
@@ -83,6 +86,11 @@ class TrainLoop {
   uint64_t write_version_ = 1;
   std::unique_ptr<PartitionBuffer> buffer_;
   std::vector<std::unique_ptr<Trainer>> trainers_;
+  std::unique_ptr<FeatureTable> features_;  // featurized models only
+  // This epoch's per-batch records and trainer time (busy and available).
+  std::vector<BatchRecord> batch_records_;
+  double trainer_busy_seconds_ = 0;
+  double trainer_available_seconds_ = 0;
   int start_epoch_ = 0;
   uint64_t start_round_ = 0;
   bool resumed_ = false;
@@ -115,14 +123,19 @@ absl::Status TrainLoop::RestoreOrInit() {
     if (!options_.from_scratch) {
       const ModelOptions& s = stored.model;
       if (s.dim != options_.model.dim || s.op != options_.model.op ||
-          s.comparator != options_.model.comparator) {
+          s.comparator != options_.model.comparator ||
+          s.featurized != options_.model.featurized) {
         return absl::FailedPreconditionError(absl::StrCat(
             graph_->dir(), " holds a checkpoint trained with --dim ", s.dim, " --operator ",
             std::string(OperatorName(s.op)), " --comparator ",
-            std::string(ComparatorName(s.comparator)),
+            std::string(ComparatorName(s.comparator)), " --featurized ",
+            std::string(FeaturizedModeName(s.featurized)),
             "; pass the same options to resume, or --from-scratch to start over"));
       }
       relations_ = std::move(stored.relations);
+      if (s.featurized != FeaturizedMode::kOff) {
+        features_ = std::make_unique<FeatureTable>(std::move(stored.features));
+      }
       locations = committed_locations_;
       nlohmann::json state = nlohmann::json::parse(m.training.state_json, nullptr, false);
       const nlohmann::json t = state.value("trainer", nlohmann::json::object());
@@ -162,7 +175,27 @@ absl::Status TrainLoop::RestoreOrInit() {
     InitRelationParams(options_.model.op, options_.model.dim,
                        relations_.Of(relations_.num_relations - 1));
   }
+  const FeaturizedMode mode = options_.model.featurized;
+  if (mode != FeaturizedMode::kOff) {
+    if (m.num_features == 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--featurized ", std::string(FeaturizedModeName(mode)), " needs node features, but ",
+          graph_->dir(), " has none; import them with --node-features FILE"));
+    }
+    if (options_.only_new_edges) {
+      return absl::InvalidArgumentError(
+          "--only-new-edges cannot be combined with --featurized (feature rows are shared by "
+          "old and new nodes, so old embeddings could not stay frozen)");
+    }
+    if (features_ == nullptr) {
+      features_ = std::make_unique<FeatureTable>(InitFeatureTable(
+          static_cast<uint32_t>(m.num_features), options_.model.dim, options_.init_scale,
+          options_.seed));
+    }
+  }
   PartitionBufferOptions bo;
+  bo.id_rows = HasIdRows(mode);
+  bo.features = mode != FeaturizedMode::kOff;
   bo.capacity = capacity_;
   bo.dim = options_.model.dim;
   bo.init_scale = options_.init_scale;
@@ -200,28 +233,23 @@ void TrainLoop::MergeRelations(const std::vector<size_t>& active) {
 
 absl::Status TrainLoop::TrainRound(int epoch, const std::vector<Bucket>& round,
                                    RoundEdges& edges) {
-  // Trainer t works on bucket t % k; trainers sharing a bucket split its
-  // edges (Hogwild on the same rows).
   const size_t k = round.size();
-  const size_t n = std::max<size_t>(trainers_.size(), 1);
-  std::vector<BucketTask> tasks;
-  std::vector<size_t> active;
-  for (size_t t = 0; t < n; ++t) {  // rounds hold at most n buckets
-    const size_t b = t % k;
-    const size_t sharers = (n - b + k - 1) / k;  // trainers on bucket b
-    const size_t index = t / k;
-    const auto& e = edges[b];
-    const size_t lo = e.size() * index / sharers, hi = e.size() * (index + 1) / sharers;
-    BucketTask task;
+  const size_t n = trainers_.size();  // rounds hold at most n buckets
+  std::vector<BucketTask> tasks(k);
+  std::vector<std::vector<BatchRange>> batches(k);
+  for (size_t b = 0; b < k; ++b) {
+    BucketTask& task = tasks[b];
     task.src_partition = round[b].src;
     task.dst_partition = round[b].dst;
-    task.edges = std::span<const Edge>(e.data() + lo, hi - lo);
+    task.edges = std::span<const Edge>(edges[b]);
     task.src = buffer_->Get(round[b].src);
     task.dst = buffer_->Get(round[b].dst);
-    task.seed = Mix64(BucketSeed(options_.seed, epoch, round[b], P_), index);
-    tasks.push_back(task);
-    active.push_back(t);
+    task.seed = BucketSeed(options_.seed, epoch, round[b], P_);
+    batches[b] = PlanBucketBatches(options_.batching, static_cast<uint32_t>(b), task, &edges[b],
+                                   static_cast<uint32_t>(options_.batch_size),
+                                   Mix64(task.seed, 0xba7c4u));
   }
+  const RoundQueues queues = DealRoundBatches(options_.batching, batches, n);
   auto on_batch = [this](uint64_t count, double loss) {
     absl::MutexLock lock(&progress_mu_);
     progress_.edges_done += count;
@@ -231,27 +259,63 @@ absl::Status TrainLoop::TrainRound(int epoch, const std::vector<Bucket>& round,
     progress_.edges_per_second = secs > 0 ? progress_.edges_done / secs : 0;
     if (options_.progress) options_.progress(progress_);
   };
-  std::vector<absl::Status> statuses(tasks.size());
-  if (tasks.size() == 1) {
-    statuses[0] = trainers_[active[0]]->TrainBucket(tasks[0], on_batch).status();
+  const auto start = Clock::now();
+  std::vector<absl::StatusOr<TrainerRunStats>> results(n);
+  if (n == 1) {
+    results[0] = trainers_[0]->TrainBatches(tasks, queues.of_trainer[0], on_batch);
   } else {
     tbb::task_group group;
-    for (size_t i = 0; i < tasks.size(); ++i) {
-      group.run([&, i] {
-        statuses[i] = trainers_[active[i]]->TrainBucket(tasks[i], on_batch).status();
+    for (size_t t = 0; t < n; ++t) {
+      group.run([&, t] {
+        results[t] = trainers_[t]->TrainBatches(tasks, queues.of_trainer[t], on_batch);
       });
     }
     group.wait();
   }
-  for (const absl::Status& s : statuses) RETURN_IF_ERROR(s);
+  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+  std::vector<size_t> active;
+  for (size_t t = 0; t < n; ++t) {
+    RETURN_IF_ERROR(results[t].status());
+    active.push_back(t);
+    trainer_busy_seconds_ += std::min(wall, results[t]->busy_seconds);
+    batch_records_.insert(batch_records_.end(), results[t]->batches.begin(),
+                          results[t]->batches.end());
+  }
+  trainer_available_seconds_ += wall * n;
   MergeRelations(active);
   return absl::OkStatus();
+}
+
+void TrainLoop::ResetBatchStats() {
+  batch_records_.clear();
+  trainer_busy_seconds_ = 0;
+  trainer_available_seconds_ = 0;
+}
+
+void TrainLoop::FillBatchStats(EpochStats* s) const {
+  std::vector<double> seconds, work;
+  for (const BatchRecord& r : batch_records_) {
+    seconds.push_back(r.seconds);
+    work.push_back(static_cast<double>(r.work));
+  }
+  s->batches = batch_records_.size();
+  s->batch_seconds_cv = Spread(seconds).cv;
+  const SpreadStats w = Spread(work);
+  s->batch_work_cv = w.cv;
+  s->batch_work_max_over_mean = w.max_over_mean;
+  s->idle_share = trainer_available_seconds_ > 0
+                      ? std::max(0.0, 1.0 - trainer_busy_seconds_ / trainer_available_seconds_)
+                      : 0;
 }
 
 absl::Status TrainLoop::Checkpoint(int epoch, uint64_t next_round, int epochs_done) {
   RETURN_IF_ERROR(buffer_->WriteResident());
   const uint64_t version = write_version_;
   RETURN_IF_ERROR(graph_->WriteBlob(RelationBlobName(version), EncodeRelationBlob(relations_)));
+  if (features_ != nullptr) {
+    RETURN_IF_ERROR(
+        graph_->WriteBlob(FeatureTableBlobName(version), EncodeFeatureTable(*features_)));
+  }
   RETURN_IF_ERROR(graph_->SyncTables());
   Manifest m = graph_->manifest();
   m.training.checkpoint_version = version;
@@ -273,6 +337,8 @@ absl::Status TrainLoop::Checkpoint(int epoch, uint64_t next_round, int epochs_do
   }
   if (committed_version_ != 0 && committed_version_ != version) {
     RETURN_IF_ERROR(graph_->DeleteBlob(RelationBlobName(committed_version_)));
+    // Absent (and ignored) when the old checkpoint was not featurized.
+    RETURN_IF_ERROR(graph_->DeleteBlob(FeatureTableBlobName(committed_version_)));
   }
   committed_locations_ = locations;
   committed_version_ = version;
@@ -288,7 +354,12 @@ absl::Status TrainLoop::AppendMetrics(const EpochStats& s) {
                       {"seconds", s.seconds},
                       {"edges_per_second", s.edges_per_second},
                       {"partition_loads", s.partition_loads},
-                      {"checkpoint_version", s.checkpoint_version}};
+                      {"checkpoint_version", s.checkpoint_version},
+                      {"batches", s.batches},
+                      {"batch_seconds_cv", s.batch_seconds_cv},
+                      {"batch_work_cv", s.batch_work_cv},
+                      {"batch_work_max_over_mean", s.batch_work_max_over_mean},
+                      {"idle_share", s.idle_share}};
   if (s.valid_mrr.has_value()) j["valid_mrr"] = *s.valid_mrr;
   const std::string path = graph_->dir() + "/metrics.jsonl";
   std::FILE* f = std::fopen(path.c_str(), "a");
@@ -322,7 +393,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
   const int threads = options_.threads;
   const int per_trainer = std::max(1, threads / options_.trainers);
   for (int t = 0; t < options_.trainers; ++t) {
-    ASSIGN_OR_RETURN(auto trainer, MakeCpuTrainer(options_, per_trainer, relations_));
+    ASSIGN_OR_RETURN(auto trainer, MakeCpuTrainer(options_, per_trainer, relations_, features_.get()));
     trainers_.push_back(std::move(trainer));
   }
   uint64_t buckets_this_run = 0;
@@ -348,6 +419,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
       }
       epoch_loss_ = 0;
     }
+    ResetBatchStats();
     epoch_start_ = Clock::now();
     std::future<absl::StatusOr<RoundEdges>> next_edges;
     auto future_needs = [&](uint64_t from) {
@@ -398,6 +470,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     }
     stats.seconds = std::chrono::duration<double>(Clock::now() - epoch_start_).count();
     stats.edges_per_second = stats.seconds > 0 ? stats.edges / stats.seconds : 0;
+    FillBatchStats(&stats);
     RETURN_IF_ERROR(Checkpoint(epoch + 1, 0, epoch + 1));
     stats.partition_loads = buffer_->loads() - loads_before;
     stats.checkpoint_version = committed_version_;

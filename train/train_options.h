@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "partition/bucket_order.h"
+#include "train/batch_former.h"
 #include "train/model_options.h"
 
 namespace ember {
@@ -30,8 +31,11 @@ struct TrainOptions {
   int epochs = 10;
   // Adagrad learning rate (embeddings and relation parameters). Default: 0.1.
   float lr = 0.1f;
-  // Positive edges per batch. Default: 1000.
+  // Positive edges per batch (variance-aware batching: the work of an
+  // average batch of this many edges). Default: 1000.
   int batch_size = 1000;
+  // Default: kFixed.
+  BatchingKind batching = BatchingKind::kFixed;
   // Edges per negative-sharing chunk. Default: 50.
   int chunk_size = 50;
   // Uniform negatives per chunk and side. Default: 50.
