@@ -35,6 +35,10 @@ ABSL_FLAG(std::string, labels, "",
           "gen features: the node<TAB>block labels file of `gen sbm`.");
 ABSL_FLAG(uint64_t, vocab, 100000,
           "gen features: vocabulary size (feature names f0 .. f<V-1>).");
+ABSL_FLAG(double, nnz_alpha, 1.2,
+          "gen features: tail exponent of the non-zeros per node (P(nnz >= k) = k^-alpha); "
+          "smaller is heavier.");
+ABSL_FLAG(uint32_t, max_nnz, 4096, "gen features: most non-zeros of one node.");
 
 namespace ember::tools {
 namespace {
@@ -97,6 +101,8 @@ absl::Status RunGen(const std::vector<std::string>& args) {
   if (args[0] == "features") {
     gen::FeaturesOptions o;
     o.vocab = absl::GetFlag(FLAGS_vocab);
+    o.nnz_alpha = absl::GetFlag(FLAGS_nnz_alpha);
+    o.max_nnz = absl::GetFlag(FLAGS_max_nnz);
     o.seed = absl::GetFlag(FLAGS_seed);
     const std::string labels = absl::GetFlag(FLAGS_labels);
     if (absl::Status s = gen::GenerateFeatures(o, labels, output, &stats);

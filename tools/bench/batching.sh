@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Batching benchmark (issue: sparse node features and variance-aware
+# batching). One planted-partition graph with heavy-tailed featurized nodes
+# (ember gen sbm + gen features: non-zeros per node Pareto alpha 1.2 in
+# [1, 4096]), trained side by side with --batching fixed and
+# --batching variance-aware, both --featurized features --trainers 2 on the
+# same partitions, seed and epochs. Prints for each: mean epoch time,
+# coefficient of variation of per-batch time, share of trainer time spent
+# idle, per-batch work max/mean, and the final test MRR (1000 sampled
+# negatives), then the speed-up.
+# Usage: tools/bench/batching.sh [NODES] [EPOCHS] [PARTITIONS]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+nodes=${1:-100000}
+epochs=${2:-3}
+partitions=${3:-4}
+alpha=${ALPHA:-1.2}
+ember=${EMBER:-build/ember}
+work=${WORK:-$(mktemp -d /tmp/ember-bench-batching.XXXXXX)}
+mkdir -p "$work"
+trap 'rm -rf "$work"' EXIT
+[ -x "$ember" ] || tools/build.sh release >/dev/null
+py=/usr/bin/python3
+
+"$ember" gen sbm --nodes "$nodes" --blocks 100 --avg-degree 20 --mixing 0.1 --seed 1 \
+  --out "$work/sbm.tsv" --labels-out "$work/labels.tsv" --quiet
+"$ember" gen features --labels "$work/labels.tsv" --vocab 100000 --nnz-alpha "$alpha" --seed 1 \
+  --out "$work/features.tsv" --quiet
+"$ember" import --out "$work/graph" --partitions "$partitions" --split 0.9,0.05,0.05 --seed 1 \
+  --node-features "$work/features.tsv" --quiet "$work/sbm.tsv" >/dev/null
+printf "SBM: %d nodes, 100 blocks, avg degree 20; features: vocab 100000, nnz/node Pareto %s " "$nodes" "$alpha"
+printf "in [1, 4096]\n%d partitions, --featurized features, --trainers 2 --threads 2, dim 64, " "$partitions"
+printf "%d epochs, batch 1000\n\n" "$epochs"
+printf "%-15s %10s %14s %10s %15s %8s\n" batching "epoch s" "batch time cv" "idle" "work max/mean" "MRR"
+
+run() {  # batching
+  local kind=$1 graph="$work/graph-$1"
+  rm -rf "$graph"
+  cp -r "$work/graph" "$graph"
+  "$ember" train "$graph" --featurized features --batching "$kind" --trainers 2 --threads 2 \
+    --epochs "$epochs" --dim 64 --seed 1 --quiet --json > "$work/$kind.train.json"
+  "$ember" eval "$graph" --split test --negatives 1000 --max-edges 20000 --seed 1 --quiet --json \
+    > "$work/$kind.eval.json"
+  $py - "$kind" "$work/$kind.train.json" "$work/$kind.eval.json" "$work/$kind.summary" <<'EOF'
+import json, sys
+kind, train, evals, out = sys.argv[1:]
+epochs = [json.loads(l) for l in open(train) if l.strip()]
+mrr = json.load(open(evals))["filtered"]["mrr"]
+n = len(epochs)
+secs = sum(e["seconds"] for e in epochs) / n
+cv = sum(e["batch_seconds_cv"] for e in epochs) / n
+idle = sum(e["idle_share"] for e in epochs) / n
+work = sum(e["batch_work_max_over_mean"] for e in epochs) / n
+print("%-15s %10.2f %14.3f %9.1f%% %15.2f %8.4f" % (kind, secs, cv, 100 * idle, work, mrr))
+open(out, "w").write("%f %f\n" % (secs, mrr))
+EOF
+}
+run fixed
+run variance-aware
+read -r fixed_s fixed_mrr < "$work/fixed.summary"
+read -r va_s va_mrr < "$work/variance-aware.summary"
+printf "\nvariance-aware speed-up (fixed epoch s / variance-aware epoch s): %.2fx; MRR change %+.4f\n" \
+  "$(echo "$fixed_s / $va_s" | bc -l)" "$(echo "$va_mrr - $fixed_mrr" | bc -l)"
