@@ -283,6 +283,8 @@ std::string MetaJson(const Graph& graph, const StoredModel& model, std::string_v
       {"dimension", model.model.dim},
       {"count", m.num_nodes},
       {"operator", std::string(OperatorName(model.model.op))},
+      // Featurized models export their composed rows (id and/or features).
+      {"featurized", std::string(FeaturizedModeName(model.model.featurized))},
       {"comparator", std::string(ComparatorName(model.model.comparator))},
       {"metric", std::string(NearestNeighborMetric(model.model.comparator))},
       {"normalize", model.model.comparator == Comparator::kCos},

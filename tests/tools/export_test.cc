@@ -362,6 +362,7 @@ TEST_F(ExportTest, MetaJsonAndRelations) {
   EXPECT_EQ(meta["dimension"], e.dim);
   EXPECT_EQ(meta["count"], e.n);
   EXPECT_EQ(meta["operator"], "diagonal");
+  EXPECT_EQ(meta["featurized"], "off");
   EXPECT_EQ(meta["comparator"], "cos");
   EXPECT_EQ(meta["metric"], "cosine");
   EXPECT_EQ(meta["normalize"], true);
