@@ -213,9 +213,6 @@ class CpuTrainer final : public Trainer {
         AddFeatureGrads(dst, dst_nodes, s.g_rhs.data(), &acc);
         AddFeatureGrads(src, src_neg_ids, s.g_src_negs.data(), &acc);
         AddFeatureGrads(dst, dst_neg_ids, s.g_dst_negs.data(), &acc);
-        acc.Flush([&](uint32_t f, const float* grad) {
-          AdagradRowUpdate(features_->Row(f), &features_->optimizer[f], grad, dim, lr);
-        });
       }
       if (rel_size_ > 0 && !options_.only_new_edges) {
         absl::MutexLock lock(&rel_mu_);
@@ -223,6 +220,15 @@ class CpuTrainer final : public Trainer {
                            s.g_rel.data(), rel_size_, lr);
       }
       begin = end;
+    }
+    // Feature rows take one step per batch: a feature shared by many rows
+    // of the batch (a popular tag, a frequent word) gets its summed gradient
+    // once, as in PBG, instead of one Adagrad update per chunk; and the
+    // batch's lr_scale is the step-size scale of that one step.
+    if (mode_ != FeaturizedMode::kOff) {
+      s.feature_grads->Flush([&](uint32_t f, const float* grad) {
+        AdagradRowUpdate(features_->Row(f), &features_->optimizer[f], grad, dim, lr);
+      });
     }
     return loss;
   }
