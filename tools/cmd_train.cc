@@ -115,17 +115,21 @@ int TrainMain(const std::vector<std::string>& args) {
                           {"partition_loads", e.partition_loads},
                           {"batches", e.batches},
                           {"batch_seconds_cv", e.batch_seconds_cv},
-                          {"batch_work_max_over_mean", e.batch_work_max_over_mean},
+                          {"batch_nnz_cv", e.batch_nnz_cv},
+                          {"batch_nnz_max_over_mean", e.batch_nnz_max_over_mean},
+                          {"edge_cost", e.edge_cost},
                           {"idle_share", e.idle_share}};
       if (e.valid_mrr) j["valid_mrr"] = *e.valid_mrr;
       std::printf("%s\n", j.dump().c_str());
     } else {
       std::printf("epoch %d: loss %.4f, %s edges in %.2f s (%s edges/s), %llu partition loads%s\n"
-                  "  %llu batches: time cv %.2f, work max/mean %.2f, trainers idle %.1f%%\n",
+                  "  %llu batches: time cv %.2f, feature non-zeros cv %.2f (max/mean %.2f), "
+                  "trainers idle %.1f%%\n",
                   e.epoch, e.loss, HumanCount(e.edges).c_str(), e.seconds,
                   HumanCount(e.edges_per_second).c_str(), (unsigned long long)e.partition_loads,
                   e.valid_mrr ? absl::StrFormat(", valid MRR %.4f", *e.valid_mrr).c_str() : "",
-                  (unsigned long long)e.batches, e.batch_seconds_cv, e.batch_work_max_over_mean,
+                  (unsigned long long)e.batches, e.batch_seconds_cv, e.batch_nnz_cv,
+                  e.batch_nnz_max_over_mean,
                   100 * e.idle_share);
     }
   }

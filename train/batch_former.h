@@ -39,10 +39,13 @@ enum class BatchingKind : uint8_t {
 absl::StatusOr<BatchingKind> ParseBatchingKind(std::string_view name);
 std::string_view BatchingKindName(BatchingKind kind);
 
-// The work of one edge is the cost units it adds to a batch; callers use
-// rows touched, 1 + nnz(src) + nnz(dst) (EdgeWork below).
-inline uint32_t EdgeWork(uint32_t src_nnz, uint32_t dst_nnz) {
-  return 1 + src_nnz + dst_nnz;
+// The work of one edge is the cost units it adds to a batch, counted in
+// feature non-zeros: nnz(src) + nnz(dst), plus `edge_cost` for what every
+// edge costs regardless of its features (its rows' GEMM share, loss and
+// negatives). edge_cost 1 counts rows touched; the trainer measures it
+// (BatchCostModel in round_batches.h).
+inline uint32_t EdgeWork(uint32_t src_nnz, uint32_t dst_nnz, uint32_t edge_cost = 1) {
+  return edge_cost + src_nnz + dst_nnz;
 }
 
 // A batch plan: a permutation of edge indices cut into consecutive batches.

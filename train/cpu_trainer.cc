@@ -105,6 +105,8 @@ class CpuTrainer final : public Trainer {
                     BatchResult r;
                     r.edges = b.hi - b.lo;
                     r.loss = TrainBatch(tasks[b.task], b);
+                    r.record.edges = r.edges;
+                    r.record.nnz = b.nnz;
                     r.record.work = b.work;
                     r.record.seconds = std::chrono::duration<double>(
                         std::chrono::steady_clock::now() - t0).count();

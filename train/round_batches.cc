@@ -1,23 +1,45 @@
 #include "train/round_batches.h"
 
 #include <algorithm>
+#include <cmath>
 
 
 namespace ember {
 
-std::vector<uint32_t> EdgeWorks(const BucketTask& task) {
+void BatchCostModel::Add(const BatchRecord& r) {
+  const double e = static_cast<double>(r.edges), n = static_cast<double>(r.nnz);
+  if (r.nnz > 0) ++batches_;
+  ee_ += e * e;
+  en_ += e * n;
+  nn_ += n * n;
+  te_ += r.seconds * e;
+  tn_ += r.seconds * n;
+}
+
+uint32_t BatchCostModel::EdgeCost() const {
+  if (batches_ < 16) return kPriorEdgeCost;
+  const double det = ee_ * nn_ - en_ * en_;
+  if (!(det > 1e-9 * ee_ * nn_)) return kPriorEdgeCost;
+  const double a = (te_ * nn_ - tn_ * en_) / det;
+  const double b = (tn_ * ee_ - te_ * en_) / det;
+  if (!(b > 0)) return kPriorEdgeCost;
+  return static_cast<uint32_t>(std::clamp(std::round(a / b), 1.0, 100000.0));
+}
+
+std::vector<uint32_t> EdgeWorks(const BucketTask& task, uint32_t edge_cost) {
   std::vector<uint32_t> work(task.edges.size());
   for (size_t i = 0; i < work.size(); ++i) {
     const Edge& e = task.edges[i];
-    work[i] = EdgeWork(task.src->FeatureCount(e.src), task.dst->FeatureCount(e.dst));
+    work[i] = EdgeWork(task.src->FeatureCount(e.src), task.dst->FeatureCount(e.dst), edge_cost);
   }
   return work;
 }
 
 std::vector<BatchRange> PlanBucketBatches(BatchingKind kind, uint32_t task_index,
                                           const BucketTask& task, std::vector<Edge>* edges,
-                                          uint32_t batch_size, uint64_t seed) {
-  const std::vector<uint32_t> work = EdgeWorks(task);
+                                          uint32_t batch_size, uint64_t seed,
+                                          uint32_t edge_cost) {
+  const std::vector<uint32_t> work = EdgeWorks(task, edge_cost);
   std::vector<BatchRange> out;
   if (kind == BatchingKind::kFixed) {
     const uint64_t n = work.size();
@@ -28,6 +50,7 @@ std::vector<BatchRange> PlanBucketBatches(BatchingKind kind, uint32_t task_index
       b.hi = std::min<uint64_t>(n, lo + batch_size);
       b.index = out.size();
       for (uint64_t i = b.lo; i < b.hi; ++i) b.work += work[i];
+      b.nnz = b.work - uint64_t{edge_cost} * (b.hi - b.lo);
       out.push_back(b);
     }
     return out;
@@ -43,6 +66,7 @@ std::vector<BatchRange> PlanBucketBatches(BatchingKind kind, uint32_t task_index
     r.hi = plan.batch_start[b + 1];
     r.index = b;
     r.work = plan.batch_work[b];
+    r.nnz = r.work - uint64_t{edge_cost} * (r.hi - r.lo);
     r.lr_scale = static_cast<float>(StepScale(r.work, plan.target_work, 0.5, 2.0));
     out.push_back(r);
   }

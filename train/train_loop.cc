@@ -89,6 +89,7 @@ class TrainLoop {
   std::unique_ptr<FeatureTable> features_;  // featurized models only
   // This epoch's per-batch records and trainer time (busy and available).
   std::vector<BatchRecord> batch_records_;
+  BatchCostModel cost_model_;  // over this run's batches
   double trainer_busy_seconds_ = 0;
   double trainer_available_seconds_ = 0;
   int start_epoch_ = 0;
@@ -237,6 +238,9 @@ absl::Status TrainLoop::TrainRound(int epoch, const std::vector<Bucket>& round,
   const size_t n = trainers_.size();  // rounds hold at most n buckets
   std::vector<BucketTask> tasks(k);
   std::vector<std::vector<BatchRange>> batches(k);
+  // Measured times must not steer a deterministic run's batches.
+  const uint32_t edge_cost =
+      options_.deterministic ? BatchCostModel::kPriorEdgeCost : cost_model_.EdgeCost();
   for (size_t b = 0; b < k; ++b) {
     BucketTask& task = tasks[b];
     task.src_partition = round[b].src;
@@ -247,7 +251,7 @@ absl::Status TrainLoop::TrainRound(int epoch, const std::vector<Bucket>& round,
     task.seed = BucketSeed(options_.seed, epoch, round[b], P_);
     batches[b] = PlanBucketBatches(options_.batching, static_cast<uint32_t>(b), task, &edges[b],
                                    static_cast<uint32_t>(options_.batch_size),
-                                   Mix64(task.seed, 0xba7c4u));
+                                   Mix64(task.seed, 0xba7c4u), edge_cost);
   }
   const RoundQueues queues = DealRoundBatches(options_.batching, batches, n);
   auto on_batch = [this](uint64_t count, double loss) {
@@ -278,8 +282,10 @@ absl::Status TrainLoop::TrainRound(int epoch, const std::vector<Bucket>& round,
     RETURN_IF_ERROR(results[t].status());
     active.push_back(t);
     trainer_busy_seconds_ += std::min(wall, results[t]->busy_seconds);
-    batch_records_.insert(batch_records_.end(), results[t]->batches.begin(),
-                          results[t]->batches.end());
+    for (const BatchRecord& r : results[t]->batches) {
+      batch_records_.push_back(r);
+      cost_model_.Add(r);
+    }
   }
   trainer_available_seconds_ += wall * n;
   MergeRelations(active);
@@ -293,16 +299,18 @@ void TrainLoop::ResetBatchStats() {
 }
 
 void TrainLoop::FillBatchStats(EpochStats* s) const {
-  std::vector<double> seconds, work;
+  std::vector<double> seconds, nnz;
   for (const BatchRecord& r : batch_records_) {
     seconds.push_back(r.seconds);
-    work.push_back(static_cast<double>(r.work));
+    nnz.push_back(static_cast<double>(r.nnz));
   }
   s->batches = batch_records_.size();
   s->batch_seconds_cv = Spread(seconds).cv;
-  const SpreadStats w = Spread(work);
-  s->batch_work_cv = w.cv;
-  s->batch_work_max_over_mean = w.max_over_mean;
+  const SpreadStats n = Spread(nnz);
+  s->batch_nnz_cv = n.cv;
+  s->batch_nnz_max_over_mean = n.max_over_mean;
+  s->edge_cost =
+      options_.deterministic ? BatchCostModel::kPriorEdgeCost : cost_model_.EdgeCost();
   s->idle_share = trainer_available_seconds_ > 0
                       ? std::max(0.0, 1.0 - trainer_busy_seconds_ / trainer_available_seconds_)
                       : 0;
@@ -357,8 +365,9 @@ absl::Status TrainLoop::AppendMetrics(const EpochStats& s) {
                       {"checkpoint_version", s.checkpoint_version},
                       {"batches", s.batches},
                       {"batch_seconds_cv", s.batch_seconds_cv},
-                      {"batch_work_cv", s.batch_work_cv},
-                      {"batch_work_max_over_mean", s.batch_work_max_over_mean},
+                      {"batch_nnz_cv", s.batch_nnz_cv},
+                      {"batch_nnz_max_over_mean", s.batch_nnz_max_over_mean},
+                      {"edge_cost", s.edge_cost},
                       {"idle_share", s.idle_share}};
   if (s.valid_mrr.has_value()) j["valid_mrr"] = *s.valid_mrr;
   const std::string path = graph_->dir() + "/metrics.jsonl";

@@ -24,12 +24,14 @@ struct EpochStats {
   uint64_t checkpoint_version = 0;
   std::optional<double> valid_mrr;  // when eval_valid and a valid split
   // Batches of the epoch (this run) and their spread: coefficient of
-  // variation of per-batch time, and max/mean and cv of per-batch work
-  // (EdgeWork: rows touched, i.e. 1 + feature non-zeros of both ends).
+  // variation of per-batch time, and cv and max/mean of per-batch feature
+  // non-zeros (of the edges' endpoints; 0 without features).
   uint64_t batches = 0;
   double batch_seconds_cv = 0;
-  double batch_work_cv = 0;
-  double batch_work_max_over_mean = 0;
+  double batch_nnz_cv = 0;
+  double batch_nnz_max_over_mean = 0;
+  // The measured cost of an edge in non-zeros (BatchCostModel) at epoch end.
+  uint32_t edge_cost = 0;
   // Share of trainer time spent waiting at the end of rounds for the other
   // trainers: 1 - Σ busy / (trainers × Σ round wall time).
   double idle_share = 0;

@@ -57,8 +57,9 @@ struct TrainOptions {
   uint32_t checkpoint_every = 0;
   // Ignore an existing checkpoint. Default: false.
   bool from_scratch = false;
-  // One batch in flight: with threads == 1, bit-identical results whether
-  // resumed or not. Default: false.
+  // One batch in flight, and variance-aware batches planned with a fixed
+  // edge cost instead of the measured one: with threads == 1, bit-identical
+  // results whether resumed or not. Default: false.
   bool deterministic = false;
   // Validation MRR after each epoch (when the graph has a valid split),
   // against `eval_negatives` sampled nodes on up to `eval_max_edges` edges.

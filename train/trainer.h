@@ -60,6 +60,7 @@ struct BatchRange {
   uint64_t lo = 0, hi = 0;   // edges [lo, hi) of that task
   uint64_t index = 0;        // batch number within the task (RNG stream)
   uint64_t work = 0;         // Σ EdgeWork of its edges (batch_former.h)
+  uint64_t nnz = 0;          // feature non-zeros of its edges' endpoints
   float lr_scale = 1.0f;     // step-size scale (StepScale)
 };
 
@@ -84,9 +85,12 @@ class BatchQueue {
   std::atomic<size_t> next_{0};
 };
 
-// What one batch took: for the per-batch time and work spread.
+// What one batch took: for the per-batch time and work spread, and the
+// cost model.
 struct BatchRecord {
   double seconds = 0;
+  uint64_t edges = 0;
+  uint64_t nnz = 0;
   uint64_t work = 0;
 };
 

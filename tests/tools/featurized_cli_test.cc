@@ -70,7 +70,8 @@ TEST_F(FeaturizedCliTest, TrainEvalExport) {
   for (const auto& e : epochs) {
     EXPECT_EQ(e.at("edges").get<uint64_t>(), epochs[0].at("edges").get<uint64_t>());
     EXPECT_GT(e.at("batches").get<uint64_t>(), 0u);
-    EXPECT_GE(e.at("batch_work_max_over_mean").get<double>(), 1.0);
+    EXPECT_GE(e.at("batch_nnz_max_over_mean").get<double>(), 1.0);
+    EXPECT_GE(e.at("edge_cost").get<uint32_t>(), 1u);
     const double idle = e.at("idle_share").get<double>();
     EXPECT_GE(idle, 0.0);
     EXPECT_LT(idle, 1.0);

@@ -163,7 +163,8 @@ TEST_F(FeaturizedTrainTest, VarianceAwareTwoTrainersPartitioned) {
     EXPECT_GT(e.batches, 0u);
     EXPECT_GE(e.idle_share, 0.0);
     EXPECT_LT(e.idle_share, 1.0);
-    EXPECT_GE(e.batch_work_max_over_mean, 1.0);
+    EXPECT_GE(e.batch_nnz_max_over_mean, 1.0);
+    EXPECT_GE(e.edge_cost, 1u);
   }
   auto part = EvalTest(dir);
   ASSERT_TRUE(part.ok()) << part.status();

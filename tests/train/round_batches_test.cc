@@ -61,18 +61,24 @@ TEST_P(PlanTest, BatchesTileTheBucketAndKeepEveryEdgeOnce) {
   task.src = const_cast<PartitionData*>(&part);
   task.dst = task.src;
   task.edges = edges;
-  const std::vector<BatchRange> batches = PlanBucketBatches(GetParam(), 3, task, &edges, 256, 9);
+  const uint32_t edge_cost = 7;
+  const std::vector<BatchRange> batches =
+      PlanBucketBatches(GetParam(), 3, task, &edges, 256, 9, edge_cost);
   EXPECT_EQ(Keys(edges), before);
-  const std::vector<uint32_t> work = EdgeWorks(task);
+  const std::vector<uint32_t> work = EdgeWorks(task, edge_cost);
   uint64_t next = 0;
   for (size_t b = 0; b < batches.size(); ++b) {
     EXPECT_EQ(batches[b].task, 3u);
     EXPECT_EQ(batches[b].index, b);
     EXPECT_EQ(batches[b].lo, next);
     EXPECT_GT(batches[b].hi, batches[b].lo);
-    uint64_t w = 0;
-    for (uint64_t i = batches[b].lo; i < batches[b].hi; ++i) w += work[i];
+    uint64_t w = 0, nnz = 0;
+    for (uint64_t i = batches[b].lo; i < batches[b].hi; ++i) {
+      w += work[i];
+      nnz += part.FeatureCount(edges[i].src) + part.FeatureCount(edges[i].dst);
+    }
     EXPECT_EQ(batches[b].work, w) << "batch " << b;
+    EXPECT_EQ(batches[b].nnz, nnz) << "batch " << b;
     EXPECT_GE(batches[b].lr_scale, 0.5f);
     EXPECT_LE(batches[b].lr_scale, 2.0f);
     next = batches[b].hi;
@@ -126,6 +132,30 @@ TEST(PlanBucketBatchesTest, UniformWorkGivesEqualBatches) {
     EXPECT_GE(batches[b].hi - batches[b].lo, 100u);
     EXPECT_LE(batches[b].hi - batches[b].lo, 110u);
   }
+}
+
+// The fit recovers a known cost: batch time = 3e-6 s per edge + 1e-7 s per
+// non-zero, i.e. an edge costs 30 non-zeros.
+TEST(BatchCostModelTest, FitsEdgeCostFromBatchTimes) {
+  BatchCostModel model;
+  EXPECT_EQ(model.EdgeCost(), BatchCostModel::kPriorEdgeCost);
+  std::mt19937_64 rng(8);
+  for (int i = 0; i < 200; ++i) {
+    BatchRecord r;
+    r.edges = 500 + rng() % 1000;
+    r.nnz = rng() % 50000;
+    r.seconds = 3e-6 * r.edges + 1e-7 * r.nnz;
+    model.Add(r);
+    if (i < 14) EXPECT_EQ(model.EdgeCost(), BatchCostModel::kPriorEdgeCost);
+  }
+  EXPECT_EQ(model.EdgeCost(), 30u);
+}
+
+// Without features the fit is undetermined, and the prior stays.
+TEST(BatchCostModelTest, NoFeaturesKeepsThePrior) {
+  BatchCostModel model;
+  for (int i = 0; i < 100; ++i) model.Add(BatchRecord{0.01, 1000, 0, 1000});
+  EXPECT_EQ(model.EdgeCost(), BatchCostModel::kPriorEdgeCost);
 }
 
 std::vector<BatchRange> BatchesOf(uint32_t task, size_t n) {
