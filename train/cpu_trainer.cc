@@ -215,6 +215,11 @@ class CpuTrainer final : public Trainer {
         AddFeatureGrads(dst, dst_nodes, s.g_rhs.data(), &acc);
         AddFeatureGrads(src, src_neg_ids, s.g_src_negs.data(), &acc);
         AddFeatureGrads(dst, dst_neg_ids, s.g_dst_negs.data(), &acc);
+        // One step per chunk, like the id rows: each distinct feature of the
+        // chunk gets its summed gradient once. (Per batch would merge more
+        // repeats, but its accumulator outgrows the cache: measured 1.4x
+        // slower.)
+        FlushFeatureGrads(&acc, lr);
       }
       if (rel_size_ > 0 && !options_.only_new_edges) {
         absl::MutexLock lock(&rel_mu_);
@@ -222,15 +227,6 @@ class CpuTrainer final : public Trainer {
                            s.g_rel.data(), rel_size_, lr);
       }
       begin = end;
-    }
-    // Feature rows take one step per batch: a feature shared by many rows
-    // of the batch (a popular tag, a frequent word) gets its summed gradient
-    // once, as in PBG, instead of one Adagrad update per chunk; and the
-    // batch's lr_scale is the step-size scale of that one step.
-    if (mode_ != FeaturizedMode::kOff) {
-      s.feature_grads->Flush([&](uint32_t f, const float* grad) {
-        AdagradRowUpdate(features_->Row(f), &features_->optimizer[f], grad, dim, lr);
-      });
     }
     return loss;
   }
@@ -248,6 +244,24 @@ class CpuTrainer final : public Trainer {
     if (mode_ == FeaturizedMode::kOff) return;
     ComposeEmbeddings(mode_, dim, nodes, part.feature_row_start.data(),
                       part.feature_entries.data(), features_->embeddings.data(), out, out);
+  }
+
+  // One Adagrad step on every feature row with a pending gradient; rows a
+  // few steps ahead are prefetched, since they are scattered over the table.
+  void FlushFeatureGrads(FeatureGradAccumulator* acc, float lr) {
+    constexpr size_t kAhead = 8;
+    const std::span<const uint32_t> pending = acc->pending();
+    const int dim = features_->dim;
+    size_t i = 0;
+    acc->Flush([&](uint32_t f, const float* grad) {
+      if (i + kAhead < pending.size()) {
+        const uint32_t next = pending[i + kAhead];
+        Prefetch(features_->Row(next), sizeof(float) * dim);
+        __builtin_prefetch(&features_->optimizer[next], 1, 1);
+      }
+      ++i;
+      AdagradRowUpdate(features_->Row(f), &features_->optimizer[f], grad, dim, lr);
+    });
   }
 
   void AddFeatureGrads(const PartitionData& part, std::span<const uint32_t> nodes,

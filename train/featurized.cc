@@ -16,6 +16,14 @@ namespace {
 constexpr std::array<std::string_view, 3> kModeNames = {"off", "features",
                                                         "id+features"};
 
+// Most feature rows of one node prefetched ahead.
+constexpr uint64_t kPrefetchEntries = 16;
+
+void PrefetchRow(const float* row, size_t dim) {
+  const char* p = reinterpret_cast<const char*>(row);
+  for (size_t b = 0; b < dim * sizeof(float); b += 64) __builtin_prefetch(p + b, 0, 1);
+}
+
 // y += a * x over dim floats; vectorizable.
 inline void Axpy(int dim, float a, const float* __restrict x,
                  float* __restrict y) {
@@ -57,6 +65,15 @@ void ComposeEmbeddings(FeaturizedMode mode, int dim,
   EMBER_CHECK(!with_id || id_rows != nullptr);
   const size_t d = static_cast<size_t>(dim);
   for (size_t i = 0; i < nodes.size(); ++i) {
+    // Feature rows are scattered over the table: start fetching the rows
+    // of the node after next while this one composes.
+    if (i + 2 < nodes.size()) {
+      const uint32_t next = nodes[i + 2];
+      const uint64_t end = std::min(row_start[next + 1], row_start[next] + kPrefetchEntries);
+      for (uint64_t e = row_start[next]; e < end; ++e) {
+        PrefetchRow(feature_table + size_t{entries[e].feature} * d, d);
+      }
+    }
     float* row = out + i * d;
     if (with_id) {
       const float* id = id_rows + i * d;

@@ -145,8 +145,10 @@ class FeatureGradAccumulator {
            const uint64_t* row_start, const FeatureEntry* entries,
            const float* node_grads, float* id_grads);
 
-  // Distinct features with a pending gradient.
+  // Distinct features with a pending gradient, in the order Flush hands
+  // them out (callers may prefetch their rows ahead).
   size_t num_pending() const { return touched_.size(); }
+  std::span<const uint32_t> pending() const { return touched_; }
 
   // Calls fn(feature, grad_row) once per distinct pending feature, in order
   // of first touch since the last Flush (deterministic), then clears. The
