@@ -195,6 +195,24 @@ SpreadStats Spread(std::span<const double> values) {
   return s;
 }
 
+void SpreadAccumulator::Add(double value) {
+  max_ = n_ == 0 ? value : std::max(max_, value);
+  ++n_;
+  const double delta = value - mean_;
+  mean_ += delta / double(n_);
+  m2_ += delta * (value - mean_);
+}
+
+SpreadStats SpreadAccumulator::Stats() const {
+  SpreadStats s;
+  if (n_ == 0) return s;
+  s.mean = mean_;
+  if (s.mean == 0) return s;
+  s.cv = std::sqrt(std::max(0.0, m2_) / double(n_)) / std::abs(s.mean);
+  s.max_over_mean = max_ / s.mean;
+  return s;
+}
+
 SpreadStats Spread(std::span<const uint64_t> values) {
   std::vector<double> d(values.begin(), values.end());
   return Spread(std::span<const double>(d));

@@ -164,6 +164,19 @@ struct SpreadStats {
 SpreadStats Spread(std::span<const double> values);
 SpreadStats Spread(std::span<const uint64_t> values);
 
+// The same summary over a stream, in O(1) memory (Welford's update): for
+// per-batch statistics of epochs with millions of batches.
+class SpreadAccumulator {
+ public:
+  void Add(double value);
+  SpreadStats Stats() const;  // equal to Spread over the values added
+  uint64_t count() const { return n_; }
+
+ private:
+  uint64_t n_ = 0;
+  double mean_ = 0, m2_ = 0, max_ = 0;
+};
+
 }  // namespace ember
 
 #endif  // EMBER_TRAIN_BATCH_FORMER_H_

@@ -87,8 +87,9 @@ class TrainLoop {
   std::unique_ptr<PartitionBuffer> buffer_;
   std::vector<std::unique_ptr<Trainer>> trainers_;
   std::unique_ptr<FeatureTable> features_;  // featurized models only
-  // This epoch's per-batch records and trainer time (busy and available).
-  std::vector<BatchRecord> batch_records_;
+  // This epoch's per-batch time and non-zeros, and trainer time (busy and
+  // available).
+  SpreadAccumulator batch_seconds_, batch_nnz_;
   BatchCostModel cost_model_;  // over this run's batches
   double trainer_busy_seconds_ = 0;
   double trainer_available_seconds_ = 0;
@@ -283,7 +284,8 @@ absl::Status TrainLoop::TrainRound(int epoch, const std::vector<Bucket>& round,
     active.push_back(t);
     trainer_busy_seconds_ += std::min(wall, results[t]->busy_seconds);
     for (const BatchRecord& r : results[t]->batches) {
-      batch_records_.push_back(r);
+      batch_seconds_.Add(r.seconds);
+      batch_nnz_.Add(static_cast<double>(r.nnz));
       cost_model_.Add(r);
     }
   }
@@ -293,20 +295,16 @@ absl::Status TrainLoop::TrainRound(int epoch, const std::vector<Bucket>& round,
 }
 
 void TrainLoop::ResetBatchStats() {
-  batch_records_.clear();
+  batch_seconds_ = SpreadAccumulator();
+  batch_nnz_ = SpreadAccumulator();
   trainer_busy_seconds_ = 0;
   trainer_available_seconds_ = 0;
 }
 
 void TrainLoop::FillBatchStats(EpochStats* s) const {
-  std::vector<double> seconds, nnz;
-  for (const BatchRecord& r : batch_records_) {
-    seconds.push_back(r.seconds);
-    nnz.push_back(static_cast<double>(r.nnz));
-  }
-  s->batches = batch_records_.size();
-  s->batch_seconds_cv = Spread(seconds).cv;
-  const SpreadStats n = Spread(nnz);
+  s->batches = batch_seconds_.count();
+  s->batch_seconds_cv = batch_seconds_.Stats().cv;
+  const SpreadStats n = batch_nnz_.Stats();
   s->batch_nnz_cv = n.cv;
   s->batch_nnz_max_over_mean = n.max_over_mean;
   s->edge_cost =
@@ -402,7 +400,8 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
   const int threads = options_.threads;
   const int per_trainer = std::max(1, threads / options_.trainers);
   for (int t = 0; t < options_.trainers; ++t) {
-    ASSIGN_OR_RETURN(auto trainer, MakeCpuTrainer(options_, per_trainer, relations_, features_.get()));
+    ASSIGN_OR_RETURN(auto trainer,
+                     MakeCpuTrainer(options_, per_trainer, relations_, features_.get()));
     trainers_.push_back(std::move(trainer));
   }
   uint64_t buckets_this_run = 0;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <random>
 #include <vector>
 
 #include "storage/splitmix.h"
@@ -338,6 +339,28 @@ TEST(Spread, HandComputed) {
   EXPECT_EQ(e.max_over_mean, 0.0);
   const std::vector<double> z = {0, 0};
   EXPECT_EQ(Spread(std::span<const double>(z)).cv, 0.0);
+}
+
+// The streaming summary equals the batch one.
+TEST(Spread, AccumulatorMatchesSpread) {
+  SpreadAccumulator empty;
+  EXPECT_EQ(empty.Stats().mean, 0.0);
+  EXPECT_EQ(empty.Stats().cv, 0.0);
+  std::mt19937_64 rng(3);
+  std::lognormal_distribution<double> heavy(0.0, 1.5);
+  std::vector<double> v(10000);
+  SpreadAccumulator acc;
+  for (double& x : v) {
+    x = 1e3 * heavy(rng);
+    acc.Add(x);
+  }
+  const SpreadStats want = Spread(std::span<const double>(v));
+  const SpreadStats got = acc.Stats();
+  EXPECT_EQ(acc.count(), v.size());
+  EXPECT_NEAR(got.mean, want.mean, 1e-9 * want.mean);
+  EXPECT_NEAR(got.cv, want.cv, 1e-9);
+  EXPECT_NEAR(got.max_over_mean, want.max_over_mean, 1e-9);
+  EXPECT_GT(got.cv, 1.0);  // heavy-tailed, so the check is not vacuous
 }
 
 }  // namespace
