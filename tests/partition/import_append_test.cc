@@ -26,7 +26,6 @@
 namespace ember::import_test {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
 const std::string kEmber = EMBER_BINARY;
 
@@ -344,17 +343,6 @@ uint64_t SstFilesUnder(const std::string& dir) {
   return n;
 }
 
-template <typename Fn>
-bool PollUntil(ChildProcess* child, Fn done, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    if (done()) return true;
-    if (child->Exited()) return done();
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  return done();
-}
-
 // An append killed with SIGKILL (early: while it parses; late: once it has
 // ingested files into the graph's DBs, before the manifest) leaves the old
 // graph readable with its old counts and without the new nodes; the next
@@ -418,7 +406,7 @@ TEST(ImportAppendKillTest, KilledAppendLeavesOldGraphAndRerunSucceeds) {
 
   // Kill 1: early, once append-<pid>/ exists and holds spill.
   {
-    ChildProcess child(args, tmp.path());
+    ChildProcess child(args, tmp.Sub("child"));
     ASSERT_TRUE(child.started());
     ASSERT_TRUE(PollUntil(&child, [&] { return !AppendDirs(graph).empty(); },
                           std::chrono::seconds(60)))
@@ -434,7 +422,7 @@ TEST(ImportAppendKillTest, KilledAppendLeavesOldGraphAndRerunSucceeds) {
   // ingest has happened) but, with luck, before the manifest commit.
   bool killed_late = false;
   {
-    ChildProcess child(args, tmp.path());
+    ChildProcess child(args, tmp.Sub("child"));
     ASSERT_TRUE(child.started());
     const bool ingesting = PollUntil(
         &child, [&] { return SstFilesUnder(graph) > base_ssts; }, std::chrono::seconds(120));

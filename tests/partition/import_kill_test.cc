@@ -19,7 +19,6 @@
 namespace ember::import_test {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
 const std::string kEmber = EMBER_BINARY;
 
@@ -32,19 +31,6 @@ uint64_t BytesUnder(const std::string& dir) {
     if (it->is_regular_file(ec2)) total += it->file_size(ec2);
   }
   return total;
-}
-
-// Polls (the child writes files; there is nothing to block on) until
-// `done()` or the child exits or `timeout` passes. Returns done().
-template <typename Fn>
-bool PollUntil(ChildProcess* child, Fn done, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    if (done()) return true;
-    if (child->Exited()) return done();
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return done();
 }
 
 std::vector<std::string> ImportArgs(const std::string& out,
@@ -68,7 +54,7 @@ TEST(ImportKillTest, KilledImportLeavesNoGraphAndRerunSucceeds) {
   const std::string out = tmp.Sub("graph");
   // Kill 1: while reading, once the staging dir holds a few MiB of spill.
   {
-    ChildProcess child(ImportArgs(out, input), tmp.path());
+    ChildProcess child(ImportArgs(out, input), tmp.Sub("child"));
     ASSERT_TRUE(child.started());
     const bool staged = PollUntil(
         &child, [&] { return !StagingDirs(out).empty(); },
@@ -93,7 +79,7 @@ TEST(ImportKillTest, KilledImportLeavesNoGraphAndRerunSucceeds) {
   // Kill 2: late, once the staging dir holds the graph's RocksDB dirs.
   bool killed_late = false;
   {
-    ChildProcess child(ImportArgs(out, input), tmp.path());
+    ChildProcess child(ImportArgs(out, input), tmp.Sub("child"));
     ASSERT_TRUE(child.started());
     const bool committing = PollUntil(
         &child,

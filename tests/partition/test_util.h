@@ -1,17 +1,9 @@
 // Helpers shared by the `ember import` integration tests: temp dirs, input
 // files, a reference reader for tab-separated edge lists, reading a graph
-// back as (src name, rel name, dst name) triples, and running the `ember`
-// binary as a child process.
+// back as (src name, rel name, dst name) triples; child processes come from
+// tests/test_process.h.
 #ifndef EMBER_TESTS_PARTITION_TEST_UTIL_H_
 #define EMBER_TESTS_PARTITION_TEST_UTIL_H_
-
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -35,8 +27,7 @@
 #include "storage/graph.h"
 #include "storage/manifest.h"
 #include "storage/types.h"
-
-extern char** environ;
+#include "tests/test_process.h"
 
 namespace ember::import_test {
 
@@ -407,95 +398,10 @@ inline ImportOptions BasicOptions(const std::string& out,
   return o;
 }
 
-// Result of a child process.
-struct ProcessResult {
-  int exit_code = -1;   // WEXITSTATUS, or -1 if killed by a signal
-  int term_signal = 0;  // the signal that ended it, if any
-  std::string out;
-  std::string err;
-};
-
-// A child process with stdout/stderr captured to files in `capture_dir`.
-class ChildProcess {
- public:
-  ChildProcess(const std::vector<std::string>& argv,
-               const std::string& capture_dir)
-      : out_path_(capture_dir + "/child.stdout"),
-        err_path_(capture_dir + "/child.stderr") {
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, out_path_.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err_path_.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    const int rc = posix_spawn(&pid_, args[0], &actions, nullptr, args.data(),
-                               environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) {
-      ADD_FAILURE() << "posix_spawn(" << argv[0] << "): " << std::strerror(rc);
-      pid_ = -1;
-    }
-  }
-  ~ChildProcess() {
-    if (pid_ > 0 && !reaped_) {
-      ::kill(pid_, SIGKILL);
-      int st;
-      ::waitpid(pid_, &st, 0);
-    }
-  }
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
-
-  pid_t pid() const { return pid_; }
-  bool started() const { return pid_ > 0; }
-
-  // True once the child has exited (reaps it).
-  bool Exited() {
-    if (reaped_ || pid_ <= 0) return true;
-    int st;
-    if (::waitpid(pid_, &st, WNOHANG) == pid_) {
-      status_ = st;
-      reaped_ = true;
-    }
-    return reaped_;
-  }
-
-  void Kill() {
-    if (pid_ > 0 && !reaped_) ::kill(pid_, SIGKILL);
-  }
-
-  ProcessResult Wait() {
-    if (pid_ > 0 && !reaped_) {
-      int st;
-      while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
-      }
-      status_ = st;
-      reaped_ = true;
-    }
-    ProcessResult r;
-    if (WIFEXITED(status_)) r.exit_code = WEXITSTATUS(status_);
-    if (WIFSIGNALED(status_)) r.term_signal = WTERMSIG(status_);
-    r.out = ReadFileBytes(out_path_);
-    r.err = ReadFileBytes(err_path_);
-    return r;
-  }
-
- private:
-  std::string out_path_;
-  std::string err_path_;
-  pid_t pid_ = -1;
-  bool reaped_ = false;
-  int status_ = 0;
-};
-
-inline ProcessResult RunProcess(const std::vector<std::string>& argv,
-                                const std::string& capture_dir) {
-  ChildProcess child(argv, capture_dir);
-  return child.Wait();
-}
+using ::ember::testing::ChildProcess;
+using ::ember::testing::PollUntil;
+using ::ember::testing::ProcessResult;
+using ::ember::testing::RunProcess;
 
 }  // namespace ember::import_test
 

@@ -25,7 +25,8 @@ namespace ember {
 namespace {
 
 using ::testing::HasSubstr;
-using train_test::Child;
+using train_test::ChildProcess;
+using train_test::ProcessResult;
 using train_test::LoadSnapshot;
 using train_test::ManifestOf;
 using train_test::MetricsLines;
@@ -95,25 +96,20 @@ Position ReadPosition(const std::string& dir) {
 void KillMidEpoch(const std::vector<std::string>& argv, const std::string& dir,
                   const std::string& capture, uint32_t epoch,
                   std::chrono::microseconds extra_delay = {}) {
-  Child child(argv, capture);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  bool seen = false;
-  while (!child.Ended() && std::chrono::steady_clock::now() < deadline) {
-    const Position pos = ReadPosition(dir);
-    if (pos.version > 0 && pos.epochs_done == epoch && pos.next_round > 0) {
-      seen = true;
-      break;
-    }
-    // A test can only watch the run from outside: poll the manifest.
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
+  ChildProcess child(argv, capture);
+  const bool seen = train_test::PollUntil(
+      &child,
+      [&] {
+        const Position pos = ReadPosition(dir);
+        return pos.version > 0 && pos.epochs_done == epoch && pos.next_round > 0;
+      },
+      std::chrono::seconds(60), std::chrono::microseconds(200));
   ASSERT_TRUE(seen) << "no mid-epoch checkpoint of epoch " << epoch
                     << " seen before the run ended; stderr: " << child.Err();
   std::this_thread::sleep_for(extra_delay);
   child.Kill();
-  const int st = child.Wait();
-  ASSERT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)
-      << "the run ended before it was killed; stderr: " << child.Err();
+  const ProcessResult r = child.Wait();
+  ASSERT_EQ(r.term_signal, SIGKILL) << "the run ended before it was killed; stderr: " << r.err;
 }
 
 // --deterministic --threads 1, 3 partitions (9 buckets per epoch): killed

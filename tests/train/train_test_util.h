@@ -1,14 +1,9 @@
 // Test helpers for `ember train`: planted-partition (SBM) graphs imported
 // with any partition count, small training options, evaluation, exact
-// snapshots of a stored model, and a child process for the `ember` binary.
+// snapshots of a stored model, and running the `ember` binary.
 #ifndef EMBER_TESTS_TRAIN_TRAIN_TEST_UTIL_H_
 #define EMBER_TESTS_TRAIN_TRAIN_TEST_UTIL_H_
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cmath>
@@ -31,6 +26,7 @@
 #include "storage/manifest.h"
 #include "storage/status_macros.h"
 #include "tests/storage/test_graph.h"
+#include "tests/test_process.h"
 #include "tools/sbm_generator.h"
 #include "train/checkpoint.h"
 #include "train/evaluator.h"
@@ -232,77 +228,18 @@ inline std::vector<std::string> MetricsLines(const std::string& dir) {
   return lines;
 }
 
-// A child process (fork + execv) with stdout and stderr sent to files.
-class Child {
- public:
-  Child(const std::vector<std::string>& argv, const std::string& capture_prefix)
-      : out_path_(capture_prefix + ".stdout"), err_path_(capture_prefix + ".stderr") {
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      const int out = ::open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      const int err = ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (out < 0 || err < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0) _exit(126);
-      ::execv(args[0], args.data());
-      _exit(127);
-    }
-    if (pid_ < 0) ADD_FAILURE() << "fork: " << std::strerror(errno);
-  }
-  ~Child() {
-    if (pid_ > 0 && !reaped_) {
-      ::kill(pid_, SIGKILL);
-      Wait();
-    }
-  }
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-
-  // True once the child has ended (reaps it).
-  bool Ended() {
-    if (reaped_ || pid_ <= 0) return true;
-    int st;
-    if (::waitpid(pid_, &st, WNOHANG) == pid_) {
-      status_ = st;
-      reaped_ = true;
-    }
-    return reaped_;
-  }
-  void Kill() {
-    if (pid_ > 0 && !reaped_) ::kill(pid_, SIGKILL);
-  }
-  // Waits; returns the raw wait status.
-  int Wait() {
-    if (pid_ > 0 && !reaped_) {
-      int st;
-      while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
-      }
-      status_ = st;
-      reaped_ = true;
-    }
-    return status_;
-  }
-  std::string Out() const { return ReadWholeFile(out_path_); }
-  std::string Err() const { return ReadWholeFile(err_path_); }
-
- private:
-  std::string out_path_, err_path_;
-  pid_t pid_ = -1;
-  bool reaped_ = false;
-  int status_ = 0;
-};
+using ::ember::testing::ChildProcess;
+using ::ember::testing::PollUntil;
+using ::ember::testing::ProcessResult;
 
 // Runs to completion; returns the exit code (-signal when killed) and fills
 // `err` with its stderr.
 inline int RunBinary(const std::vector<std::string>& argv, const std::string& capture_prefix,
                      std::string* err = nullptr) {
-  Child child(argv, capture_prefix);
-  const int st = child.Wait();
-  if (err != nullptr) *err = child.Err();
-  if (WIFEXITED(st)) return WEXITSTATUS(st);
-  if (WIFSIGNALED(st)) return -WTERMSIG(st);
-  return -1000;
+  ChildProcess child(argv, capture_prefix);
+  const ProcessResult r = child.Wait();
+  if (err != nullptr) *err = r.err;
+  return r.term_signal != 0 ? -r.term_signal : r.exit_code;
 }
 
 }  // namespace ember::train_test
