@@ -53,6 +53,11 @@ std::string ParentDir(const std::string& path) {
 
 absl::Status WriteFileAtomic(const std::string& path,
                              std::string_view contents) {
+  return WriteFileAtomic(path, std::span<const std::string_view>(&contents, 1));
+}
+
+absl::Status WriteFileAtomic(const std::string& path,
+                             std::span<const std::string_view> parts) {
   const std::string tmp = absl::StrCat(path, ".tmp-", ::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoStatus(errno, "cannot create", tmp);
@@ -61,16 +66,18 @@ absl::Status WriteFileAtomic(const std::string& path,
     ::unlink(tmp.c_str());
     return ErrnoStatus(err, what, tmp);
   };
-  const char* p = contents.data();
-  size_t left = contents.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail(errno, "cannot write");
+  for (std::string_view contents : parts) {
+    const char* p = contents.data();
+    size_t left = contents.size();
+    while (left > 0) {
+      ssize_t n = ::write(fd, p, left);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return fail(errno, "cannot write");
+      }
+      p += n;
+      left -= static_cast<size_t>(n);
     }
-    p += n;
-    left -= static_cast<size_t>(n);
   }
   if (::fsync(fd) != 0) return fail(errno, "cannot fsync");
   if (::close(fd) != 0) {

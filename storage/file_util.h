@@ -4,6 +4,7 @@
 #ifndef EMBER_STORAGE_FILE_UTIL_H_
 #define EMBER_STORAGE_FILE_UTIL_H_
 
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -36,6 +37,10 @@ std::string ParentDir(const std::string& path);
 // `path` is untouched.
 absl::Status WriteFileAtomic(const std::string& path,
                              std::string_view contents);
+// The same, with the file's contents the concatenation of `parts` (for
+// large files, without first copying them into one buffer).
+absl::Status WriteFileAtomic(const std::string& path,
+                             std::span<const std::string_view> parts);
 
 // Reads the whole file.
 absl::StatusOr<std::string> ReadFile(const std::string& path);

@@ -690,13 +690,17 @@ absl::Status CheckBlobName(std::string_view name) {
 }  // namespace
 
 absl::Status Graph::WriteBlob(std::string_view name, std::string_view bytes) {
+  return WriteBlob(name, std::span<const std::string_view>(&bytes, 1));
+}
+
+absl::Status Graph::WriteBlob(std::string_view name, std::span<const std::string_view> parts) {
   RETURN_IF_ERROR(rep_->RequireWritable("WriteBlob"));
   RETURN_IF_ERROR(CheckBlobName(name));
   const std::string dir = rep_->dir + "/blobs";
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return internal::ErrnoStatus(ec.value(), "create directory", dir);
-  return internal::WriteFileAtomic(absl::StrCat(dir, "/", internal::Sv(name)), bytes);
+  return internal::WriteFileAtomic(absl::StrCat(dir, "/", internal::Sv(name)), parts);
 }
 
 absl::StatusOr<std::string> Graph::ReadBlob(std::string_view name) const {

@@ -124,6 +124,8 @@ class Graph {
   // small for a table, e.g. relation parameters. Names are [A-Za-z0-9._-]+.
   // WriteBlob replaces atomically. REQUIRES (write/delete): read-write.
   absl::Status WriteBlob(std::string_view name, std::string_view bytes);
+  // A blob whose bytes are the concatenation of `parts`.
+  absl::Status WriteBlob(std::string_view name, std::span<const std::string_view> parts);
   absl::StatusOr<std::string> ReadBlob(std::string_view name) const;
   absl::Status DeleteBlob(std::string_view name);
 

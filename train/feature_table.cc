@@ -24,15 +24,14 @@ std::string FeatureTableBlobName(uint64_t version) {
   return absl::StrCat("feature-table-", version);
 }
 
-std::string EncodeFeatureTable(const FeatureTable& t) {
-  const uint32_t header[2] = {t.rows, static_cast<uint32_t>(t.dim)};
-  std::string out;
-  out.reserve(sizeof(header) + (t.embeddings.size() + t.optimizer.size()) * sizeof(float));
-  out.append(reinterpret_cast<const char*>(header), sizeof(header));
-  out.append(reinterpret_cast<const char*>(t.embeddings.data()),
-             t.embeddings.size() * sizeof(float));
-  out.append(reinterpret_cast<const char*>(t.optimizer.data()), t.optimizer.size() * sizeof(float));
-  return out;
+std::array<std::string_view, 3> FeatureTableBlobParts(const FeatureTable& t,
+                                                      std::array<uint32_t, 2>* header) {
+  *header = {t.rows, static_cast<uint32_t>(t.dim)};
+  return {std::string_view(reinterpret_cast<const char*>(header->data()), sizeof(*header)),
+          std::string_view(reinterpret_cast<const char*>(t.embeddings.data()),
+                           t.embeddings.size() * sizeof(float)),
+          std::string_view(reinterpret_cast<const char*>(t.optimizer.data()),
+                           t.optimizer.size() * sizeof(float))};
 }
 
 absl::StatusOr<FeatureTable> DecodeFeatureTable(std::string_view bytes) {

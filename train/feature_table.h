@@ -4,10 +4,11 @@
 // design note in featurized.h for why lock-free sharing converges).
 //
 // In a checkpoint of version V the table is the blob "feature-table-V"
-// (EncodeFeatureTable), written before the manifest names V.
+// (FeatureTableBlobParts), written before the manifest names V.
 #ifndef EMBER_TRAIN_FEATURE_TABLE_H_
 #define EMBER_TRAIN_FEATURE_TABLE_H_
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -32,8 +33,11 @@ struct FeatureTable {
 FeatureTable InitFeatureTable(uint32_t rows, int dim, float init_scale, uint64_t seed);
 
 std::string FeatureTableBlobName(uint64_t version);
-// Layout: [rows u32][dim u32][embeddings f32 x rows*dim][optimizer f32 x rows].
-std::string EncodeFeatureTable(const FeatureTable& t);
+// The blob's bytes as three views: [rows u32][dim u32] (into *header), then
+// the embeddings (rows*dim f32) and the optimizer state (rows f32) of `t`,
+// so that the table is written without a copy. Valid while both live.
+std::array<std::string_view, 3> FeatureTableBlobParts(const FeatureTable& t,
+                                                      std::array<uint32_t, 2>* header);
 absl::StatusOr<FeatureTable> DecodeFeatureTable(std::string_view bytes);
 
 // Composed embeddings of all `rows` nodes of one partition into out

@@ -319,8 +319,9 @@ absl::Status TrainLoop::Checkpoint(int epoch, uint64_t next_round, int epochs_do
   const uint64_t version = write_version_;
   RETURN_IF_ERROR(graph_->WriteBlob(RelationBlobName(version), EncodeRelationBlob(relations_)));
   if (features_ != nullptr) {
-    RETURN_IF_ERROR(
-        graph_->WriteBlob(FeatureTableBlobName(version), EncodeFeatureTable(*features_)));
+    std::array<uint32_t, 2> header;
+    const auto parts = FeatureTableBlobParts(*features_, &header);
+    RETURN_IF_ERROR(graph_->WriteBlob(FeatureTableBlobName(version), parts));
   }
   RETURN_IF_ERROR(graph_->SyncTables());
   Manifest m = graph_->manifest();

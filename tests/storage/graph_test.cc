@@ -1,5 +1,7 @@
 #include "storage/graph.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <random>
 #include <string>
@@ -88,6 +90,25 @@ TEST_F(GraphTest, ReadOnlyRefusesWrites) {
   EXPECT_EQ((*g)->CommitManifest((*g)->manifest()).code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ((*g)->SyncTables().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// A blob written in parts reads back as their concatenation, replaces an
+// older one, and is gone after DeleteBlob (deleting again is fine).
+TEST_F(GraphTest, BlobsFromPartsReplaceAndDelete) {
+  std::unique_ptr<Graph> g = OpenRw();
+  ASSERT_NE(g, nullptr);
+  ASSERT_TRUE(g->WriteBlob("b", "old contents").ok());
+  const std::string big(1 << 20, 'x');
+  const std::string_view parts[] = {"head:", big, "", ":tail"};
+  ASSERT_TRUE(g->WriteBlob("b", std::span<const std::string_view>(parts)).ok());
+  auto back = g->ReadBlob("b");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, "head:" + big + ":tail");
+  EXPECT_FALSE(std::filesystem::exists(dir() + "/blobs/b.tmp-" + std::to_string(::getpid())));
+  ASSERT_TRUE(g->DeleteBlob("b").ok());
+  EXPECT_FALSE(g->ReadBlob("b").ok());
+  EXPECT_TRUE(g->DeleteBlob("b").ok());
+  EXPECT_FALSE(g->WriteBlob("../escape", "x").ok());
 }
 
 TEST_F(GraphTest, LookupNodeAndNames) {
