@@ -51,7 +51,6 @@ struct Scratch {
 };
 
 struct BatchResult {
-  uint64_t edges = 0;
   double loss = 0;
   BatchRecord record;
 };
@@ -103,11 +102,9 @@ class CpuTrainer final : public Trainer {
                   [&](const BatchRange& b) {
                     const auto t0 = std::chrono::steady_clock::now();
                     BatchResult r;
-                    r.edges = b.hi - b.lo;
                     r.loss = TrainBatch(tasks[b.task], b);
-                    r.record.edges = r.edges;
+                    r.record.edges = b.hi - b.lo;
                     r.record.nnz = b.nnz;
-                    r.record.work = b.work;
                     r.record.seconds = std::chrono::duration<double>(
                         std::chrono::steady_clock::now() - t0).count();
                     return r;
@@ -115,10 +112,10 @@ class CpuTrainer final : public Trainer {
               tbb::make_filter<BatchResult, void>(
                   tbb::filter_mode::serial_out_of_order,
                   [&](const BatchResult& r) {
-                    stats.edges += r.edges;
+                    stats.edges += r.record.edges;
                     stats.loss_sum += r.loss;
                     stats.batches.push_back(r.record);
-                    if (on_batch) on_batch(r.edges, r.loss);
+                    if (on_batch) on_batch(r.record.edges, r.loss);
                   }));
     });
     stats.busy_seconds =

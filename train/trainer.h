@@ -85,13 +85,12 @@ class BatchQueue {
   std::atomic<size_t> next_{0};
 };
 
-// What one batch took: for the per-batch time and work spread, and the
+// What one batch took: for the per-batch time and non-zeros spread, and the
 // cost model.
 struct BatchRecord {
   double seconds = 0;
   uint64_t edges = 0;
   uint64_t nnz = 0;
-  uint64_t work = 0;
 };
 
 struct TrainerRunStats {

@@ -154,7 +154,7 @@ TEST(BatchCostModelTest, FitsEdgeCostFromBatchTimes) {
 // Without features the fit is undetermined, and the prior stays.
 TEST(BatchCostModelTest, NoFeaturesKeepsThePrior) {
   BatchCostModel model;
-  for (int i = 0; i < 100; ++i) model.Add(BatchRecord{0.01, 1000, 0, 1000});
+  for (int i = 0; i < 100; ++i) model.Add(BatchRecord{0.01, 1000, 0});
   EXPECT_EQ(model.EdgeCost(), BatchCostModel::kPriorEdgeCost);
 }
 
