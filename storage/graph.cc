@@ -638,6 +638,24 @@ absl::Status Graph::DeleteTableVersion(Table table, uint32_t p,
                    " version ", version));
 }
 
+absl::Status Graph::DeleteTableVersionsExcept(Table table, uint32_t p, uint64_t keep) {
+  RETURN_IF_ERROR(rep_->RequireWritable("DeleteTableVersionsExcept"));
+  RETURN_IF_ERROR(rep_->CheckPartition(p, "DeleteTableVersionsExcept"));
+  const Db& shard = rep_->shards[p];
+  const std::string keep_prefix = TableVersionPrefix(keep);
+  // Versions are big-endian u64 prefixes: [0, keep) and (keep, max].
+  const std::pair<std::string, std::string> ranges[] = {
+      {TableVersionPrefix(0), keep_prefix},
+      {internal::PrefixSuccessor(keep_prefix), std::string(9, '\xff')}};
+  for (const auto& [begin, end] : ranges) {
+    if (begin.empty() || begin >= end) continue;
+    RETURN_IF_ERROR(FromRocks(
+        shard.db->DeleteRange(rocksdb::WriteOptions(), rep_->TableCf(table, p), begin, end),
+        absl::StrCat("cannot delete ", shard.path, " ", TableName(table), " versions")));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Graph::SyncTables() {
   RETURN_IF_ERROR(rep_->RequireWritable("SyncTables"));
   rocksdb::FlushOptions fo;
@@ -706,6 +724,20 @@ absl::Status Graph::WriteBlob(std::string_view name, std::span<const std::string
 absl::StatusOr<std::string> Graph::ReadBlob(std::string_view name) const {
   RETURN_IF_ERROR(CheckBlobName(name));
   return internal::ReadFile(absl::StrCat(rep_->dir, "/blobs/", internal::Sv(name)));
+}
+
+absl::StatusOr<std::vector<std::string>> Graph::ListBlobs() const {
+  std::vector<std::string> names;
+  const std::string dir = rep_->dir + "/blobs";
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    names.push_back(e.path().filename().string());
+  }
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    return internal::ErrnoStatus(ec.value(), "cannot list", dir);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 absl::Status Graph::DeleteBlob(std::string_view name) {

@@ -113,6 +113,8 @@ class Graph {
   absl::Status ReadTable(Table table, uint32_t p, uint64_t version,
                          float* rows, uint64_t num_rows, uint32_t width) const;
   absl::Status DeleteTableVersion(Table table, uint32_t p, uint64_t version);
+  // Deletes every version of partition p's table except `keep` (0: all).
+  absl::Status DeleteTableVersionsExcept(Table table, uint32_t p, uint64_t keep);
   // Rows stored for that version (partitions may have grown since).
   absl::StatusOr<uint64_t> TableRows(Table table, uint32_t p,
                                      uint64_t version) const;
@@ -128,6 +130,9 @@ class Graph {
   absl::Status WriteBlob(std::string_view name, std::span<const std::string_view> parts);
   absl::StatusOr<std::string> ReadBlob(std::string_view name) const;
   absl::Status DeleteBlob(std::string_view name);
+  // Names of the files in GRAPH/blobs/, sorted; leftovers of interrupted
+  // writes end in ".tmp-<pid>".
+  absl::StatusOr<std::vector<std::string>> ListBlobs() const;
 
   // Bytes of files under shard-<p>/.
   uint64_t ShardBytesOnDisk(uint32_t p) const;

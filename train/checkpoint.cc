@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "storage/status_macros.h"
@@ -9,7 +10,7 @@
 namespace ember {
 
 std::string RelationBlobName(uint64_t version) {
-  return absl::StrCat("relations-", version);
+  return absl::StrCat(kRelationBlobPrefix, version);
 }
 
 // Layout: [num_relations u32][param_size u32][has_state u32]
@@ -141,6 +142,27 @@ absl::StatusOr<StoredModel> LoadStoredModel(const Graph& graph) {
     }
   }
   return out;
+}
+
+absl::Status RemoveUncommittedCheckpoints(Graph& graph, uint64_t committed_version,
+                                          const std::vector<uint64_t>& committed_locations) {
+  for (uint32_t p = 0; p < committed_locations.size(); ++p) {
+    for (Table t : {Table::kEmbeddings, Table::kOptimizer}) {
+      RETURN_IF_ERROR(graph.DeleteTableVersionsExcept(t, p, committed_locations[p]));
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<std::string> blobs, graph.ListBlobs());
+  const std::string keep[] = {RelationBlobName(committed_version),
+                              FeatureTableBlobName(committed_version)};
+  for (const std::string& name : blobs) {
+    const bool checkpoint_blob = absl::StartsWith(name, kRelationBlobPrefix) ||
+                                 absl::StartsWith(name, kFeatureTableBlobPrefix);
+    const bool partial = name.find(".tmp-") != std::string::npos;
+    if (partial || (checkpoint_blob && name != keep[0] && name != keep[1])) {
+      RETURN_IF_ERROR(graph.DeleteBlob(name));
+    }
+  }
+  return absl::OkStatus();
 }
 
 namespace {

@@ -46,7 +46,8 @@ struct StoredModel {
   FeatureTable features;
 };
 
-std::string RelationBlobName(uint64_t version);
+inline constexpr char kRelationBlobPrefix[] = "relations-";
+std::string RelationBlobName(uint64_t version);  // kRelationBlobPrefix + version
 std::string EncodeRelationBlob(const RelationParams& r);
 absl::StatusOr<RelationParams> DecodeRelationBlob(std::string_view bytes);
 
@@ -56,6 +57,16 @@ absl::StatusOr<ModelOptions> ModelOptionsFromJson(std::string_view json);
 // The model of the graph's current checkpoint. FailedPrecondition naming
 // the graph when it has none ("run ember train first").
 absl::StatusOr<StoredModel> LoadStoredModel(const Graph& graph);
+
+// Removes what interrupted checkpoints left behind: every table version of a
+// partition other than the committed one (committed_locations[p]; 0: none),
+// checkpoint blobs of other versions than `committed_version`, and blobs
+// whose atomic write was cut short (".tmp-"). A kill between a manifest
+// flip and the deletions that follow it, or before the flip, leaves such
+// data; nothing reads it, but it holds disk.
+// REQUIRES: graph open read-write (so no other writer runs).
+absl::Status RemoveUncommittedCheckpoints(Graph& graph, uint64_t committed_version,
+                                          const std::vector<uint64_t>& committed_locations);
 
 // Embedding rows of partition p of the stored model: size x dim floats.
 // For a featurized model these are the composed rows (id row and/or the

@@ -21,7 +21,7 @@ FeatureTable InitFeatureTable(uint32_t rows, int dim, float init_scale, uint64_t
 }
 
 std::string FeatureTableBlobName(uint64_t version) {
-  return absl::StrCat("feature-table-", version);
+  return absl::StrCat(kFeatureTableBlobPrefix, version);
 }
 
 std::array<std::string_view, 3> FeatureTableBlobParts(const FeatureTable& t,

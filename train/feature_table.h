@@ -32,7 +32,8 @@ struct FeatureTable {
 // stream distinct from the partitions'.
 FeatureTable InitFeatureTable(uint32_t rows, int dim, float init_scale, uint64_t seed);
 
-std::string FeatureTableBlobName(uint64_t version);
+inline constexpr char kFeatureTableBlobPrefix[] = "feature-table-";
+std::string FeatureTableBlobName(uint64_t version);  // kFeatureTableBlobPrefix + version
 // The blob's bytes as three views: [rows u32][dim u32] (into *header), then
 // the embeddings (rows*dim f32) and the optimizer state (rows f32) of `t`,
 // so that the table is written without a copy. Valid while both live.

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <future>
 #include <numeric>
+#include <optional>
 
 #include <tbb/task_group.h>
 
@@ -119,11 +120,16 @@ absl::Status TrainLoop::RestoreOrInit() {
   committed_locations_.assign(P_, 0);
   write_version_ = committed_version_ + 1;
   std::vector<uint64_t> locations(P_, 0);
+  std::optional<StoredModel> stored;
   if (committed_version_ > 0) {
-    ASSIGN_OR_RETURN(StoredModel stored, LoadStoredModel(*graph_));
-    committed_locations_ = stored.partition_versions;
+    ASSIGN_OR_RETURN(stored, LoadStoredModel(*graph_));
+    committed_locations_ = stored->partition_versions;
+  }
+  RETURN_IF_ERROR(
+      RemoveUncommittedCheckpoints(*graph_, committed_version_, committed_locations_));
+  if (stored.has_value()) {
     if (!options_.from_scratch) {
-      const ModelOptions& s = stored.model;
+      const ModelOptions& s = stored->model;
       if (s.dim != options_.model.dim || s.op != options_.model.op ||
           s.comparator != options_.model.comparator ||
           s.featurized != options_.model.featurized) {
@@ -134,9 +140,9 @@ absl::Status TrainLoop::RestoreOrInit() {
             std::string(FeaturizedModeName(s.featurized)),
             "; pass the same options to resume, or --from-scratch to start over"));
       }
-      relations_ = std::move(stored.relations);
+      relations_ = std::move(stored->relations);
       if (s.featurized != FeaturizedMode::kOff) {
-        features_ = std::make_unique<FeatureTable>(std::move(stored.features));
+        features_ = std::make_unique<FeatureTable>(std::move(stored->features));
       }
       locations = committed_locations_;
       nlohmann::json state = nlohmann::json::parse(m.training.state_json, nullptr, false);

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -109,6 +110,39 @@ TEST_F(GraphTest, BlobsFromPartsReplaceAndDelete) {
   EXPECT_FALSE(g->ReadBlob("b").ok());
   EXPECT_TRUE(g->DeleteBlob("b").ok());
   EXPECT_FALSE(g->WriteBlob("../escape", "x").ok());
+}
+
+TEST_F(GraphTest, DeleteTableVersionsExceptKeepsOnlyOne) {
+  std::unique_ptr<Graph> g = OpenRw();
+  ASSERT_NE(g, nullptr);
+  const float rows[4] = {1, 2, 3, 4};
+  for (uint64_t v : {1, 2, 3, 1000}) {
+    ASSERT_TRUE(g->WriteTable(Table::kEmbeddings, 0, v, rows, 2, 2).ok());
+  }
+  ASSERT_TRUE(g->DeleteTableVersionsExcept(Table::kEmbeddings, 0, 2).ok());
+  float back[4];
+  EXPECT_TRUE(g->ReadTable(Table::kEmbeddings, 0, 2, back, 2, 2).ok());
+  EXPECT_EQ(back[3], 4.0f);
+  for (uint64_t v : {1, 3, 1000}) {
+    EXPECT_EQ(g->ReadTable(Table::kEmbeddings, 0, v, back, 2, 2).code(),
+              absl::StatusCode::kNotFound) << v;
+  }
+  ASSERT_TRUE(g->DeleteTableVersionsExcept(Table::kEmbeddings, 0, 0).ok());
+  EXPECT_EQ(g->ReadTable(Table::kEmbeddings, 0, 2, back, 2, 2).code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(GraphTest, ListBlobsIsSorted) {
+  std::unique_ptr<Graph> g = OpenRw();
+  ASSERT_NE(g, nullptr);
+  auto none = g->ListBlobs();
+  ASSERT_TRUE(none.ok()) << none.status();
+  for (const char* name : {"b", "a", "c.tmp-1"}) ASSERT_TRUE(g->WriteBlob(name, "x").ok());
+  auto names = g->ListBlobs();
+  ASSERT_TRUE(names.ok()) << names.status();
+  EXPECT_EQ(names->size(), none->size() + 3);
+  EXPECT_TRUE(std::is_sorted(names->begin(), names->end()));
+  EXPECT_NE(std::find(names->begin(), names->end(), "c.tmp-1"), names->end());
 }
 
 TEST_F(GraphTest, LookupNodeAndNames) {
