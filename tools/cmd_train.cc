@@ -122,15 +122,24 @@ int TrainMain(const std::vector<std::string>& args) {
       if (e.valid_mrr) j["valid_mrr"] = *e.valid_mrr;
       std::printf("%s\n", j.dump().c_str());
     } else {
-      std::printf("epoch %d: loss %.4f, %s edges in %.2f s (%s edges/s), %llu partition loads%s\n"
-                  "  %llu batches: time cv %.2f, feature non-zeros cv %.2f (max/mean %.2f), "
-                  "trainers idle %.1f%%\n",
-                  e.epoch, e.loss, HumanCount(e.edges).c_str(), e.seconds,
-                  HumanCount(e.edges_per_second).c_str(), (unsigned long long)e.partition_loads,
-                  e.valid_mrr ? absl::StrFormat(", valid MRR %.4f", *e.valid_mrr).c_str() : "",
-                  (unsigned long long)e.batches, e.batch_seconds_cv, e.batch_nnz_cv,
-                  e.batch_nnz_max_over_mean,
-                  100 * e.idle_share);
+      std::string line = absl::StrFormat(
+          "epoch %d: loss %.4f, %s edges in %.2f s (%s edges/s), %llu partition loads", e.epoch,
+          e.loss, HumanCount(e.edges), e.seconds, HumanCount(e.edges_per_second),
+          (unsigned long long)e.partition_loads);
+      if (e.valid_mrr) {
+        absl::StrAppendFormat(&line, ", valid MRR %.4f (%llu sampled negatives)", *e.valid_mrr,
+                              (unsigned long long)options->eval_negatives);
+      }
+      absl::StrAppendFormat(&line, "\n  %llu batches, time cv %.2f",
+                            (unsigned long long)e.batches, e.batch_seconds_cv);
+      if (e.batch_nnz_max_over_mean > 0) {
+        absl::StrAppendFormat(&line, ", feature non-zeros cv %.2f (max/mean %.2f)",
+                              e.batch_nnz_cv, e.batch_nnz_max_over_mean);
+      }
+      if (options->trainers > 1) {
+        absl::StrAppendFormat(&line, ", trainers idle %.1f%%", 100 * e.idle_share);
+      }
+      std::printf("%s\n", line.c_str());
     }
   }
   return 0;
