@@ -6,6 +6,7 @@
 #define EMBER_STORAGE_SPLITMIX_H_
 
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -28,8 +29,12 @@ class SplitMix64 {
   double NextOpenUnit() { return (static_cast<double>(Next() >> 11) + 0.5) * 0x1.0p-53; }
   // Fisher-Yates.
   template <typename T>
-  void Shuffle(std::vector<T>& v) {
+  void Shuffle(std::span<T> v) {
     for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[Below(i)]);
+  }
+  template <typename T>
+  void Shuffle(std::vector<T>& v) {
+    Shuffle(std::span<T>(v));
   }
 
  private:

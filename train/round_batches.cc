@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "storage/node_hash.h"
+#include "storage/splitmix.h"
 
 namespace ember {
 
@@ -60,6 +62,11 @@ std::vector<BatchRange> PlanBucketBatches(BatchingKind kind, uint32_t task_index
   for (size_t i = 0; i < plan.order.size(); ++i) ordered[i] = (*edges)[plan.order[i]];
   std::copy(ordered.begin(), ordered.end(), edges->begin());  // keeps task.edges valid
   for (size_t b = 0; b < plan.num_batches(); ++b) {
+    // Deferred heavy edges open the next batch together; shuffled, they do
+    // not all land in its first chunk (whose edges are each other's
+    // negatives).
+    SplitMix64(Mix64(seed, b)).Shuffle(std::span<Edge>(
+        edges->data() + plan.batch_start[b], plan.batch_start[b + 1] - plan.batch_start[b]));
     BatchRange r;
     r.task = task_index;
     r.lo = plan.batch_start[b];
