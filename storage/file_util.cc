@@ -113,4 +113,37 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return contents;
 }
 
+absl::Status ReadFileInto(const std::string& path, std::span<const std::span<char>> parts) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return ErrnoStatus(err, "cannot stat", path);
+  }
+  uint64_t want = 0;
+  for (std::span<char> part : parts) want += part.size();
+  if (static_cast<uint64_t>(st.st_size) != want) {
+    ::close(fd);
+    return absl::DataLossError(
+        absl::StrCat(path, " has ", st.st_size, " bytes, expected ", want));
+  }
+  for (std::span<char> part : parts) {
+    size_t done = 0;
+    while (done < part.size()) {
+      const ssize_t n = ::read(fd, part.data() + done, part.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int err = n < 0 ? errno : EIO;
+        ::close(fd);
+        return ErrnoStatus(err, "cannot read", path);
+      }
+      done += static_cast<size_t>(n);
+    }
+  }
+  ::close(fd);
+  return absl::OkStatus();
+}
+
 }  // namespace ember::internal

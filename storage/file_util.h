@@ -44,6 +44,9 @@ absl::Status WriteFileAtomic(const std::string& path,
 
 // Reads the whole file.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
+// Reads the file into `parts`, in order, without an intermediate copy.
+// DataLoss naming the file unless its size is exactly the parts' total.
+absl::Status ReadFileInto(const std::string& path, std::span<const std::span<char>> parts);
 
 }  // namespace ember::internal
 

@@ -726,6 +726,12 @@ absl::StatusOr<std::string> Graph::ReadBlob(std::string_view name) const {
   return internal::ReadFile(absl::StrCat(rep_->dir, "/blobs/", internal::Sv(name)));
 }
 
+absl::Status Graph::ReadBlobInto(std::string_view name,
+                                 std::span<const std::span<char>> parts) const {
+  RETURN_IF_ERROR(CheckBlobName(name));
+  return internal::ReadFileInto(absl::StrCat(rep_->dir, "/blobs/", internal::Sv(name)), parts);
+}
+
 absl::StatusOr<std::vector<std::string>> Graph::ListBlobs() const {
   std::vector<std::string> names;
   const std::string dir = rep_->dir + "/blobs";

@@ -129,6 +129,9 @@ class Graph {
   // A blob whose bytes are the concatenation of `parts`.
   absl::Status WriteBlob(std::string_view name, std::span<const std::string_view> parts);
   absl::StatusOr<std::string> ReadBlob(std::string_view name) const;
+  // Reads a blob straight into `parts` (for large blobs); DataLoss unless
+  // its size is exactly theirs in total.
+  absl::Status ReadBlobInto(std::string_view name, std::span<const std::span<char>> parts) const;
   absl::Status DeleteBlob(std::string_view name);
   // Names of the files in GRAPH/blobs/, sorted; leftovers of interrupted
   // writes end in ".tmp-<pid>".

@@ -130,16 +130,10 @@ absl::StatusOr<StoredModel> LoadStoredModel(const Graph& graph) {
     InitRelationParams(out.model.op, out.model.dim, out.relations.Of(out.relations.num_relations++));
   }
   if (out.model.featurized != FeaturizedMode::kOff) {
-    ASSIGN_OR_RETURN(std::string table, graph.ReadBlob(FeatureTableBlobName(out.version)));
-    ASSIGN_OR_RETURN(out.features, DecodeFeatureTable(table));
-    if (out.features.dim != out.model.dim ||
-        out.features.rows != graph.manifest().num_features) {
-      return absl::DataLossError(absl::StrCat(graph.dir(), ": feature table of checkpoint ",
-                                              out.version, " has ", out.features.rows, " x ",
-                                              out.features.dim, " rows, expected ",
-                                              graph.manifest().num_features, " x ",
-                                              out.model.dim));
-    }
+    ASSIGN_OR_RETURN(out.features,
+                     ReadFeatureTable(graph, out.version,
+                                      static_cast<uint32_t>(graph.manifest().num_features),
+                                      out.model.dim));
   }
   return out;
 }

@@ -1,6 +1,7 @@
 #include "train/feature_table.h"
 
 #include <cstring>
+#include <span>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -34,25 +35,29 @@ std::array<std::string_view, 3> FeatureTableBlobParts(const FeatureTable& t,
                            t.optimizer.size() * sizeof(float))};
 }
 
-absl::StatusOr<FeatureTable> DecodeFeatureTable(std::string_view bytes) {
-  uint32_t header[2];
-  if (bytes.size() < sizeof(header)) return absl::DataLossError("feature table blob too short");
-  std::memcpy(header, bytes.data(), sizeof(header));
+absl::StatusOr<FeatureTable> ReadFeatureTable(const Graph& graph, uint64_t version,
+                                              uint32_t rows, int dim) {
   FeatureTable t;
-  t.rows = header[0];
-  t.dim = static_cast<int>(header[1]);
-  const size_t floats = size_t{t.rows} * t.dim + t.rows;
-  if (t.dim < 1 || bytes.size() != sizeof(header) + floats * sizeof(float)) {
-    return absl::DataLossError(absl::StrCat("feature table blob has ", bytes.size(),
-                                            " bytes, expected ",
-                                            sizeof(header) + floats * sizeof(float)));
+  t.rows = rows;
+  t.dim = dim;
+  t.embeddings.resize(size_t{rows} * dim);
+  t.optimizer.resize(rows);
+  std::array<uint32_t, 2> header = {0, 0};
+  auto bytes = [](auto& v) {
+    return std::span<char>(reinterpret_cast<char*>(v.data()), v.size() * sizeof(v[0]));
+  };
+  const std::span<char> parts[] = {bytes(header), bytes(t.embeddings), bytes(t.optimizer)};
+  const std::string name = FeatureTableBlobName(version);
+  if (absl::Status s = graph.ReadBlobInto(name, parts); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(graph.dir(), ": feature table of checkpoint ",
+                                               version, " (", rows, " x ", dim, "): ",
+                                               s.message()));
   }
-  t.embeddings.resize(size_t{t.rows} * t.dim);
-  t.optimizer.resize(t.rows);
-  const char* p = bytes.data() + sizeof(header);
-  std::memcpy(t.embeddings.data(), p, t.embeddings.size() * sizeof(float));
-  std::memcpy(t.optimizer.data(), p + t.embeddings.size() * sizeof(float),
-              t.optimizer.size() * sizeof(float));
+  if (header[0] != rows || header[1] != static_cast<uint32_t>(dim)) {
+    return absl::DataLossError(absl::StrCat(graph.dir(), "/blobs/", name, " holds ", header[0],
+                                            " x ", header[1], " rows, expected ", rows, " x ",
+                                            dim));
+  }
   return t;
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "storage/graph.h"
 #include "storage/keys.h"
 #include "train/featurized.h"
 
@@ -39,7 +40,11 @@ std::string FeatureTableBlobName(uint64_t version);  // kFeatureTableBlobPrefix 
 // so that the table is written without a copy. Valid while both live.
 std::array<std::string_view, 3> FeatureTableBlobParts(const FeatureTable& t,
                                                       std::array<uint32_t, 2>* header);
-absl::StatusOr<FeatureTable> DecodeFeatureTable(std::string_view bytes);
+// Reads checkpoint `version`'s table straight into a rows x dim table
+// (no copy of the blob in memory). DataLoss naming the graph unless the
+// blob holds exactly that shape.
+absl::StatusOr<FeatureTable> ReadFeatureTable(const Graph& graph, uint64_t version,
+                                              uint32_t rows, int dim);
 
 // Composed embeddings of all `rows` nodes of one partition into out
 // (rows x dim): `id_rows` (rows x dim; ignored for kFeatures, may be null)

@@ -1,26 +1,45 @@
 #include "train/feature_table.h"
 
 #include <cmath>
+#include <memory>
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/storage/test_graph.h"
 
 namespace ember {
 namespace {
 
-std::string Encode(const FeatureTable& t) {
-  std::array<uint32_t, 2> header;
-  std::string out;
-  for (std::string_view part : FeatureTableBlobParts(t, &header)) out.append(part);
-  return out;
-}
+using ::ember::testing::BuildTestGraph;
+using ::ember::testing::TempDir;
 
-TEST(FeatureTableTest, BlobRoundTrips) {
+class FeatureTableTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    BuildTestGraph(tmp_.Sub("g"));
+    auto g = Graph::Open(tmp_.Sub("g"), {.read_only = false});
+    ASSERT_TRUE(g.ok()) << g.status();
+    graph_ = std::move(*g);
+  }
+
+  absl::Status Write(const FeatureTable& t, uint64_t version) {
+    std::array<uint32_t, 2> header;
+    const auto parts = FeatureTableBlobParts(t, &header);
+    return graph_->WriteBlob(FeatureTableBlobName(version), parts);
+  }
+
+  TempDir tmp_;
+  std::unique_ptr<Graph> graph_;
+};
+
+TEST_F(FeatureTableTest, BlobRoundTrips) {
   FeatureTable t = InitFeatureTable(37, 5, 0.1f, 3);
   for (uint32_t f = 0; f < t.rows; ++f) t.optimizer[f] = 0.5f * f;
-  const std::string blob = Encode(t);
-  EXPECT_EQ(blob.size(), 8 + (37 * 5 + 37) * sizeof(float));
-  auto back = DecodeFeatureTable(blob);
+  ASSERT_TRUE(Write(t, 4).ok());
+  auto blob = graph_->ReadBlob(FeatureTableBlobName(4));
+  ASSERT_TRUE(blob.ok());
+  EXPECT_EQ(blob->size(), 8 + (37 * 5 + 37) * sizeof(float));
+  auto back = ReadFeatureTable(*graph_, 4, 37, 5);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->rows, t.rows);
   EXPECT_EQ(back->dim, t.dim);
@@ -28,7 +47,7 @@ TEST(FeatureTableTest, BlobRoundTrips) {
   EXPECT_EQ(back->optimizer, t.optimizer);
 }
 
-TEST(FeatureTableTest, InitIsSeededAndScaled) {
+TEST_F(FeatureTableTest, InitIsSeededAndScaled) {
   const FeatureTable a = InitFeatureTable(1000, 8, 0.1f, 1);
   EXPECT_EQ(a.embeddings, InitFeatureTable(1000, 8, 0.1f, 1).embeddings);
   EXPECT_NE(a.embeddings, InitFeatureTable(1000, 8, 0.1f, 2).embeddings);
@@ -38,16 +57,21 @@ TEST(FeatureTableTest, InitIsSeededAndScaled) {
   for (float s : a.optimizer) EXPECT_EQ(s, 0.0f);
 }
 
-TEST(FeatureTableTest, CorruptBlobsAreDataLoss) {
-  const std::string blob = Encode(InitFeatureTable(4, 3, 0.1f, 0));
-  for (size_t size : {size_t{0}, size_t{7}, blob.size() - 1}) {
-    auto r = DecodeFeatureTable(std::string_view(blob).substr(0, size));
-    ASSERT_FALSE(r.ok()) << size;
+// A missing blob is NotFound; one of another shape, or truncated, is
+// DataLoss naming the graph.
+TEST_F(FeatureTableTest, WrongOrCorruptBlobsFailClearly) {
+  EXPECT_EQ(ReadFeatureTable(*graph_, 9, 4, 3).status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(Write(InitFeatureTable(4, 3, 0.1f, 0), 1).ok());
+  for (auto [rows, dim] : {std::pair<uint32_t, int>{5, 3}, {4, 2}, {3, 4}}) {
+    auto r = ReadFeatureTable(*graph_, 1, rows, dim);
+    ASSERT_FALSE(r.ok()) << rows << "x" << dim;
     EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss);
+    EXPECT_NE(r.status().message().find(graph_->dir()), std::string::npos) << r.status();
   }
-  std::string zero_dim = blob;
-  zero_dim[4] = zero_dim[5] = zero_dim[6] = zero_dim[7] = 0;
-  EXPECT_EQ(DecodeFeatureTable(zero_dim).status().code(), absl::StatusCode::kDataLoss);
+  auto blob = graph_->ReadBlob(FeatureTableBlobName(1));
+  ASSERT_TRUE(blob.ok());
+  ASSERT_TRUE(graph_->WriteBlob(FeatureTableBlobName(2), blob->substr(0, blob->size() - 1)).ok());
+  EXPECT_EQ(ReadFeatureTable(*graph_, 2, 4, 3).status().code(), absl::StatusCode::kDataLoss);
 }
 
 }  // namespace

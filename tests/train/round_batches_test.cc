@@ -146,7 +146,9 @@ TEST(BatchCostModelTest, FitsEdgeCostFromBatchTimes) {
     r.nnz = rng() % 50000;
     r.seconds = 3e-6 * r.edges + 1e-7 * r.nnz;
     model.Add(r);
-    if (i < 14) EXPECT_EQ(model.EdgeCost(), BatchCostModel::kPriorEdgeCost);
+    if (i < 14) {
+      EXPECT_EQ(model.EdgeCost(), BatchCostModel::kPriorEdgeCost);
+    }
   }
   EXPECT_EQ(model.EdgeCost(), 30u);
 }
