@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 
@@ -58,7 +59,7 @@ absl::Status WriteFileAtomic(const std::string& path,
 
 absl::Status WriteFileAtomic(const std::string& path,
                              std::span<const std::string_view> parts) {
-  const std::string tmp = absl::StrCat(path, ".tmp-", ::getpid());
+  const std::string tmp = AtomicWriteTempPath(path);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoStatus(errno, "cannot create", tmp);
   auto fail = [&](int err, std::string_view what) {
@@ -91,6 +92,28 @@ absl::Status WriteFileAtomic(const std::string& path,
     return ErrnoStatus(err, absl::StrCat("cannot rename ", tmp, " to"), path);
   }
   return FsyncPath(ParentDir(path));
+}
+
+namespace {
+constexpr char kTempInfix[] = ".tmp-";
+}  // namespace
+
+std::string AtomicWriteTempPath(const std::string& path) {
+  return absl::StrCat(path, kTempInfix, ::getpid());
+}
+
+absl::Status RemoveAtomicWriteLeftovers(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (e.path().filename().string().find(kTempInfix) == std::string::npos) continue;
+    if (::unlink(e.path().c_str()) != 0 && errno != ENOENT) {
+      return ErrnoStatus(errno, "cannot remove", e.path().string());
+    }
+  }
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    return ErrnoStatus(ec.value(), "cannot list", dir);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {

@@ -32,7 +32,7 @@ absl::Status FsyncPath(const std::string& path);
 // The directory holding `path` ("." when it has no slash).
 std::string ParentDir(const std::string& path);
 
-// Writes `contents` to `path.tmp-<pid>`, fsyncs it, renames it over `path`
+// Writes `contents` to `path.tmp-<pid>` (AtomicWriteTempPath), fsyncs it, renames it over `path`
 // and fsyncs the parent directory. On error the temp file is removed and
 // `path` is untouched.
 absl::Status WriteFileAtomic(const std::string& path,
@@ -41,6 +41,14 @@ absl::Status WriteFileAtomic(const std::string& path,
 // large files, without first copying them into one buffer).
 absl::Status WriteFileAtomic(const std::string& path,
                              std::span<const std::string_view> parts);
+
+// The temporary file WriteFileAtomic writes before its rename.
+std::string AtomicWriteTempPath(const std::string& path);
+// Removes the temporaries that atomic writes into `dir` left when they were
+// cut short (a crash or kill between create and rename). Only safe while no
+// other process writes into `dir` (callers hold the graph's writer lock).
+// A missing `dir` is fine.
+absl::Status RemoveAtomicWriteLeftovers(const std::string& dir);
 
 // Reads the whole file.
 absl::StatusOr<std::string> ReadFile(const std::string& path);

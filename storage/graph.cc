@@ -210,6 +210,10 @@ absl::StatusOr<std::unique_ptr<Graph>> Graph::Open(
       }
       return internal::ErrnoStatus(errno, "cannot lock", lock_path);
     }
+    // The lock makes us the only writer: what a killed writer's atomic
+    // writes left half-done (manifest, blobs) can go.
+    RETURN_IF_ERROR(internal::RemoveAtomicWriteLeftovers(rep->dir));
+    RETURN_IF_ERROR(internal::RemoveAtomicWriteLeftovers(rep->dir + "/blobs"));
   }
   ASSIGN_OR_RETURN(rep->manifest, ReadManifest(manifest_path));
   const Manifest& m = rep->manifest;

@@ -29,7 +29,9 @@ namespace ember {
 
 struct GraphOpenOptions {
   // Read-write takes GRAPH/LOCK exclusively: a second read-write opener gets
-  // FailedPrecondition naming the lock. Read-only openers take no lock.
+  // FailedPrecondition naming the lock. It then removes the temporaries of
+  // atomic writes (manifest, blobs) that a killed writer left. Read-only
+  // openers take no lock and change nothing.
   // Default: true.
   bool read_only = true;
 };

@@ -151,8 +151,7 @@ absl::Status RemoveUncommittedCheckpoints(Graph& graph, uint64_t committed_versi
   for (const std::string& name : blobs) {
     const bool checkpoint_blob = absl::StartsWith(name, kRelationBlobPrefix) ||
                                  absl::StartsWith(name, kFeatureTableBlobPrefix);
-    const bool partial = name.find(".tmp-") != std::string::npos;
-    if (partial || (checkpoint_blob && name != keep[0] && name != keep[1])) {
+    if (checkpoint_blob && name != keep[0] && name != keep[1]) {
       RETURN_IF_ERROR(graph.DeleteBlob(name));
     }
   }

@@ -59,11 +59,11 @@ absl::StatusOr<ModelOptions> ModelOptionsFromJson(std::string_view json);
 absl::StatusOr<StoredModel> LoadStoredModel(const Graph& graph);
 
 // Removes what interrupted checkpoints left behind: every table version of a
-// partition other than the committed one (committed_locations[p]; 0: none),
-// checkpoint blobs of other versions than `committed_version`, and blobs
-// whose atomic write was cut short (".tmp-"). A kill between a manifest
-// flip and the deletions that follow it, or before the flip, leaves such
-// data; nothing reads it, but it holds disk.
+// partition other than the committed one (committed_locations[p]; 0: none)
+// and checkpoint blobs of other versions than `committed_version`. A kill
+// between a manifest flip and the deletions that follow it, or before the
+// flip, leaves such data; nothing reads it, but it holds disk. (Half-written
+// files go when the graph is opened for writing: Graph::Open.)
 // REQUIRES: graph open read-write (so no other writer runs).
 absl::Status RemoveUncommittedCheckpoints(Graph& graph, uint64_t committed_version,
                                           const std::vector<uint64_t>& committed_locations);

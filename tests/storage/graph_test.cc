@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -130,6 +131,26 @@ TEST_F(GraphTest, DeleteTableVersionsExceptKeepsOnlyOne) {
   ASSERT_TRUE(g->DeleteTableVersionsExcept(Table::kEmbeddings, 0, 0).ok());
   EXPECT_EQ(g->ReadTable(Table::kEmbeddings, 0, 2, back, 2, 2).code(),
             absl::StatusCode::kNotFound);
+}
+
+// Temporaries of cut-short atomic writes are removed by a read-write open,
+// never by a read-only one; committed files stay.
+TEST_F(GraphTest, ReadWriteOpenRemovesAtomicWriteLeftovers) {
+  {
+    std::unique_ptr<Graph> g = OpenRw();
+    ASSERT_NE(g, nullptr);
+    ASSERT_TRUE(g->WriteBlob("keep", "x").ok());
+  }
+  const std::string leftovers[] = {dir() + "/MANIFEST.json.tmp-99999",
+                                   dir() + "/blobs/relations-3.tmp-99999"};
+  for (const std::string& path : leftovers) std::ofstream(path) << "partial";
+  ASSERT_TRUE(Graph::Open(dir()).ok());
+  for (const std::string& path : leftovers) EXPECT_TRUE(std::filesystem::exists(path)) << path;
+  std::unique_ptr<Graph> g = OpenRw();
+  ASSERT_NE(g, nullptr);
+  for (const std::string& path : leftovers) EXPECT_FALSE(std::filesystem::exists(path)) << path;
+  EXPECT_TRUE(std::filesystem::exists(dir() + "/MANIFEST.json"));
+  EXPECT_EQ(*g->ReadBlob("keep"), "x");
 }
 
 TEST_F(GraphTest, ListBlobsIsSorted) {
