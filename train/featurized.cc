@@ -30,6 +30,18 @@ inline void Axpy(int dim, float a, const float* __restrict x,
   for (int k = 0; k < dim; ++k) y[k] += a * x[k];
 }
 
+// Calls fn(feature, w / W) for each entry of `node` (its coefficient in
+// the weighted mean; see featurized.h); nothing when FeatureMeanScale is 0.
+template <typename Fn>
+inline void ForEachMeanTerm(const uint64_t* row_start, const FeatureEntry* entries,
+                            uint32_t node, Fn fn) {
+  const std::span<const FeatureEntry> list(entries + row_start[node],
+                                           entries + row_start[node + 1]);
+  const float scale = FeatureMeanScale(list);
+  if (scale == 0) return;
+  for (const FeatureEntry& e : list) fn(e.feature, e.weight * scale);
+}
+
 }  // namespace
 
 absl::StatusOr<FeaturizedMode> ParseFeaturizedMode(std::string_view name) {
@@ -81,14 +93,9 @@ void ComposeEmbeddings(FeaturizedMode mode, int dim,
     } else {
       std::memset(row, 0, d * sizeof(float));
     }
-    const uint32_t o = nodes[i];
-    const std::span<const FeatureEntry> list(entries + row_start[o],
-                                             entries + row_start[o + 1]);
-    const float scale = FeatureMeanScale(list);
-    if (scale == 0) continue;
-    for (const FeatureEntry& e : list) {
-      Axpy(dim, e.weight * scale, feature_table + size_t{e.feature} * d, row);
-    }
+    ForEachMeanTerm(row_start, entries, nodes[i], [&](uint32_t feature, float coef) {
+      Axpy(dim, coef, feature_table + size_t{feature} * d, row);
+    });
   }
 }
 
@@ -127,14 +134,9 @@ void FeatureGradAccumulator::Add(FeaturizedMode mode,
   const size_t d = static_cast<size_t>(dim_);
   for (size_t i = 0; i < nodes.size(); ++i) {
     const float* g = node_grads + i * d;
-    const uint32_t o = nodes[i];
-    const std::span<const FeatureEntry> list(entries + row_start[o],
-                                             entries + row_start[o + 1]);
-    const float scale = FeatureMeanScale(list);
-    if (scale == 0) continue;
-    for (const FeatureEntry& e : list) {
-      Axpy(dim_, e.weight * scale, g, SlotRow(e.feature));
-    }
+    ForEachMeanTerm(row_start, entries, nodes[i], [&](uint32_t feature, float coef) {
+      Axpy(dim_, coef, g, SlotRow(feature));
+    });
   }
   if (mode == FeaturizedMode::kIdPlusFeatures && id_grads != nullptr) {
     std::memcpy(id_grads, node_grads, nodes.size() * d * sizeof(float));

@@ -71,6 +71,11 @@ class TrainLoop {
   absl::Status Checkpoint(int epoch, uint64_t next_round, int epochs_done);
   absl::Status TrainRound(int epoch, const std::vector<Bucket>& round, RoundEdges& edges);
   void ResetBatchStats();
+  // The edge cost batches are planned with: measured, except that measured
+  // times must not steer a deterministic run.
+  uint32_t PlanningEdgeCost() const {
+    return options_.deterministic ? BatchCostModel::kPriorEdgeCost : cost_model_.EdgeCost();
+  }
   void FillBatchStats(EpochStats* s) const;
   void MergeRelations(const std::vector<size_t>& active);
   nlohmann::json TrainerState(int epoch, uint64_t next_round) const;
@@ -245,9 +250,7 @@ absl::Status TrainLoop::TrainRound(int epoch, const std::vector<Bucket>& round,
   const size_t n = trainers_.size();  // rounds hold at most n buckets
   std::vector<BucketTask> tasks(k);
   std::vector<std::vector<BatchRange>> batches(k);
-  // Measured times must not steer a deterministic run's batches.
-  const uint32_t edge_cost =
-      options_.deterministic ? BatchCostModel::kPriorEdgeCost : cost_model_.EdgeCost();
+  const uint32_t edge_cost = PlanningEdgeCost();
   for (size_t b = 0; b < k; ++b) {
     BucketTask& task = tasks[b];
     task.src_partition = round[b].src;
@@ -313,8 +316,7 @@ void TrainLoop::FillBatchStats(EpochStats* s) const {
   const SpreadStats n = batch_nnz_.Stats();
   s->batch_nnz_cv = n.cv;
   s->batch_nnz_max_over_mean = n.max_over_mean;
-  s->edge_cost =
-      options_.deterministic ? BatchCostModel::kPriorEdgeCost : cost_model_.EdgeCost();
+  s->edge_cost = PlanningEdgeCost();
   s->idle_share = trainer_available_seconds_ > 0
                       ? std::max(0.0, 1.0 - trainer_busy_seconds_ / trainer_available_seconds_)
                       : 0;

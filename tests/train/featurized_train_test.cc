@@ -18,6 +18,7 @@
 namespace ember {
 namespace {
 
+using train_test::ChanceMrr;
 using train_test::EvalTest;
 using train_test::SmallOptions;
 using train_test::StandardSbm;
@@ -25,13 +26,6 @@ using train_test::TempDir;
 
 // About one node in five is held out: it appears only in test edges.
 bool HeldOut(uint64_t node) { return Mix64(node, 11) % 5 == 0; }
-
-// Chance MRR when the answer is uniform among n candidates: H_n / n.
-double ChanceMrr(uint64_t n) {
-  double h = 0;
-  for (uint64_t k = 1; k <= n; ++k) h += 1.0 / k;
-  return h / n;
-}
 
 class FeaturizedTrainTest : public ::testing::Test {
  protected:

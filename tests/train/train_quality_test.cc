@@ -17,6 +17,7 @@
 namespace ember {
 namespace {
 
+using train_test::ChanceMrr;
 using train_test::EvalTest;
 using train_test::ManifestOf;
 using train_test::SmallOptions;
@@ -73,15 +74,6 @@ std::string TrainQualityTest::edges_;
 train_test::GraphFactory* TrainQualityTest::graphs_ = nullptr;
 
 constexpr int kEpochs = 5;
-
-// Chance level: with every one of N nodes a candidate, a random model ranks
-// the true answer uniformly in 1..N, so MRR = H_N / N (about 0.0041 for
-// N = 2000; filtering removes a few candidates, which changes it little).
-double ChanceMrr(uint64_t n) {
-  double h = 0;
-  for (uint64_t k = 1; k <= n; ++k) h += 1.0 / k;
-  return h / n;
-}
 
 // The bound: a model that knows the 20 blocks perfectly and nothing else
 // ranks an intra-block test edge (90% of them) uniformly among the ~82 block

@@ -125,6 +125,16 @@ inline tools::gen::SbmOptions StandardSbm() {
 // Bounds on the filtered test MRR of StandardSbm, trained with
 // SmallOptions for 5 epochs; train_quality_test.cc justifies them.
 inline constexpr double kMinSbmMrr = 0.03;
+
+// Chance level of MRR when every one of n nodes is a candidate: a random
+// model ranks the true answer uniformly in 1..n, so MRR = H_n / n (about
+// 0.0041 for n = 2000; filtering removes a few candidates, which changes it
+// little).
+inline double ChanceMrr(uint64_t n) {
+  double h = 0;
+  for (uint64_t k = 1; k <= n; ++k) h += 1.0 / k;
+  return h / n;
+}
 inline constexpr double kMrrNoise = 0.01;
 
 // Small, quick options: dim 32, batches of 500 edges.
