@@ -1,6 +1,7 @@
 // Test helpers for running the `ember` binary (or any program) as a child
 // process: start it with stdout and stderr captured to files, watch it from
-// outside, kill it, and collect its exit status and output.
+// outside, kill it, and collect its exit status and output; or run a shell
+// command line.
 #ifndef EMBER_TESTS_TEST_PROCESS_H_
 #define EMBER_TESTS_TEST_PROCESS_H_
 
@@ -12,6 +13,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -24,6 +26,20 @@
 extern char** environ;
 
 namespace ember::testing {
+
+// The bytes of a file ("" when it cannot be read).
+inline std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs `command` with /bin/sh; its exit code, or -1 if it did not exit.
+inline int RunShell(const std::string& command) {
+  const int rc = std::system(command.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
 
 // How a child process ended, and what it printed.
 struct ProcessResult {
@@ -101,17 +117,10 @@ class ChildProcess {
   }
 
   // What the child has written so far.
-  std::string Out() const { return ReadAll(out_path_); }
-  std::string Err() const { return ReadAll(err_path_); }
+  std::string Out() const { return ReadWholeFile(out_path_); }
+  std::string Err() const { return ReadWholeFile(err_path_); }
 
  private:
-  static std::string ReadAll(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-
   std::string out_path_;
   std::string err_path_;
   pid_t pid_ = -1;

@@ -132,7 +132,7 @@ TEST(FeatureImportTest, GeneratedFeaturesRoundTrip) {
   auto g = OpenGraph(dir.Sub("g"));
   ASSERT_TRUE(g.ok()) << g.status();
 
-  FeatureMap expected = ParseFeatureText(ReadFileBytes(dir.Sub("features.tsv")));
+  FeatureMap expected = ParseFeatureText(ReadWholeFile(dir.Sub("features.tsv")));
   uint64_t unknown = 0, nnz = 0;
   for (auto it = expected.begin(); it != expected.end();) {
     if (!(*g)->LookupNode(it->first).ok()) {
@@ -398,7 +398,7 @@ TEST(FeatureImportTest, CommandLine) {
   EXPECT_NE(imp.out.find("\"features\""), std::string::npos) << imp.out;
   auto g = OpenGraph(dir.Sub("g"));
   ASSERT_TRUE(g.ok());
-  EXPECT_EQ(ReadGraphFeatures(**g), ParseFeatureText(ReadFileBytes(dir.Sub("f.tsv"))));
+  EXPECT_EQ(ReadGraphFeatures(**g), ParseFeatureText(ReadWholeFile(dir.Sub("f.tsv"))));
 
   WriteFile(dir.Sub("bad.tsv"), "a\tx:zz\n");
   ProcessResult bad = RunProcess(

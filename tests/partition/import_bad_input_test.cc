@@ -230,7 +230,7 @@ TEST_F(ImportBadInputTest, TruncatedGzip) {
   const std::string text = NumberedLines(kLines);
   const std::string whole = tmp_.Sub("whole.tsv.gz");
   ASSERT_NO_FATAL_FAILURE(WriteGzip(whole, text));
-  const std::string bytes = ReadFileBytes(whole);
+  const std::string bytes = ReadWholeFile(whole);
   const std::string f = Input("cut.tsv.gz", bytes.substr(0, bytes.size() / 2));
   auto s = ImportGraph(Options({f}));
   ASSERT_FALSE(s.ok()) << "a truncated .gz imported";
@@ -440,7 +440,7 @@ TEST_F(ImportBadInputTest, ExistingOutRefusedWithoutOverwrite) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), absl::StatusCode::kAlreadyExists) << s.status();
   EXPECT_TRUE(absl::StrContains(s.status().message(), out_)) << s.status();
-  EXPECT_EQ(ReadFileBytes(out_ + "/precious.txt"), "keep me");
+  EXPECT_EQ(ReadWholeFile(out_ + "/precious.txt"), "keep me");
   EXPECT_TRUE(StagingDirs(out_).empty());
 
   ImportOptions o = Options({f});

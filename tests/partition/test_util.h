@@ -33,6 +33,12 @@ namespace ember::import_test {
 
 namespace fs = std::filesystem;
 
+using ::ember::testing::ChildProcess;
+using ::ember::testing::PollUntil;
+using ::ember::testing::ProcessResult;
+using ::ember::testing::ReadWholeFile;
+using ::ember::testing::RunProcess;
+
 // A fresh directory under ::testing::TempDir(), removed (recursively) when
 // the object goes out of scope.
 class ScopedTempDir {
@@ -70,13 +76,6 @@ inline void WriteFile(const std::string& path, std::string_view bytes) {
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   f.close();
   ASSERT_TRUE(f.good()) << "write failed: " << path;
-}
-
-inline std::string ReadFileBytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 // Entries of `out`'s parent directory named `<basename(out)>.staging-*`.
@@ -128,7 +127,7 @@ inline bool ParseCanonicalU64(std::string_view s, uint64_t* v) {
 // (what `ember gen rmat` writes). Independent of the importer's parser.
 inline std::vector<IntEdge> ReadIntEdgeFile(const std::string& path) {
   std::vector<IntEdge> edges;
-  const std::string text = ReadFileBytes(path);
+  const std::string text = ReadWholeFile(path);
   size_t pos = 0;
   while (pos < text.size()) {
     size_t nl = text.find('\n', pos);
@@ -397,11 +396,6 @@ inline ImportOptions BasicOptions(const std::string& out,
   o.seed = 42;
   return o;
 }
-
-using ::ember::testing::ChildProcess;
-using ::ember::testing::PollUntil;
-using ::ember::testing::ProcessResult;
-using ::ember::testing::RunProcess;
 
 }  // namespace ember::import_test
 

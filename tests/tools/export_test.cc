@@ -20,6 +20,8 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "storage/graph.h"
+#include "tests/storage/test_graph.h"
+#include "tests/test_process.h"
 #include "train/checkpoint.h"
 
 // ---------------------------------------------------------------------------
@@ -69,36 +71,9 @@ void operator delete[](void* p, std::size_t) noexcept { ::operator delete(p); }
 namespace ember::tools {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TEST_TMPDIR");
-    std::string tmpl = std::string(base != nullptr ? base : "/tmp") + "/ember_export_test_XXXXXX";
-    EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-int RunCmd(const std::string& cmd) {
-  const int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ::ember::testing::TempDir;
+using ::ember::testing::ReadWholeFile;
+using ::ember::testing::RunShell;
 
 std::vector<std::string> Split(const std::string& s, char sep) {
   std::vector<std::string> out;
@@ -172,7 +147,7 @@ class ExportTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new TempDir();
-    const std::string edges = dir_->File("edges.tsv");
+    const std::string edges = dir_->Sub("edges.tsv");
     {
       std::ofstream out(edges);
       uint64_t x = 12345;
@@ -182,12 +157,12 @@ class ExportTest : public ::testing::Test {
         out << "node_" << src << "\trel" << rel << "\tnode_" << dst << "\n";
       }
     }
-    graph_ = dir_->File("g");
+    graph_ = dir_->Sub("g");
     const std::string bin = EMBER_BINARY;
-    ASSERT_EQ(RunCmd(bin + " import --quiet --partitions 3 --out " + graph_ + " " + edges +
+    ASSERT_EQ(RunShell(bin + " import --quiet --partitions 3 --out " + graph_ + " " + edges +
                   " > /dev/null"),
               0);
-    ASSERT_EQ(RunCmd(bin + " train " + graph_ +
+    ASSERT_EQ(RunShell(bin + " train " + graph_ +
                   " --quiet --epochs 2 --dim 20 --operator diagonal --comparator cos > /dev/null"),
               0);
     expected_ = new Expected(ReadExpected(graph_));
@@ -210,7 +185,7 @@ class ExportTest : public ::testing::Test {
   }
 
   void ExpectNamesFile(const std::string& path) {
-    const std::vector<std::string> lines = Lines(ReadAll(path));
+    const std::vector<std::string> lines = Lines(ReadWholeFile(path));
     ASSERT_EQ(lines.size(), expected_->n);
     for (uint64_t i = 0; i < expected_->n; ++i) ASSERT_EQ(lines[i], expected_->names[i]) << i;
   }
@@ -225,13 +200,13 @@ Expected* ExportTest::expected_ = nullptr;
 
 TEST_F(ExportTest, TsvRoundTrips) {
   TempDir tmp;
-  const std::string out = tmp.File("emb.tsv");
+  const std::string out = tmp.Sub("emb.tsv");
   auto stats = Export(ExportFormat::kTsv, out);
   ASSERT_TRUE(stats.ok()) << stats.status();
   const Expected& e = *expected_;
   EXPECT_EQ(stats->rows, e.n);
   EXPECT_EQ(stats->bytes, std::filesystem::file_size(out));
-  const std::vector<std::string> lines = Lines(ReadAll(out));
+  const std::vector<std::string> lines = Lines(ReadWholeFile(out));
   ASSERT_EQ(lines.size(), e.n);
   for (uint64_t i = 0; i < e.n; ++i) {
     const std::vector<std::string> f = Split(lines[i], '\t');
@@ -247,11 +222,11 @@ TEST_F(ExportTest, TsvRoundTrips) {
 
 TEST_F(ExportTest, W2vRoundTrips) {
   TempDir tmp;
-  const std::string out = tmp.File("emb.w2v");
+  const std::string out = tmp.Sub("emb.w2v");
   auto stats = Export(ExportFormat::kW2v, out);
   ASSERT_TRUE(stats.ok()) << stats.status();
   const Expected& e = *expected_;
-  const std::vector<std::string> lines = Lines(ReadAll(out));
+  const std::vector<std::string> lines = Lines(ReadWholeFile(out));
   ASSERT_EQ(lines.size(), e.n + 1);
   EXPECT_EQ(lines[0], std::to_string(e.n) + " " + std::to_string(e.dim));
   for (uint64_t i = 0; i < e.n; ++i) {
@@ -266,11 +241,11 @@ TEST_F(ExportTest, W2vRoundTrips) {
 
 TEST_F(ExportTest, FvecsRoundTrips) {
   TempDir tmp;
-  const std::string out = tmp.File("emb.fvecs");
+  const std::string out = tmp.Sub("emb.fvecs");
   auto stats = Export(ExportFormat::kFvecs, out);
   ASSERT_TRUE(stats.ok()) << stats.status();
   const Expected& e = *expected_;
-  const std::string bytes = ReadAll(out);
+  const std::string bytes = ReadWholeFile(out);
   const size_t row_bytes = 4 + 4 * size_t(e.dim);
   ASSERT_EQ(bytes.size(), e.n * row_bytes);
   for (uint64_t i = 0; i < e.n; ++i) {
@@ -293,12 +268,12 @@ TEST_F(ExportTest, FvecsRoundTrips) {
 // tools/install-deps.sh). Missing python3 or numpy fails the test.
 TEST_F(ExportTest, NpyLoadsInNumpy) {
   TempDir tmp;
-  const std::string out = tmp.File("emb.npy");
+  const std::string out = tmp.Sub("emb.npy");
   auto stats = Export(ExportFormat::kNpy, out);
   ASSERT_TRUE(stats.ok()) << stats.status();
   const Expected& e = *expected_;
   // Header: magic, version, 64-byte aligned data.
-  const std::string bytes = ReadAll(out);
+  const std::string bytes = ReadWholeFile(out);
   ASSERT_GE(bytes.size(), 10u);
   EXPECT_EQ(bytes.substr(0, 6), std::string("\x93NUMPY", 6));
   const size_t header_len = uint8_t(bytes[8]) | (uint8_t(bytes[9]) << 8);
@@ -307,7 +282,7 @@ TEST_F(ExportTest, NpyLoadsInNumpy) {
 
   const std::string python =
       std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-  const std::string script = tmp.File("check.py");
+  const std::string script = tmp.Sub("check.py");
   {
     std::ofstream py(script);
     py << "import sys\n"
@@ -322,14 +297,14 @@ TEST_F(ExportTest, NpyLoadsInNumpy) {
           "for i, j in [(0, 0), (a.shape[0] - 1, a.shape[1] - 1), (a.shape[0] // 2, 3)]:\n"
           "    print(a[i, j].view(np.uint32))\n";
   }
-  const std::string result = tmp.File("result.txt");
-  ASSERT_EQ(RunCmd(python + " " + script + " " + out + " > " + result), 0)
+  const std::string result = tmp.Sub("result.txt");
+  ASSERT_EQ(RunShell(python + " " + script + " " + out + " > " + result), 0)
       << "python3 with numpy is required (tools/install-deps.sh installs python3-numpy)";
   std::ifstream in(result);
   uint64_t rows = 0, cols = 0;
   double sum = 0, weighted = 0;
   in >> rows >> cols >> sum >> weighted;
-  ASSERT_TRUE(in) << ReadAll(result);
+  ASSERT_TRUE(in) << ReadWholeFile(result);
   EXPECT_EQ(rows, e.n);
   EXPECT_EQ(cols, uint64_t(e.dim));
   double want_sum = 0, want_weighted = 0;
@@ -353,12 +328,12 @@ TEST_F(ExportTest, NpyLoadsInNumpy) {
 
 TEST_F(ExportTest, MetaJsonAndRelations) {
   TempDir tmp;
-  const std::string out = tmp.File("emb.tsv");
-  const std::string rels = tmp.File("rels.tsv");
+  const std::string out = tmp.Sub("emb.tsv");
+  const std::string rels = tmp.Sub("rels.tsv");
   auto stats = Export(ExportFormat::kTsv, out, rels);
   ASSERT_TRUE(stats.ok()) << stats.status();
   const Expected& e = *expected_;
-  const nlohmann::json meta = nlohmann::json::parse(ReadAll(out + ".meta.json"));
+  const nlohmann::json meta = nlohmann::json::parse(ReadWholeFile(out + ".meta.json"));
   EXPECT_EQ(meta["dimension"], e.dim);
   EXPECT_EQ(meta["count"], e.n);
   EXPECT_EQ(meta["operator"], "diagonal");
@@ -380,7 +355,7 @@ TEST_F(ExportTest, MetaJsonAndRelations) {
                 e.model.relations.Of(r)[j]);
     }
   }
-  const std::vector<std::string> lines = Lines(ReadAll(rels));
+  const std::vector<std::string> lines = Lines(ReadWholeFile(rels));
   ASSERT_EQ(lines.size(), e.manifest.relations.size());
   for (size_t r = 0; r < lines.size(); ++r) {
     const std::vector<std::string> f = Split(lines[r], '\t');
@@ -405,25 +380,25 @@ bool HasTempFiles(const std::string& dir) {
 
 TEST_F(ExportTest, RefusesExistingOutputUnlessOverwrite) {
   TempDir tmp;
-  const std::string out = tmp.File("emb.tsv");
+  const std::string out = tmp.Sub("emb.tsv");
   { std::ofstream(out) << "old\n"; }
   auto stats = Export(ExportFormat::kTsv, out);
   ASSERT_FALSE(stats.ok());
   EXPECT_TRUE(absl::IsAlreadyExists(stats.status())) << stats.status();
   EXPECT_NE(std::string(stats.status().message()).find(out), std::string::npos);
-  EXPECT_EQ(ReadAll(out), "old\n");
+  EXPECT_EQ(ReadWholeFile(out), "old\n");
   EXPECT_FALSE(HasTempFiles(tmp.path()));
 
   // Through the CLI: non-zero exit, file untouched; --overwrite replaces it.
   const std::string bin = EMBER_BINARY;
-  EXPECT_NE(RunCmd(bin + " export " + graph_ + " --quiet --format tsv --out " + out +
+  EXPECT_NE(RunShell(bin + " export " + graph_ + " --quiet --format tsv --out " + out +
                 " > /dev/null 2>&1"),
             0);
-  EXPECT_EQ(ReadAll(out), "old\n");
-  EXPECT_EQ(RunCmd(bin + " export " + graph_ + " --quiet --format tsv --overwrite --out " + out +
+  EXPECT_EQ(ReadWholeFile(out), "old\n");
+  EXPECT_EQ(RunShell(bin + " export " + graph_ + " --quiet --format tsv --overwrite --out " + out +
                 " > /dev/null"),
             0);
-  EXPECT_EQ(Lines(ReadAll(out)).size(), expected_->n);
+  EXPECT_EQ(Lines(ReadWholeFile(out)).size(), expected_->n);
   EXPECT_FALSE(HasTempFiles(tmp.path()));
 }
 
@@ -435,9 +410,9 @@ TEST_F(ExportTest, FailureLeavesNothingBehind) {
     auto graph = Graph::Open(graph_);
     ASSERT_TRUE(graph.ok());
     ExportOptions o;
-    o.out = tmp.File("emb");
+    o.out = tmp.Sub("emb");
     o.format = format;
-    o.relations_out = tmp.File("rels.tsv");
+    o.relations_out = tmp.Sub("rels.tsv");
     o.fail_after_rows = 300;  // mid-way through partition 1
     auto stats = ExportEmbeddings(**graph, o);
     ASSERT_FALSE(stats.ok());
@@ -449,14 +424,14 @@ TEST_F(ExportTest, FailureLeavesNothingBehind) {
     o.overwrite = true;
     stats = ExportEmbeddings(**graph, o);
     ASSERT_FALSE(stats.ok());
-    EXPECT_EQ(ReadAll(o.out), "old\n");
+    EXPECT_EQ(ReadWholeFile(o.out), "old\n");
     EXPECT_FALSE(HasTempFiles(tmp.path()));
   }
   // An output directory that does not exist: a clean error, nothing created.
   TempDir tmp;
   auto graph = Graph::Open(graph_);
   ExportOptions o;
-  o.out = tmp.File("missing/emb.tsv");
+  o.out = tmp.Sub("missing/emb.tsv");
   auto stats = ExportEmbeddings(**graph, o);
   ASSERT_FALSE(stats.ok());
   EXPECT_NE(std::string(stats.status().message()).find("missing"), std::string::npos);
@@ -472,14 +447,14 @@ TEST_F(ExportTest, ParsesFormats) {
 
 TEST(ExportUntrainedTest, NeedsACheckpoint) {
   TempDir tmp;
-  const std::string edges = tmp.File("e.tsv");
+  const std::string edges = tmp.Sub("e.tsv");
   { std::ofstream(edges) << "a\tb\nb\tc\n"; }
   const std::string bin = EMBER_BINARY;
-  ASSERT_EQ(RunCmd(bin + " import --quiet --out " + tmp.File("g") + " " + edges + " > /dev/null"), 0);
-  auto graph = Graph::Open(tmp.File("g"));
+  ASSERT_EQ(RunShell(bin + " import --quiet --out " + tmp.Sub("g") + " " + edges + " > /dev/null"), 0);
+  auto graph = Graph::Open(tmp.Sub("g"));
   ASSERT_TRUE(graph.ok());
   ExportOptions o;
-  o.out = tmp.File("emb.tsv");
+  o.out = tmp.Sub("emb.tsv");
   auto stats = ExportEmbeddings(**graph, o);
   ASSERT_FALSE(stats.ok());
   EXPECT_TRUE(absl::IsFailedPrecondition(stats.status())) << stats.status();
@@ -493,18 +468,18 @@ TEST(ExportUntrainedTest, NeedsACheckpoint) {
 // plus one more partition.
 TEST(ExportMemoryTest, HoldsOnePartitionAtATime) {
   TempDir tmp;
-  const std::string edges = tmp.File("ring.tsv");
+  const std::string edges = tmp.Sub("ring.tsv");
   constexpr int kNodes = 65536, kDim = 256;
   {
     std::ofstream out(edges);
     for (int i = 0; i < kNodes; ++i) out << i << "\t" << (i + 1) % kNodes << "\n";
   }
-  const std::string g = tmp.File("g");
+  const std::string g = tmp.Sub("g");
   const std::string bin = EMBER_BINARY;
-  ASSERT_EQ(RunCmd(bin + " import --quiet --integer-ids --partitions 8 --out " + g + " " + edges +
+  ASSERT_EQ(RunShell(bin + " import --quiet --integer-ids --partitions 8 --out " + g + " " + edges +
                 " > /dev/null"),
             0);
-  ASSERT_EQ(RunCmd(bin + " train " + g + " --quiet --epochs 1 --dim " + std::to_string(kDim) +
+  ASSERT_EQ(RunShell(bin + " train " + g + " --quiet --epochs 1 --dim " + std::to_string(kDim) +
                 " > /dev/null"),
             0);
   auto graph = Graph::Open(g);
@@ -534,7 +509,7 @@ TEST(ExportMemoryTest, HoldsOnePartitionAtATime) {
   for (ExportFormat format : {ExportFormat::kNpy, ExportFormat::kTsv, ExportFormat::kFvecs}) {
     SCOPED_TRACE(std::string(ExportFormatName(format)));
     ExportOptions o;
-    o.out = tmp.File(std::string("emb.") + std::string(ExportFormatName(format)));
+    o.out = tmp.Sub(std::string("emb.") + std::string(ExportFormatName(format)));
     o.format = format;
     o.threads = 2;
     const int64_t baseline = g_live_bytes.load();

@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/test_process.h"
 #include "tools/gen_output.h"
 #include "tools/rmat_generator.h"
 #include "tools/sbm_generator.h"
@@ -571,10 +572,7 @@ TEST(SbmTest, BadOptionsAreInvalidArgument) {
 
 // ------------------------------------------------------------------ CLI ---
 
-int RunCommand(const std::string& cmd) {
-  const int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
+using ::ember::testing::RunShell;
 
 TEST(GenCliTest, RmatAndSbmSmoke) {
   TempDir dir;
@@ -582,7 +580,7 @@ TEST(GenCliTest, RmatAndSbmSmoke) {
   ASSERT_EQ(::access(bin.c_str(), X_OK), 0)
       << bin << " is missing: build the `ember` target before tools_test";
   const std::string out = dir.File("cli.tsv");
-  ASSERT_EQ(RunCommand(bin +
+  ASSERT_EQ(RunShell(bin +
                        " gen rmat --scale 6 --edge_factor 2 --seed 1 "
                        "--threads 2 --quiet --out " +
                        out),
@@ -594,20 +592,20 @@ TEST(GenCliTest, RmatAndSbmSmoke) {
   ASSERT_TRUE(GenerateRmat(o, Out(dir.File("lib.tsv"))).ok());
   EXPECT_EQ(ReadFile(out), ReadFile(dir.File("lib.tsv")));
   // Existing output without --overwrite: non-zero exit, file untouched.
-  EXPECT_NE(RunCommand(bin + " gen rmat --scale 6 --quiet --out " + out +
+  EXPECT_NE(RunShell(bin + " gen rmat --scale 6 --quiet --out " + out +
                        " 2>/dev/null"),
             0);
   EXPECT_EQ(ReadFile(out), ReadFile(dir.File("lib.tsv")));
 
   ASSERT_EQ(
-      RunCommand(bin +
+      RunShell(bin +
                  " gen sbm --nodes 100 --blocks 4 --avg_degree 6 "
                  "--mixing 0.1 --quiet --out " +
                  dir.File("s.tsv") + " --labels_out " + dir.File("s.labels")),
       0);
   EXPECT_EQ(SplitLines(ReadFile(dir.File("s.tsv"))).size(), 300u);
   EXPECT_EQ(SplitLines(ReadFile(dir.File("s.labels"))).size(), 100u);
-  EXPECT_NE(RunCommand(bin + " gen nosuch --quiet --out " + dir.File("n") +
+  EXPECT_NE(RunShell(bin + " gen nosuch --quiet --out " + dir.File("n") +
                        " 2>/dev/null"),
             0);
 }

@@ -23,41 +23,16 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "storage/graph.h"
+#include "tests/storage/test_graph.h"
+#include "tests/test_process.h"
 #include "train/checkpoint.h"
 
 namespace ember::tools {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TEST_TMPDIR");
-    std::string tmpl =
-        std::string(base != nullptr ? base : "/tmp") + "/ember_neighbors_test_XXXXXX";
-    EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
-int RunCmd(const std::string& cmd) {
-  const int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ::ember::testing::TempDir;
+using ::ember::testing::ReadWholeFile;
+using ::ember::testing::RunShell;
 
 std::vector<std::string> ReadLines(const std::string& path) {
   std::vector<std::string> lines;
@@ -200,16 +175,16 @@ class NeighborsTest : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new TempDir();
     const std::string bin = EMBER_BINARY;
-    const std::string edges = dir_->File("sbm.tsv"), labels = dir_->File("labels.tsv");
-    graph_dir_ = dir_->File("g");
-    ASSERT_EQ(RunCmd(bin + " gen sbm --quiet --nodes 2000 --blocks 10 --avg-degree 20 "
+    const std::string edges = dir_->Sub("sbm.tsv"), labels = dir_->Sub("labels.tsv");
+    graph_dir_ = dir_->Sub("g");
+    ASSERT_EQ(RunShell(bin + " gen sbm --quiet --nodes 2000 --blocks 10 --avg-degree 20 "
                         "--mixing 0.05 --seed 1 --out " +
                   edges + " --labels-out " + labels),
               0);
-    ASSERT_EQ(RunCmd(bin + " import --quiet --partitions 2 --out " + graph_dir_ + " " + edges +
+    ASSERT_EQ(RunShell(bin + " import --quiet --partitions 2 --out " + graph_dir_ + " " + edges +
                   " > /dev/null"),
               0);
-    ASSERT_EQ(RunCmd(bin + " train " + graph_dir_ + " --quiet --epochs 5 --dim 32 > /dev/null"), 0);
+    ASSERT_EQ(RunShell(bin + " train " + graph_dir_ + " --quiet --epochs 5 --dim 32 > /dev/null"), 0);
     blocks_ = new std::map<std::string, std::string>();
     for (const std::string& line : ReadLines(labels)) {
       const size_t tab = line.find('\t');
@@ -282,13 +257,13 @@ TEST_F(NeighborsTest, ApproximateIndexesRecallFlat) {
 // query's block.
 TEST_F(NeighborsTest, CliJsonAndBlockPurity) {
   TempDir tmp;
-  const std::string queries = tmp.File("queries.txt"), out = tmp.File("out.jsonl");
+  const std::string queries = tmp.Sub("queries.txt"), out = tmp.Sub("out.jsonl");
   {
     std::ofstream q(queries);
     for (const auto& [name, block] : *blocks_) q << name << "\n";
   }
   const std::string bin = EMBER_BINARY;
-  ASSERT_EQ(RunCmd(bin + " neighbors " + graph_dir_ + " --quiet --json --k 10 --queries " +
+  ASSERT_EQ(RunShell(bin + " neighbors " + graph_dir_ + " --quiet --json --k 10 --queries " +
                 queries + " > " + out),
             0);
   const std::vector<std::string> lines = ReadLines(out);
@@ -326,7 +301,7 @@ TEST_F(NeighborsTest, SavedIndexLoadsInFaiss) {
   auto graph = Graph::Open(graph_dir_);
   ASSERT_TRUE(graph.ok());
   const Table t = LoadTable(**graph);
-  const std::string queries = tmp.File("q.txt"), out = tmp.File("out.jsonl");
+  const std::string queries = tmp.Sub("q.txt"), out = tmp.Sub("out.jsonl");
   std::vector<uint64_t> query_ids;
   {
     std::ofstream q(queries);
@@ -337,14 +312,14 @@ TEST_F(NeighborsTest, SavedIndexLoadsInFaiss) {
   }
   for (const std::string kind : {"flat", "ivf", "hnsw"}) {
     SCOPED_TRACE(kind);
-    const std::string index_path = tmp.File("index." + kind);
+    const std::string index_path = tmp.Sub("index." + kind);
     const std::string bin = EMBER_BINARY;
-    ASSERT_EQ(RunCmd(bin + " neighbors " + graph_dir_ + " --quiet --json --index " + kind +
+    ASSERT_EQ(RunShell(bin + " neighbors " + graph_dir_ + " --quiet --json --index " + kind +
                   " --queries " + queries + " --save-index " + index_path + " > " + out),
               0);
     const std::vector<std::string> names = ReadLines(index_path + ".names.tsv");
     ASSERT_EQ(names, t.names);
-    const nlohmann::json meta = nlohmann::json::parse(ReadAll(index_path + ".meta.json"));
+    const nlohmann::json meta = nlohmann::json::parse(ReadWholeFile(index_path + ".meta.json"));
     EXPECT_EQ(meta["metric"], "inner_product");
     EXPECT_EQ(meta["index"], kind);
     std::unique_ptr<faiss::Index> index(faiss::read_index(index_path.c_str()));
@@ -372,23 +347,23 @@ TEST_F(NeighborsTest, SavedIndexLoadsInFaiss) {
   }
   // An existing index file is refused without --overwrite.
   const std::string bin = EMBER_BINARY;
-  EXPECT_EQ(RunCmd(bin + " neighbors " + graph_dir_ + " --quiet --node 5 --save-index " +
-                tmp.File("index.flat") + " > /dev/null 2>&1"),
+  EXPECT_EQ(RunShell(bin + " neighbors " + graph_dir_ + " --quiet --node 5 --save-index " +
+                tmp.Sub("index.flat") + " > /dev/null 2>&1"),
             1);
 }
 
 TEST_F(NeighborsTest, UnknownNodeIsAnError) {
   TempDir tmp;
-  const std::string err = tmp.File("err.txt");
+  const std::string err = tmp.Sub("err.txt");
   const std::string bin = EMBER_BINARY;
-  EXPECT_EQ(RunCmd(bin + " neighbors " + graph_dir_ + " --quiet --node no_such_node > /dev/null 2> " +
+  EXPECT_EQ(RunShell(bin + " neighbors " + graph_dir_ + " --quiet --node no_such_node > /dev/null 2> " +
                 err),
             1);
-  EXPECT_NE(ReadAll(err).find("unknown node 'no_such_node'"), std::string::npos) << ReadAll(err);
-  EXPECT_EQ(RunCmd(bin + " neighbors " + graph_dir_ + " --quiet --node 5 --relation nope > /dev/null 2> " +
+  EXPECT_NE(ReadWholeFile(err).find("unknown node 'no_such_node'"), std::string::npos) << ReadWholeFile(err);
+  EXPECT_EQ(RunShell(bin + " neighbors " + graph_dir_ + " --quiet --node 5 --relation nope > /dev/null 2> " +
                 err),
             1);
-  EXPECT_NE(ReadAll(err).find("unknown relation 'nope'"), std::string::npos) << ReadAll(err);
+  EXPECT_NE(ReadWholeFile(err).find("unknown relation 'nope'"), std::string::npos) << ReadWholeFile(err);
 
   auto graph = Graph::Open(graph_dir_);
   ASSERT_TRUE(graph.ok());
@@ -404,7 +379,7 @@ TEST_F(NeighborsTest, UnknownNodeIsAnError) {
 // translation + l2 (TransE) and complex_diagonal + cos (normalised index).
 TEST(NeighborsRelationTest, OperatorAppliedToQuery) {
   TempDir tmp;
-  const std::string edges = tmp.File("edges.tsv");
+  const std::string edges = tmp.Sub("edges.tsv");
   {
     std::ofstream out(edges);
     uint64_t x = 99;
@@ -426,10 +401,10 @@ TEST(NeighborsRelationTest, OperatorAppliedToQuery) {
                           Config{"complex_diagonal", "cos", IndexKind::kFlat},
                           Config{"translation", "dot", IndexKind::kFlat}}) {
     SCOPED_TRACE(std::string(c.op) + "/" + c.cmp);
-    const std::string g = tmp.File(std::string("g_") + c.op + "_" + c.cmp);
-    ASSERT_EQ(RunCmd(bin + " import --quiet --partitions 2 --out " + g + " " + edges + " > /dev/null"),
+    const std::string g = tmp.Sub(std::string("g_") + c.op + "_" + c.cmp);
+    ASSERT_EQ(RunShell(bin + " import --quiet --partitions 2 --out " + g + " " + edges + " > /dev/null"),
               0);
-    ASSERT_EQ(RunCmd(bin + " train " + g + " --quiet --epochs 3 --dim 16 --operator " + c.op +
+    ASSERT_EQ(RunShell(bin + " train " + g + " --quiet --epochs 3 --dim 16 --operator " + c.op +
                   " --comparator " + c.cmp + " > /dev/null"),
               0);
     auto graph = Graph::Open(g);

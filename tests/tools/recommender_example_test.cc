@@ -13,16 +13,10 @@
 
 #include "gtest/gtest.h"
 #include "tests/storage/test_graph.h"
+#include "tests/test_process.h"
 
 namespace ember {
 namespace {
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 TEST(RecommenderExampleTest, WalkThroughScriptSucceeds) {
   testing::TempDir tmp;
@@ -36,7 +30,7 @@ TEST(RecommenderExampleTest, WalkThroughScriptSucceeds) {
   const int status = std::system(cmd.c_str());
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const std::string output = ReadAll(log);
+  const std::string output = testing::ReadWholeFile(log);
   ASSERT_TRUE(WIFEXITED(status)) << "status " << status << "\n" << output;
   EXPECT_EQ(WEXITSTATUS(status), 0) << output;
   // The script's own checks printed their figures.

@@ -35,14 +35,8 @@
 
 namespace ember::train_test {
 
+using ::ember::testing::ReadWholeFile;
 using ::ember::testing::TempDir;
-
-inline std::string ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 inline void WriteWholeFile(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
