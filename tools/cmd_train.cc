@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
@@ -10,7 +11,12 @@
 #include "tools/cli.h"
 #include "tools/common_flags.h"
 #include "tools/progress.h"
+#include "partition/importer.h"
 #include "train/train_loop.h"
+
+// Shared with import (defined in cmd_import.cc): train spends it on the
+// partition buffer, the edge windows in flight and storage buffers.
+ABSL_DECLARE_FLAG(std::string, memory_budget);
 
 ABSL_FLAG(int, dim, 100, "train: embedding dimension.");
 ABSL_FLAG(int, epochs, 10, "train: total epochs (a resumed run trains the rest).");
@@ -24,8 +30,16 @@ ABSL_FLAG(std::string, comparator, "dot", "train: dot, cos or l2.");
 ABSL_FLAG(std::string, loss, "softmax", "train: ranking, logistic or softmax.");
 ABSL_FLAG(double, margin, 0.1, "train: margin of the ranking loss.");
 ABSL_FLAG(double, init_scale, 1e-3, "train: std-dev of the initial embeddings.");
-ABSL_FLAG(int, trainers, 1, "train: trainers working at once on disjoint buckets.");
-ABSL_FLAG(int, buffer_partitions, 0, "train: partitions held in memory (0: all).");
+ABSL_FLAG(int, trainers, 1,
+          "train: CPU trainers working at once on disjoint buckets, sharing --threads "
+          "(shorthand for --devices cpu,cpu,...).");
+ABSL_FLAG(std::string, devices, "",
+          "train: trainers by device, comma-separated: cpu, cpu:THREADS, cuda:N "
+          "(default: --trainers CPU trainers).");
+ABSL_FLAG(int, buffer_partitions, 0,
+          "train: partitions held in memory (0: as many as --memory-budget allows).");
+ABSL_FLAG(uint64_t, window_edges, 0,
+          "train: edges per shuffled window of a bucket (0: sized from --memory-budget).");
 ABSL_FLAG(std::string, bucket_order, "inside-out",
           "train: inside-out (PBG), beta (Marius), sequential or random.");
 ABSL_FLAG(int, checkpoint_every, 0,
@@ -66,6 +80,9 @@ absl::StatusOr<TrainOptions> OptionsFromFlags() {
   o.seed = absl::GetFlag(FLAGS_seed);
   o.threads = ThreadCount();
   o.trainers = absl::GetFlag(FLAGS_trainers);
+  o.devices = absl::GetFlag(FLAGS_devices);
+  ASSIGN_OR_RETURN(o.memory_budget, ParseByteSize(absl::GetFlag(FLAGS_memory_budget)));
+  o.window_edges = absl::GetFlag(FLAGS_window_edges);
   if (absl::GetFlag(FLAGS_buffer_partitions) < 0) {
     return absl::InvalidArgumentError("--buffer-partitions must be >= 0");
   }

@@ -1,19 +1,10 @@
-// The CPU trainer: batches taken from a BatchQueue flow through a oneTBB
-// pipeline with a bounded number in flight; each batch is cut into chunks by
-// relation, scored against in-chunk and uniform negatives with GEMMs
-// (chunk_scorer), and its rows are updated in place with row-wise Adagrad,
-// lock-free across threads (Hogwild). Relation parameters are updated under
-// a mutex. Featurized models compose each node's row from its id row and
-// feature rows (featurized.h) and send gradients back to both.
+#include "train/cpu_trainer.h"
+
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cstring>
 
 #include <cblas.h>
 #include <tbb/enumerable_thread_specific.h>
-#include <tbb/parallel_pipeline.h>
-#include <tbb/task_arena.h>
 
 #include "absl/synchronization/mutex.h"
 #include "storage/node_hash.h"
@@ -22,7 +13,6 @@
 #include "train/adagrad.h"
 #include "train/chunk_scorer.h"
 #include "train/featurized.h"
-#include "train/trainer.h"
 
 namespace ember {
 namespace {
@@ -46,13 +36,7 @@ struct Scratch {
   std::vector<float> rel, g_rel;
   std::vector<uint32_t> src_neg_ids, dst_neg_ids;
   std::vector<uint32_t> src_nodes, dst_nodes;  // the chunk's endpoints
-  std::vector<Edge> batch;
   std::unique_ptr<FeatureGradAccumulator> feature_grads;  // featurized only
-};
-
-struct BatchResult {
-  double loss = 0;
-  BatchRecord record;
 };
 
 class CpuTrainer final : public Trainer {
@@ -63,7 +47,6 @@ class CpuTrainer final : public Trainer {
         mode_(options.model.featurized),
         features_(features),
         threads_(std::max(1, threads)),
-        arena_(threads_),
         relations_(relations),
         rel_size_(relations.param_size),
         scratch_([this] {
@@ -78,64 +61,19 @@ class CpuTrainer final : public Trainer {
 
   RelationParams& relations() override { return relations_; }
 
-  absl::StatusOr<TrainerRunStats> TrainBatches(
-      std::span<const BucketTask> tasks, BatchQueue* queue,
-      const std::function<void(uint64_t, double)>& on_batch) override {
-    const auto start = std::chrono::steady_clock::now();
-    TrainerRunStats stats;
-    const size_t tokens = options_.deterministic ? 1 : 2 * threads_;
-    arena_.execute([&] {
-      tbb::parallel_pipeline(
-          tokens,
-          tbb::make_filter<void, BatchRange>(
-              tbb::filter_mode::serial_in_order,
-              [&](tbb::flow_control& fc) -> BatchRange {
-                const BatchRange* b = queue->Next();
-                if (b == nullptr) {
-                  fc.stop();
-                  return {};
-                }
-                return *b;
-              }) &
-              tbb::make_filter<BatchRange, BatchResult>(
-                  tbb::filter_mode::parallel,
-                  [&](const BatchRange& b) {
-                    const auto t0 = std::chrono::steady_clock::now();
-                    BatchResult r;
-                    r.loss = TrainBatch(tasks[b.task], b);
-                    r.record.edges = b.hi - b.lo;
-                    r.record.nnz = b.nnz;
-                    r.record.seconds = std::chrono::duration<double>(
-                        std::chrono::steady_clock::now() - t0).count();
-                    return r;
-                  }) &
-              tbb::make_filter<BatchResult, void>(
-                  tbb::filter_mode::serial_out_of_order,
-                  [&](const BatchResult& r) {
-                    stats.edges += r.record.edges;
-                    stats.loss_sum += r.loss;
-                    stats.batches.push_back(r.record);
-                    if (on_batch) on_batch(r.record.edges, r.loss);
-                  }));
-    });
-    stats.busy_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return stats;
-  }
+  std::string device() const override { return "cpu"; }
+  int slots() const override { return threads_; }
+  RowHome Home(uint32_t) const override { return RowHome::kHost; }
+  absl::Status SyncToHost(PartitionData*) override { return absl::OkStatus(); }
+  void Release(uint32_t) override {}
 
- private:
-  // Trains one batch of the task; returns its summed loss.
-  double TrainBatch(const BucketTask& task, const BatchRange& b) {
+  absl::StatusOr<double> TrainBatch(const BucketTask& task, const BatchRange& b,
+                                    std::span<const Edge> batch) override {
     Scratch& s = *scratch_.local();
     const int dim = options_.model.dim;
     const int max_chunk = options_.chunk_size;
     const int negs = options_.num_uniform_negs;
     const float lr = options_.lr * b.lr_scale;
-    s.batch.assign(task.edges.begin() + b.lo, task.edges.begin() + b.hi);
-    if (relations_.num_relations > 1) {
-      std::stable_sort(s.batch.begin(), s.batch.end(),
-                       [](const Edge& x, const Edge& y) { return x.rel < y.rel; });
-    }
     BatchRng rng(Mix64(task.seed, b.index));
     PartitionData& src = *task.src;
     PartitionData& dst = *task.dst;
@@ -143,21 +81,21 @@ class CpuTrainer final : public Trainer {
     const bool id_rows = HasIdRows(mode_);
     double loss = 0;
     size_t begin = 0;
-    while (begin < s.batch.size()) {
-      const uint32_t rel = s.batch[begin].rel;
+    while (begin < batch.size()) {
+      const uint32_t rel = batch[begin].rel;
       size_t end = begin;
-      while (end < s.batch.size() && end - begin < size_t(max_chunk) && s.batch[end].rel == rel) ++end;
+      while (end < batch.size() && end - begin < size_t(max_chunk) && batch[end].rel == rel) ++end;
       const int c = static_cast<int>(end - begin);
       // Start fetching the next chunk's rows while this one computes.
       if (id_rows) {
-        for (size_t k = end; k < std::min(s.batch.size(), end + max_chunk); ++k) {
-          Prefetch(src.Row(s.batch[k].src), row_bytes);
-          Prefetch(dst.Row(s.batch[k].dst), row_bytes);
+        for (size_t k = end; k < std::min(batch.size(), end + max_chunk); ++k) {
+          Prefetch(src.Row(batch[k].src), row_bytes);
+          Prefetch(dst.Row(batch[k].dst), row_bytes);
         }
       }
       for (int k = 0; k < c; ++k) {
-        s.src_nodes[k] = s.batch[begin + k].src;
-        s.dst_nodes[k] = s.batch[begin + k].dst;
+        s.src_nodes[k] = batch[begin + k].src;
+        s.dst_nodes[k] = batch[begin + k].dst;
       }
       const std::span<const uint32_t> src_nodes(s.src_nodes.data(), c);
       const std::span<const uint32_t> dst_nodes(s.dst_nodes.data(), c);
@@ -227,6 +165,8 @@ class CpuTrainer final : public Trainer {
     }
     return loss;
   }
+
+ private:
 
   // The rows of `nodes` of `part` as the model scores them, into out
   // (n x dim): id rows, composed with feature rows for featurized models.
@@ -308,8 +248,7 @@ class CpuTrainer final : public Trainer {
   const TrainOptions options_;
   const FeaturizedMode mode_;
   FeatureTable* const features_;  // shared by all trainers; Hogwild
-  const int threads_;
-  tbb::task_arena arena_;
+  const int threads_;  // slots
   absl::Mutex rel_mu_;
   RelationParams relations_;  // params guarded by rel_mu_ during TrainBatches
   const int rel_size_;

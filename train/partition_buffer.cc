@@ -80,7 +80,8 @@ absl::Status PartitionBuffer::Install(std::unique_ptr<PartitionData> data) {
   return absl::OkStatus();
 }
 
-absl::Status PartitionBuffer::WriteTables(const PartitionData& data) {
+absl::Status PartitionBuffer::WriteTables(PartitionData& data) {
+  for (RowResidency* r : residencies_) RETURN_IF_ERROR(r->SyncToHost(&data));
   if (options_.id_rows) {
     RETURN_IF_ERROR(graph_->WriteTable(Table::kEmbeddings, data.partition, write_version_,
                                        data.embeddings.data(), data.rows, options_.dim));
@@ -98,7 +99,9 @@ absl::Status PartitionBuffer::Evict(uint32_t p) {
     data = std::move(resident_[p]);
   }
   EMBER_CHECK(data != nullptr);
-  return WriteTables(*data);
+  RETURN_IF_ERROR(WriteTables(*data));
+  for (RowResidency* r : residencies_) r->Release(p);
+  return absl::OkStatus();
 }
 
 int64_t PartitionBuffer::Victim(std::span<const uint32_t> keep,
@@ -153,6 +156,15 @@ absl::Status PartitionBuffer::MakeResident(std::span<const uint32_t> needed,
 absl::Status PartitionBuffer::Quiesce() {
   if (!pending_.valid()) return absl::OkStatus();
   return pending_.get();
+}
+
+absl::StatusOr<bool> PartitionBuffer::AllResident(std::span<const uint32_t> partitions) {
+  RETURN_IF_ERROR(Quiesce());
+  absl::MutexLock lock(&mu_);
+  for (uint32_t p : partitions) {
+    if (resident_[p] == nullptr) return false;
+  }
+  return true;
 }
 
 absl::Status PartitionBuffer::Acquire(std::span<const uint32_t> needed,

@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "storage/graph.h"
+#include "train/row_residency.h"
 #include "train/trainer.h"
 
 namespace ember {
@@ -60,6 +61,14 @@ class PartitionBuffer {
                 std::vector<std::vector<uint32_t>> future);
   // Waits for background work; returns its status.
   absl::Status Quiesce();
+  // After background work, whether every partition of `partitions` is
+  // resident.
+  absl::StatusOr<bool> AllResident(std::span<const uint32_t> partitions);
+  // Trainers that may hold newer copies of rows than the buffer's
+  // (row_residency.h): each is asked to sync a partition back before the
+  // buffer writes it, and to release it before eviction. Call before
+  // training starts; they must outlive the buffer's use.
+  void AddResidency(RowResidency* residency) { residencies_.push_back(residency); }
   // REQUIRES: p resident (pinned by the current round).
   PartitionData* Get(uint32_t p);
   // Writes every resident partition, and the initial rows of every
@@ -75,8 +84,9 @@ class PartitionBuffer {
   absl::Status Load(uint32_t p);
   absl::Status Evict(uint32_t p);
   absl::Status Install(std::unique_ptr<PartitionData> data);
-  // Writes data's tables (if any) under the write version.
-  absl::Status WriteTables(const PartitionData& data);
+  // Syncs data back from every residency, then writes its tables (if any)
+  // under the write version.
+  absl::Status WriteTables(PartitionData& data);
   // Resident partition outside `keep` used furthest in the future, or -1.
   int64_t Victim(std::span<const uint32_t> keep,
                  std::span<const std::vector<uint32_t>> future) const;
@@ -94,6 +104,7 @@ class PartitionBuffer {
   std::vector<std::unique_ptr<PartitionData>> resident_ ABSL_GUARDED_BY(mu_);
   std::future<absl::Status> pending_;
   uint64_t loads_ = 0;
+  std::vector<RowResidency*> residencies_;
 };
 
 }  // namespace ember

@@ -1,10 +1,10 @@
-// Cutting a round's buckets into batches for the trainers
-// (`--batching fixed|variance-aware`), and dealing them out.
+// Cutting a window of a bucket's edges into batches for the trainers
+// (`--batching fixed|variance-aware`), and which trainer takes a batch.
 #ifndef EMBER_TRAIN_ROUND_BATCHES_H_
 #define EMBER_TRAIN_ROUND_BATCHES_H_
 
 #include <cstdint>
-#include <memory>
+#include <span>
 #include <vector>
 
 #include "storage/types.h"
@@ -13,9 +13,11 @@
 
 namespace ember {
 
-// The work of each edge of `task`: EdgeWork of its endpoints' feature
-// counts (0 for partitions without features) and `edge_cost`.
-std::vector<uint32_t> EdgeWorks(const BucketTask& task, uint32_t edge_cost);
+// The work of each of `edges` (of bucket `task`): EdgeWork of its
+// endpoints' feature counts (0 for partitions without features) and
+// `edge_cost`.
+std::vector<uint32_t> EdgeWorks(const BucketTask& task, std::span<const Edge> edges,
+                                uint32_t edge_cost);
 
 // The cost of one edge in units of one feature non-zero, measured: a
 // least-squares fit of batch time = a·edges + b·nnz over the batches trained
@@ -39,32 +41,30 @@ class BatchCostModel {
   double ee_ = 0, en_ = 0, nn_ = 0, te_ = 0, tn_ = 0;  // normal equations
 };
 
-// Batches of one bucket (task index `task_index`), with edge work
-// EdgeWorks(task, edge_cost). kFixed: consecutive runs of batch_size edges,
-// lr_scale 1. kVarianceAware: VarianceAwareBatches over the edges' work,
-// seeded by `seed`; *edges is reordered so that every batch is a contiguous
-// run, and each batch's lr_scale is StepScale(work, target, 0.5, 2): steady
-// in the closing window, and no outlier batch takes more than twice the
-// normal step.
-// REQUIRES: task.edges views *edges.
-std::vector<BatchRange> PlanBucketBatches(BatchingKind kind, uint32_t task_index,
-                                          const BucketTask& task, std::vector<Edge>* edges,
-                                          uint32_t batch_size, uint64_t seed,
-                                          uint32_t edge_cost = 1);
+// Batches over `edges` (a window of bucket `task`, already shuffled), with
+// edge work EdgeWorks(task, edges, edge_cost). kFixed: consecutive runs of
+// batch_size edges, lr_scale 1. kVarianceAware: VarianceAwareBatches over
+// the edges' work, seeded by `seed`; `edges` is permuted in place (each edge
+// moved once) so that every batch is a contiguous run, then each batch is
+// shuffled, and its lr_scale is StepScale(work, target, 0.5, 2): steady in
+// the closing window, and no outlier batch takes more than twice the normal
+// step. With `group_by_relation`, each batch's edges are then stably sorted
+// by relation (the trainer cuts chunks at relation changes). Batch indices
+// count from `first_index`. REQUIRES: edges.size() < 2^32.
+std::vector<BatchRange> PlanWindowBatches(BatchingKind kind, const BucketTask& task,
+                                          std::span<Edge> edges, uint32_t batch_size,
+                                          uint64_t seed, uint32_t edge_cost,
+                                          bool group_by_relation, uint64_t first_index);
 
-// Queues for `trainers` trainers over the round's per-bucket batches
-// (result[t] is trainer t's queue; several entries may share one).
-// kFixed: trainer t takes bucket t mod k and, when trainers outnumber
-// buckets, an equal share of its batches (a static split). kVarianceAware:
-// one queue shared by all, the buckets' batches interleaved, so whichever
-// trainer is free takes the next batch (dynamic dealing).
-struct RoundQueues {
-  std::vector<std::unique_ptr<BatchQueue>> owned;
-  std::vector<BatchQueue*> of_trainer;
-};
-RoundQueues DealRoundBatches(BatchingKind kind,
-                             const std::vector<std::vector<BatchRange>>& per_bucket,
-                             size_t trainers);
+// Moves edges[order[i]] to position i for every i, in place: `order` is a
+// permutation of [0, edges.size()).
+void PermuteInPlace(std::span<Edge> edges, std::span<const uint32_t> order);
+
+// Fixed dealing (a static split): the trainer that takes batch `index` of
+// the round's bucket `bucket` (of `buckets`) among `trainers` >= buckets
+// trainers. The trainers t with t mod buckets == bucket share that bucket's
+// batches in turn.
+size_t FixedTrainerOf(size_t bucket, size_t buckets, uint64_t index, size_t trainers);
 
 }  // namespace ember
 

@@ -1,102 +1,109 @@
 #include "train/train_loop.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <future>
-#include <numeric>
 #include <optional>
-
-#include <tbb/task_group.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
+#include "partition/train_memory.h"
 #include "storage/graph.h"
-#include "storage/node_hash.h"
-#include "storage/splitmix.h"
 #include "storage/status_macros.h"
+#include "train/batch_pipeline.h"
+#include "train/bucket_scheduler.h"
 #include "train/checkpoint.h"
 #include "train/evaluator.h"
+#include "train/memory_plan.h"
+#include "train/parameter_sync.h"
 #include "train/partition_buffer.h"
 #include "train/round_batches.h"
-#include "train/trainer.h"
+#include "train/round_source.h"
+#include "train/trainer_factory.h"
 
 namespace ember {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::vector<uint32_t> PartitionsOf(const std::vector<Bucket>& round) {
-  std::vector<uint32_t> out;
-  for (const Bucket& b : round) {
-    for (uint32_t p : {b.src, b.dst}) {
-      if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
-    }
-  }
-  return out;
-}
+// Rounds scheduled ahead for the buffer's eviction choice.
+constexpr size_t kLookaheadRounds = 64;
 
-uint64_t BucketSeed(uint64_t seed, int epoch, const Bucket& b, uint32_t P) {
-  return Mix64(Mix64(seed, static_cast<uint64_t>(epoch)), uint64_t{b.src} * P + b.dst);
-}
-
-// Same shuffle on every platform.
-void Shuffle(std::vector<Edge>* edges, uint64_t seed) { SplitMix64(seed).Shuffle(*edges); }
-
-// The edges of every bucket of a round, read and shuffled.
-using RoundEdges = std::vector<std::vector<Edge>>;
-
-absl::StatusOr<RoundEdges> ReadRound(const Graph& graph, const std::vector<Bucket>& round,
-                                     uint64_t seed, int epoch, uint32_t min_generation) {
-  RoundEdges out(round.size());
-  const uint32_t P = graph.manifest().num_partitions;
-  for (size_t i = 0; i < round.size(); ++i) {
-    RETURN_IF_ERROR(
-        graph.ReadBucket(Split::kTrain, round[i].src, round[i].dst, &out[i], min_generation));
-    Shuffle(&out[i], BucketSeed(seed, epoch, round[i], P) ^ 0x5eed5eedULL);
-  }
-  return out;
-}
-
-class TrainLoop {
+// Orchestration only: restores or initialises the model, then for each epoch
+// runs the streaming pipeline (batch_pipeline.h) over the rounds of the
+// bucket scheduler in stretches, syncs parameters between stretches,
+// checkpoints and reports. What varies by device or process layout sits
+// behind the seams: bucket_scheduler.h, parameter_sync.h,
+// trainer_factory.h, row_residency.h.
+class TrainLoop final : public RoundHooks {
  public:
   TrainLoop(std::unique_ptr<Graph> graph, const TrainOptions& options)
       : graph_(std::move(graph)), options_(options), P_(graph_->manifest().num_partitions) {}
 
   absl::StatusOr<TrainSummary> Run();
 
+  // RoundHooks, called from the pipeline's source stage.
+  void Started(const Round& round, const Round* next) override;
+  absl::StatusOr<bool> MayContinue(const Round& done, const Round& next) override;
+  void Emitted(const Round& done) override;
+
  private:
+  absl::Status PlanMemory(const std::vector<DeviceSpec>& devices);
   absl::Status RestoreOrInit();
   absl::Status Checkpoint(int epoch, uint64_t next_round, int epochs_done);
-  absl::Status TrainRound(int epoch, const std::vector<Bucket>& round, RoundEdges& edges);
+  // Trains the rounds of one epoch from `first_round`; sets *stopped when
+  // stop_after_buckets fired.
+  absl::Status TrainEpoch(int epoch, uint64_t first_round, bool* stopped);
+  void OnBatchDone(const BatchDone& d);
+  absl::StatusOr<double> ValidationMrr();
   void ResetBatchStats();
+  bool CheckpointDue() const {
+    return options_.checkpoint_every > 0 &&
+           buckets_since_checkpoint_ >= options_.checkpoint_every;
+  }
+  bool StopDue() const {
+    return options_.stop_after_buckets > 0 && buckets_this_run_ >= options_.stop_after_buckets;
+  }
   // The edge cost batches are planned with: measured, except that measured
   // times must not steer a deterministic run.
   uint32_t PlanningEdgeCost() const {
     return options_.deterministic ? BatchCostModel::kPriorEdgeCost : cost_model_.EdgeCost();
   }
   void FillBatchStats(EpochStats* s) const;
-  void MergeRelations(const std::vector<size_t>& active);
   nlohmann::json TrainerState(int epoch, uint64_t next_round) const;
   absl::Status AppendMetrics(const EpochStats& s);
 
   std::unique_ptr<Graph> graph_;
   TrainOptions options_;
   const uint32_t P_;
+  TrainMemoryPlan memory_;
   uint32_t capacity_ = 1;
   uint32_t round_size_ = 1;
+  size_t tokens_ = 1;
   RelationParams relations_;
   std::vector<uint64_t> committed_locations_;  // what the manifest references
   uint64_t committed_version_ = 0;
   uint64_t write_version_ = 1;
   std::unique_ptr<PartitionBuffer> buffer_;
   std::vector<std::unique_ptr<Trainer>> trainers_;
+  std::vector<Trainer*> trainer_ptrs_;
+  std::unique_ptr<BatchPipeline> pipeline_;
+  std::unique_ptr<ParameterSync> sync_;
   std::unique_ptr<FeatureTable> features_;  // featurized models only
+  // The epoch's scheduler, and the partitions of the round before the
+  // current one (its batches may still be in flight).
+  std::unique_ptr<BucketScheduler> scheduler_;
+  std::vector<uint32_t> previous_round_partitions_;
+  uint64_t buckets_this_run_ = 0;
+  uint64_t buckets_since_checkpoint_ = 0;
   // This epoch's per-batch time and non-zeros, and trainer time (busy and
-  // available).
+  // available). Written by the pipeline's done stage only.
   SpreadAccumulator batch_seconds_, batch_nnz_;
   BatchCostModel cost_model_;  // over this run's batches
+  std::atomic<uint32_t> edge_cost_{BatchCostModel::kPriorEdgeCost};
+  std::vector<Clock::time_point> last_done_;  // per trainer, this stretch
   double trainer_busy_seconds_ = 0;
   double trainer_available_seconds_ = 0;
   int start_epoch_ = 0;
@@ -225,84 +232,6 @@ absl::Status TrainLoop::RestoreOrInit() {
   return absl::OkStatus();
 }
 
-void TrainLoop::MergeRelations(const std::vector<size_t>& active) {
-  if (trainers_.size() == 1 || relations_.params.empty()) {
-    relations_ = trainers_[0]->relations();
-    return;
-  }
-  // Sum of each active trainer's change since the last merge: what one
-  // trainer applying all updates would have done, to first order.
-  RelationParams merged = relations_;
-  for (size_t t : active) {
-    const RelationParams& r = trainers_[t]->relations();
-    for (size_t i = 0; i < merged.params.size(); ++i) {
-      merged.params[i] += r.params[i] - relations_.params[i];
-      merged.state[i] += r.state[i] - relations_.state[i];
-    }
-  }
-  relations_ = std::move(merged);
-  for (auto& t : trainers_) t->relations() = relations_;
-}
-
-absl::Status TrainLoop::TrainRound(int epoch, const std::vector<Bucket>& round,
-                                   RoundEdges& edges) {
-  const size_t k = round.size();
-  const size_t n = trainers_.size();  // rounds hold at most n buckets
-  std::vector<BucketTask> tasks(k);
-  std::vector<std::vector<BatchRange>> batches(k);
-  const uint32_t edge_cost = PlanningEdgeCost();
-  for (size_t b = 0; b < k; ++b) {
-    BucketTask& task = tasks[b];
-    task.src_partition = round[b].src;
-    task.dst_partition = round[b].dst;
-    task.edges = std::span<const Edge>(edges[b]);
-    task.src = buffer_->Get(round[b].src);
-    task.dst = buffer_->Get(round[b].dst);
-    task.seed = BucketSeed(options_.seed, epoch, round[b], P_);
-    batches[b] = PlanBucketBatches(options_.batching, static_cast<uint32_t>(b), task, &edges[b],
-                                   static_cast<uint32_t>(options_.batch_size),
-                                   Mix64(task.seed, 0xba7c4u), edge_cost);
-  }
-  const RoundQueues queues = DealRoundBatches(options_.batching, batches, n);
-  auto on_batch = [this](uint64_t count, double loss) {
-    absl::MutexLock lock(&progress_mu_);
-    progress_.edges_done += count;
-    epoch_loss_ += loss;
-    progress_.loss = epoch_loss_ / std::max<uint64_t>(progress_.edges_done, 1);
-    const double secs = std::chrono::duration<double>(Clock::now() - epoch_start_).count();
-    progress_.edges_per_second = secs > 0 ? progress_.edges_done / secs : 0;
-    if (options_.progress) options_.progress(progress_);
-  };
-  const auto start = Clock::now();
-  std::vector<absl::StatusOr<TrainerRunStats>> results(n);
-  if (n == 1) {
-    results[0] = trainers_[0]->TrainBatches(tasks, queues.of_trainer[0], on_batch);
-  } else {
-    tbb::task_group group;
-    for (size_t t = 0; t < n; ++t) {
-      group.run([&, t] {
-        results[t] = trainers_[t]->TrainBatches(tasks, queues.of_trainer[t], on_batch);
-      });
-    }
-    group.wait();
-  }
-  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
-  std::vector<size_t> active;
-  for (size_t t = 0; t < n; ++t) {
-    RETURN_IF_ERROR(results[t].status());
-    active.push_back(t);
-    trainer_busy_seconds_ += std::min(wall, results[t]->busy_seconds);
-    for (const BatchRecord& r : results[t]->batches) {
-      batch_seconds_.Add(r.seconds);
-      batch_nnz_.Add(static_cast<double>(r.nnz));
-      cost_model_.Add(r);
-    }
-  }
-  trainer_available_seconds_ += wall * n;
-  MergeRelations(active);
-  return absl::OkStatus();
-}
-
 void TrainLoop::ResetBatchStats() {
   batch_seconds_ = SpreadAccumulator();
   batch_nnz_ = SpreadAccumulator();
@@ -386,16 +315,143 @@ absl::Status TrainLoop::AppendMetrics(const EpochStats& s) {
   return absl::OkStatus();
 }
 
+absl::Status TrainLoop::PlanMemory(const std::vector<DeviceSpec>& devices) {
+  const Manifest& m = graph_->manifest();
+  const FeaturizedMode mode = options_.model.featurized;
+  size_t slots = 0;
+  for (const DeviceSpec& d : devices) slots += d.kind == "cpu" ? d.threads : 1;
+  tokens_ = options_.deterministic ? 1 : 2 * slots;
+  TrainMemoryInput in;
+  in.graph_dir = graph_->dir();
+  in.budget = options_.memory_budget;
+  in.partition_sizes = m.partition_sizes;
+  in.num_nodes = m.num_nodes;
+  in.dim = options_.model.dim;
+  in.id_rows = HasIdRows(mode);
+  in.features = mode != FeaturizedMode::kOff;
+  if (in.features) in.feature_table_bytes = m.num_features * RowBytesPerNode(options_.model.dim);
+  in.requested_buffer = options_.buffer_partitions;
+  in.round_buckets = devices.size();
+  in.tokens = tokens_;
+  in.window_edges = options_.window_edges;
+  ASSIGN_OR_RETURN(memory_, PlanTrainMemory(in));
+  capacity_ = memory_.buffer_partitions;
+  const uint32_t trainers = static_cast<uint32_t>(devices.size());
+  round_size_ =
+      capacity_ >= P_ ? trainers : std::max<uint32_t>(1, std::min(trainers, capacity_ / 2));
+  return absl::OkStatus();
+}
+
+void TrainLoop::Started(const Round& round, const Round* next) {
+  if (next != nullptr) {
+    std::vector<uint32_t> pinned = previous_round_partitions_;
+    pinned.insert(pinned.end(), round.partitions.begin(), round.partitions.end());
+    buffer_->Prefetch(next->partitions, std::move(pinned), scheduler_->Upcoming(kLookaheadRounds));
+  }
+  previous_round_partitions_ = round.partitions;
+}
+
+void TrainLoop::Emitted(const Round& done) {
+  buckets_this_run_ += done.buckets.size();
+  buckets_since_checkpoint_ += done.buckets.size();
+  absl::MutexLock lock(&progress_mu_);
+  progress_.bucket += done.buckets.size();
+}
+
+absl::StatusOr<bool> TrainLoop::MayContinue(const Round& done, const Round& next) {
+  if (sync_->SyncsEveryRound() || CheckpointDue() || StopDue()) return false;
+  return buffer_->AllResident(next.partitions);
+}
+
+void TrainLoop::OnBatchDone(const BatchDone& d) {
+  last_done_[d.trainer] = Clock::now();
+  batch_seconds_.Add(d.record.seconds);
+  batch_nnz_.Add(static_cast<double>(d.record.nnz));
+  cost_model_.Add(d.record);
+  edge_cost_.store(PlanningEdgeCost(), std::memory_order_relaxed);
+  absl::MutexLock lock(&progress_mu_);
+  progress_.edges_done += d.record.edges;
+  epoch_loss_ += d.loss;
+  progress_.loss = epoch_loss_ / std::max<uint64_t>(progress_.edges_done, 1);
+  const double secs = std::chrono::duration<double>(Clock::now() - epoch_start_).count();
+  progress_.edges_per_second = secs > 0 ? progress_.edges_done / secs : 0;
+  if (options_.progress) options_.progress(progress_);
+}
+
+absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stopped) {
+  const Manifest& m = graph_->manifest();
+  scheduler_ = MakeRoundScheduler(options_.bucket_order, P_, capacity_, round_size_,
+                                  options_.seed + epoch, first_round);
+  previous_round_partitions_.clear();
+  RoundSourceOptions so;
+  so.batching = options_.batching;
+  so.batch_size = static_cast<uint32_t>(options_.batch_size);
+  so.window_edges = memory_.window_edges;
+  so.seed = options_.seed;
+  so.epoch = epoch;
+  so.min_generation = options_.only_new_edges ? m.edge_generation : 0;
+  so.group_by_relation = relations_.num_relations > 1;
+  so.trainers = trainers_.size();
+  RoundBatchSource source(graph_.get(), buffer_.get(), scheduler_.get(), this, so, &edge_cost_);
+  while (const Round* next = source.PeekNext()) {
+    RETURN_IF_ERROR(buffer_->Acquire(next->partitions, scheduler_->Upcoming(kLookaheadRounds)));
+    const auto start = Clock::now();
+    last_done_.assign(trainers_.size(), start);
+    RETURN_IF_ERROR(pipeline_->Run(&source, tokens_,
+                                   [this](const BatchDone& d) { OnBatchDone(d); }));
+    const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+    for (const Clock::time_point& t : last_done_) {
+      trainer_busy_seconds_ += std::min(wall, std::chrono::duration<double>(t - start).count());
+    }
+    trainer_available_seconds_ += wall * trainers_.size();
+    RETURN_IF_ERROR(sync_->SyncRelations(trainer_ptrs_, &relations_));
+    RETURN_IF_ERROR(sync_->SyncFeatures(trainer_ptrs_, features_.get()));
+    if (StopDue()) {
+      RETURN_IF_ERROR(buffer_->Quiesce());
+      *stopped = true;
+      return absl::OkStatus();
+    }
+    if (CheckpointDue() && source.PeekNext() != nullptr) {
+      RETURN_IF_ERROR(Checkpoint(epoch, source.PeekNext()->index, epoch));
+      buckets_since_checkpoint_ = 0;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<double> TrainLoop::ValidationMrr() {
+  EvalOptions eo;
+  eo.split = Split::kValid;
+  eo.negatives = options_.eval_negatives;
+  eo.max_edges = options_.eval_max_edges;
+  eo.seed = options_.seed;
+  eo.threads = options_.threads;
+  std::vector<uint32_t> all(P_);
+  for (uint32_t p = 0; p < P_; ++p) all[p] = p;
+  ASSIGN_OR_RETURN(bool resident, buffer_->AllResident(all));
+  if (resident && options_.model.featurized == FeaturizedMode::kOff) {
+    // Every row is in memory: rank against it directly.
+    ASSIGN_OR_RETURN(
+        EvalResult er,
+        Evaluate(*graph_, options_.model, relations_,
+                 [this](uint32_t p) -> absl::StatusOr<const float*> {
+                   return buffer_->Get(p)->embeddings.data();
+                 },
+                 eo));
+    return er.filtered.mrr;
+  }
+  ASSIGN_OR_RETURN(StoredModel stored, LoadStoredModel(*graph_));
+  ASSIGN_OR_RETURN(EvalResult er, Evaluate(*graph_, stored, eo));
+  return er.filtered.mrr;
+}
+
 absl::StatusOr<TrainSummary> TrainLoop::Run() {
   const Manifest& m = graph_->manifest();
   if (m.edges.train == 0) {
     return absl::FailedPreconditionError(absl::StrCat(graph_->dir(), " has no train edges"));
   }
-  capacity_ = options_.buffer_partitions == 0 ? P_
-                                              : std::clamp<uint32_t>(options_.buffer_partitions,
-                                                                     std::min<uint32_t>(2, P_), P_);
-  const uint32_t trainers = static_cast<uint32_t>(options_.trainers);
-  round_size_ = capacity_ >= P_ ? trainers : std::max<uint32_t>(1, std::min(trainers, capacity_ / 2));
+  ASSIGN_OR_RETURN(const std::vector<DeviceSpec> devices, ResolveDevices(options_));
+  RETURN_IF_ERROR(PlanMemory(devices));
   RETURN_IF_ERROR(RestoreOrInit());
 
   TrainSummary summary;
@@ -406,77 +462,47 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     summary.checkpoint_version = committed_version_;
     return summary;
   }
-  const int threads = options_.threads;
-  const int per_trainer = std::max(1, threads / options_.trainers);
-  for (int t = 0; t < options_.trainers; ++t) {
-    ASSIGN_OR_RETURN(auto trainer,
-                     MakeCpuTrainer(options_, per_trainer, relations_, features_.get()));
-    trainers_.push_back(std::move(trainer));
+  ASSIGN_OR_RETURN(trainers_, MakeTrainers(devices, options_, relations_, features_.get()));
+  int threads = 0;
+  for (const auto& t : trainers_) {
+    trainer_ptrs_.push_back(t.get());
+    buffer_->AddResidency(t.get());
+    threads += t->slots();
   }
-  uint64_t buckets_this_run = 0;
+  pipeline_ = std::make_unique<BatchPipeline>(trainer_ptrs_, threads);
+  sync_ = MakeInProcessSync(trainers_.size());
   for (int epoch = start_epoch_; epoch < options_.epochs; ++epoch) {
-    const std::vector<Bucket> order =
-        BucketOrder(options_.bucket_order, P_, capacity_, options_.seed + epoch);
-    const uint32_t min_generation = options_.only_new_edges ? m.edge_generation : 0;
-    const std::vector<std::vector<Bucket>> rounds = FormRounds(order, round_size_);
-    std::vector<std::vector<uint32_t>> needs;
-    for (const auto& r : rounds) needs.push_back(PartitionsOf(r));
     const uint64_t first_round = epoch == start_epoch_ ? start_round_ : 0;
     const uint64_t loads_before = buffer_->loads();
     {
+      // Progress counts what this run trains of the epoch.
+      auto counter = MakeRoundScheduler(options_.bucket_order, P_, capacity_, round_size_,
+                                        options_.seed + epoch, 0);
       absl::MutexLock lock(&progress_mu_);
       progress_ = TrainProgress();
       progress_.epoch = epoch;
       progress_.epochs = options_.epochs;
-      progress_.buckets = order.size();
+      progress_.buckets = counter->buckets_per_epoch();
       progress_.edges_total = m.edges.train;
       for (uint64_t r = 0; r < first_round; ++r) {
-        progress_.bucket += rounds[r].size();
-        for (const Bucket& b : rounds[r]) progress_.edges_total -= m.train_bucket_edges.empty() ? 0 : m.train_bucket_edges[uint64_t{b.src} * P_ + b.dst];
+        const std::optional<Round> done = counter->Next();
+        for (const Bucket& b : done->buckets) {
+          ++progress_.bucket;
+          if (!m.train_bucket_edges.empty()) {
+            progress_.edges_total -= m.train_bucket_edges[uint64_t{b.src} * P_ + b.dst];
+          }
+        }
       }
       epoch_loss_ = 0;
     }
     ResetBatchStats();
     epoch_start_ = Clock::now();
-    std::future<absl::StatusOr<RoundEdges>> next_edges;
-    auto future_needs = [&](uint64_t from) {
-      const uint64_t end = std::min<uint64_t>(needs.size(), from + 64);
-      return std::vector<std::vector<uint32_t>>(needs.begin() + std::min<uint64_t>(from, end),
-                                                needs.begin() + end);
-    };
-    for (uint64_t r = first_round; r < rounds.size(); ++r) {
-      const auto ahead = future_needs(r + 1);
-      RETURN_IF_ERROR(buffer_->Acquire(needs[r], ahead));
-      RoundEdges edges;
-      if (next_edges.valid()) {
-        ASSIGN_OR_RETURN(edges, next_edges.get());
-      } else {
-        ASSIGN_OR_RETURN(edges, ReadRound(*graph_, rounds[r], options_.seed, epoch, min_generation));
-      }
-      if (r + 1 < rounds.size()) {
-        buffer_->Prefetch(needs[r + 1], needs[r], future_needs(r + 2));
-        next_edges = std::async(std::launch::async, [this, &rounds, r, epoch, min_generation] {
-          return ReadRound(*graph_, rounds[r + 1], options_.seed, epoch, min_generation);
-        });
-      }
-      RETURN_IF_ERROR(TrainRound(epoch, rounds[r], edges));
-      {
-        absl::MutexLock lock(&progress_mu_);
-        progress_.bucket += rounds[r].size();
-      }
-      buckets_this_run += rounds[r].size();
-      if (options_.checkpoint_every > 0 && r + 1 < rounds.size() &&
-          buckets_this_run % options_.checkpoint_every < rounds[r].size()) {
-        if (next_edges.valid()) next_edges.wait();
-        RETURN_IF_ERROR(Checkpoint(epoch, r + 1, epoch));
-      }
-      if (options_.stop_after_buckets > 0 && buckets_this_run >= options_.stop_after_buckets) {
-        if (next_edges.valid()) next_edges.wait();
-        RETURN_IF_ERROR(buffer_->Quiesce());
-        summary.stopped = true;
-        summary.checkpoint_version = committed_version_;
-        return summary;
-      }
+    bool stopped = false;
+    RETURN_IF_ERROR(TrainEpoch(epoch, first_round, &stopped));
+    if (stopped) {
+      summary.stopped = true;
+      summary.checkpoint_version = committed_version_;
+      return summary;
     }
     EpochStats stats;
     stats.epoch = epoch + 1;
@@ -489,18 +515,11 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     stats.edges_per_second = stats.seconds > 0 ? stats.edges / stats.seconds : 0;
     FillBatchStats(&stats);
     RETURN_IF_ERROR(Checkpoint(epoch + 1, 0, epoch + 1));
+    buckets_since_checkpoint_ = 0;
     stats.partition_loads = buffer_->loads() - loads_before;
     stats.checkpoint_version = committed_version_;
     if (options_.eval_valid && m.edges.valid > 0) {
-      ASSIGN_OR_RETURN(StoredModel stored, LoadStoredModel(*graph_));
-      EvalOptions eo;
-      eo.split = Split::kValid;
-      eo.negatives = options_.eval_negatives;
-      eo.max_edges = options_.eval_max_edges;
-      eo.seed = options_.seed;
-      eo.threads = options_.threads;
-      ASSIGN_OR_RETURN(EvalResult er, Evaluate(*graph_, stored, eo));
-      stats.valid_mrr = er.filtered.mrr;
+      ASSIGN_OR_RETURN(stats.valid_mrr, ValidationMrr());
     }
     RETURN_IF_ERROR(AppendMetrics(stats));
     summary.epochs.push_back(stats);
@@ -519,7 +538,8 @@ absl::Status TrainOptions::Validate() const {
   if (chunk_size < 1) return absl::InvalidArgumentError("--chunk-size must be >= 1");
   if (num_uniform_negs < 0) return absl::InvalidArgumentError("--num-uniform-negs must be >= 0");
   if (threads < 1) return absl::InvalidArgumentError("threads must be >= 1 (resolved by the caller)");
-  if (trainers < 1 || trainers > threads) {
+  if (memory_budget == 0) return absl::InvalidArgumentError("--memory-budget must be > 0");
+  if (devices.empty() && (trainers < 1 || trainers > threads)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--trainers ", trainers, " must be between 1 and --threads (", threads, ")"));
   }

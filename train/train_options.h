@@ -45,11 +45,21 @@ struct TrainOptions {
   uint64_t seed = 0;
   // Total worker threads, split among trainers. 0: all cores. Default: 0.
   int threads = 0;
-  // Trainers working at once on buckets with disjoint partitions.
-  // Default: 1.
+  // Trainers working at once on buckets with disjoint partitions, as CPU
+  // trainers sharing `threads` (shorthand for `devices`). Default: 1.
   int trainers = 1;
-  // Partitions held in memory; 0: all. Default: 0.
+  // The trainers by device, comma-separated (trainer_factory.h): "cpu",
+  // "cpu:THREADS", "cuda:N". Empty: `trainers` CPU trainers. Default: "".
+  std::string devices;
+  // Peak-memory target for partition rows, edges in flight and storage
+  // buffers (partition/train_memory.h); the binary itself comes on top.
+  // Default: 2 GiB.
+  uint64_t memory_budget = uint64_t{2} << 30;
+  // Partitions held in memory; 0: as many as the budget allows. Default: 0.
   uint32_t buffer_partitions = 0;
+  // Edges per shuffled window of a bucket; 0: sized from the budget (a
+  // window as large as the bucket is a whole-bucket shuffle). Default: 0.
+  uint64_t window_edges = 0;
   // Default: inside-out (PBG).
   BucketOrderKind bucket_order = BucketOrderKind::kInsideOut;
   // Also checkpoint every N buckets (0: only at the end of each epoch).

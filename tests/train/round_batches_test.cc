@@ -60,16 +60,15 @@ TEST_P(PlanTest, BatchesTileTheBucketAndKeepEveryEdgeOnce) {
   BucketTask task;
   task.src = const_cast<PartitionData*>(&part);
   task.dst = task.src;
-  task.edges = edges;
   const uint32_t edge_cost = 7;
   const std::vector<BatchRange> batches =
-      PlanBucketBatches(GetParam(), 3, task, &edges, 256, 9, edge_cost);
+      PlanWindowBatches(GetParam(), task, std::span<Edge>(edges), 256, 9, edge_cost,
+                        /*group_by_relation=*/false, /*first_index=*/40);
   EXPECT_EQ(Keys(edges), before);
-  const std::vector<uint32_t> work = EdgeWorks(task, edge_cost);
+  const std::vector<uint32_t> work = EdgeWorks(task, edges, edge_cost);
   uint64_t next = 0;
   for (size_t b = 0; b < batches.size(); ++b) {
-    EXPECT_EQ(batches[b].task, 3u);
-    EXPECT_EQ(batches[b].index, b);
+    EXPECT_EQ(batches[b].index, 40 + b);
     EXPECT_EQ(batches[b].lo, next);
     EXPECT_GT(batches[b].hi, batches[b].lo);
     uint64_t w = 0, nnz = 0;
@@ -94,7 +93,7 @@ INSTANTIATE_TEST_SUITE_P(Kinds, PlanTest,
 
 // On heavy-tailed work the variance-aware batches' work spread is far below
 // fixed batching's: regular batches lie in [T, 1.1 T] (batch_former.h).
-TEST(PlanBucketBatchesTest, VarianceAwareEvensOutWork) {
+TEST(PlanWindowBatchesTest, VarianceAwareEvensOutWork) {
   const PartitionData part = FeaturedPartition(HeavyTailedNnz(20000, 3));
   std::vector<Edge> fixed_edges = RandomEdges(100000, 20000, 4);
   std::vector<Edge> va_edges = fixed_edges;
@@ -102,9 +101,9 @@ TEST(PlanBucketBatchesTest, VarianceAwareEvensOutWork) {
     BucketTask task;
     task.src = const_cast<PartitionData*>(&part);
     task.dst = task.src;
-    task.edges = *edges;
     std::vector<double> work;
-    for (const BatchRange& b : PlanBucketBatches(kind, 0, task, edges, 256, 5)) {
+    for (const BatchRange& b :
+         PlanWindowBatches(kind, task, std::span<Edge>(*edges), 256, 5, 1, false, 0)) {
       work.push_back(double(b.work));
     }
     work.pop_back();  // the last batch is short in both
@@ -118,15 +117,15 @@ TEST(PlanBucketBatchesTest, VarianceAwareEvensOutWork) {
 
 // Without features every edge weighs 1, and variance-aware batches have
 // batch_size edges (within the closing window).
-TEST(PlanBucketBatchesTest, UniformWorkGivesEqualBatches) {
+TEST(PlanWindowBatchesTest, UniformWorkGivesEqualBatches) {
   PartitionData part;
   part.rows = 1000;
   std::vector<Edge> edges = RandomEdges(10000, 1000, 6);
   BucketTask task;
   task.src = &part;
   task.dst = &part;
-  task.edges = edges;
-  const auto batches = PlanBucketBatches(BatchingKind::kVarianceAware, 0, task, &edges, 100, 7);
+  const auto batches = PlanWindowBatches(BatchingKind::kVarianceAware, task,
+                                         std::span<Edge>(edges), 100, 7, 1, false, 0);
   ASSERT_GE(batches.size(), 90u);
   for (size_t b = 0; b + 1 < batches.size(); ++b) {
     EXPECT_GE(batches[b].hi - batches[b].lo, 100u);
@@ -160,58 +159,56 @@ TEST(BatchCostModelTest, NoFeaturesKeepsThePrior) {
   EXPECT_EQ(model.EdgeCost(), BatchCostModel::kPriorEdgeCost);
 }
 
-std::vector<BatchRange> BatchesOf(uint32_t task, size_t n) {
-  std::vector<BatchRange> out(n);
-  for (size_t i = 0; i < n; ++i) {
-    out[i].task = task;
-    out[i].index = i;
+// Each batch's edges are grouped by relation, and the grouping keeps the
+// batch's edges.
+TEST(PlanWindowBatchesTest, GroupsEachBatchByRelation) {
+  PartitionData part;
+  part.rows = 100;
+  std::vector<Edge> edges = RandomEdges(1000, 100, 9);
+  for (size_t i = 0; i < edges.size(); ++i) edges[i].rel = static_cast<uint32_t>(i * 7 % 5);
+  const std::vector<Edge> before = edges;
+  BucketTask task;
+  task.src = &part;
+  task.dst = &part;
+  const auto batches = PlanWindowBatches(BatchingKind::kFixed, task, std::span<Edge>(edges), 64,
+                                         1, 1, /*group_by_relation=*/true, 0);
+  for (const BatchRange& b : batches) {
+    const std::span<const Edge> got(edges.data() + b.lo, b.hi - b.lo);
+    EXPECT_TRUE(std::is_sorted(got.begin(), got.end(),
+                               [](const Edge& x, const Edge& y) { return x.rel < y.rel; }));
+    EXPECT_EQ(Keys(got), Keys(std::span<const Edge>(before.data() + b.lo, b.hi - b.lo)));
   }
-  return out;
 }
 
-std::vector<BatchRange> Drain(BatchQueue* q) {
-  std::vector<BatchRange> out;
-  while (const BatchRange* b = q->Next()) out.push_back(*b);
-  return out;
+// Position i takes the edge at order[i], for a random permutation with
+// cycles of every length.
+TEST(PermuteInPlaceTest, AppliesThePermutation) {
+  std::vector<Edge> edges = RandomEdges(5000, 1 << 30, 10);
+  std::vector<uint32_t> order(edges.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::shuffle(order.begin(), order.end(), std::mt19937_64(11));
+  const std::vector<Edge> before = edges;
+  PermuteInPlace(std::span<Edge>(edges), order);
+  for (size_t i = 0; i < edges.size(); ++i) ASSERT_EQ(edges[i], before[order[i]]) << i;
 }
 
-// Fixed: trainer t takes bucket t mod k; trainers sharing a bucket split its
-// batches. Every batch is dealt exactly once.
-TEST(DealRoundBatchesTest, FixedIsAStaticSplit) {
-  const std::vector<std::vector<BatchRange>> per_bucket = {BatchesOf(0, 7)};
-  RoundQueues q = DealRoundBatches(BatchingKind::kFixed, per_bucket, 2);
-  ASSERT_EQ(q.of_trainer.size(), 2u);
-  EXPECT_NE(q.of_trainer[0], q.of_trainer[1]);
-  const auto a = Drain(q.of_trainer[0]);
-  const auto b = Drain(q.of_trainer[1]);
-  EXPECT_EQ(a.size() + b.size(), 7u);
-  EXPECT_EQ(a.size(), 3u);
-  for (const auto& r : a) EXPECT_LT(r.index, 3u);
-  for (const auto& r : b) EXPECT_GE(r.index, 3u);
-
-  const std::vector<std::vector<BatchRange>> two = {BatchesOf(0, 4), BatchesOf(1, 5)};
-  q = DealRoundBatches(BatchingKind::kFixed, two, 2);
-  for (const auto& r : Drain(q.of_trainer[0])) EXPECT_EQ(r.task, 0u);
-  const auto second = Drain(q.of_trainer[1]);
-  EXPECT_EQ(second.size(), 5u);
-  for (const auto& r : second) EXPECT_EQ(r.task, 1u);
-}
-
-// Variance-aware: one queue for all, buckets interleaved, each batch once.
-TEST(DealRoundBatchesTest, VarianceAwareSharesOneInterleavedQueue) {
-  const std::vector<std::vector<BatchRange>> two = {BatchesOf(0, 2), BatchesOf(1, 4)};
-  RoundQueues q = DealRoundBatches(BatchingKind::kVarianceAware, two, 2);
-  ASSERT_EQ(q.of_trainer.size(), 2u);
-  EXPECT_EQ(q.of_trainer[0], q.of_trainer[1]);
-  const auto all = Drain(q.of_trainer[0]);
-  ASSERT_EQ(all.size(), 6u);
-  const std::vector<std::pair<uint32_t, uint64_t>> want = {{0, 0}, {1, 0}, {0, 1},
-                                                           {1, 1}, {1, 2}, {1, 3}};
-  for (size_t i = 0; i < all.size(); ++i) {
-    EXPECT_EQ(all[i].task, want[i].first) << i;
-    EXPECT_EQ(all[i].index, want[i].second) << i;
+// Fixed dealing: trainer t takes bucket t mod k; trainers sharing a bucket
+// take its batches in turn; every trainer gets work.
+TEST(FixedTrainerOfTest, IsAStaticSplit) {
+  // One bucket, two trainers: batches alternate.
+  EXPECT_EQ(FixedTrainerOf(0, 1, 0, 2), 0u);
+  EXPECT_EQ(FixedTrainerOf(0, 1, 1, 2), 1u);
+  EXPECT_EQ(FixedTrainerOf(0, 1, 2, 2), 0u);
+  // Two buckets, two trainers: each bucket its own trainer.
+  for (uint64_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(FixedTrainerOf(0, 2, i, 2), 0u);
+    EXPECT_EQ(FixedTrainerOf(1, 2, i, 2), 1u);
   }
-  EXPECT_EQ(q.of_trainer[1]->Next(), nullptr);
+  // Two buckets, three trainers: bucket 0 shared by trainers 0 and 2.
+  std::set<size_t> of_bucket0;
+  for (uint64_t i = 0; i < 6; ++i) of_bucket0.insert(FixedTrainerOf(0, 2, i, 3));
+  EXPECT_EQ(of_bucket0, (std::set<size_t>{0, 2}));
+  EXPECT_EQ(FixedTrainerOf(1, 2, 7, 3), 1u);
 }
 
 }  // namespace

@@ -161,5 +161,36 @@ TEST_F(TrainQualityTest, PartitionedAndTwoTrainersMatchInMemoryWithinNoise) {
          "breakage";
 }
 
+// The pipeline shuffles a bucket in bounded windows. On the SBM, whose edge
+// file lists each node's edges together (so a window covers a narrow band of
+// source nodes), windows of 1000 edges (18 per bucket in memory) and of 300
+// (about 4 per bucket with 4 partitions) train as well as the whole-bucket
+// shuffle, within the noise bound justified above.
+TEST_F(TrainQualityTest, BoundedWindowShuffleMatchesWholeBucketShuffle) {
+  for (uint64_t seed : {1, 2}) {
+    SCOPED_TRACE(absl::StrCat("seed ", seed));
+    TrainOptions o = SmallOptions(kEpochs, seed);
+    o.deterministic = true;
+    const RunResult whole = TrainAndEvaluate(1, o);
+    TrainOptions w = o;
+    w.window_edges = 1000;
+    const RunResult windowed = TrainAndEvaluate(1, w);
+    TrainOptions pw = o;
+    pw.buffer_partitions = 2;
+    pw.window_edges = 300;
+    const RunResult part_windowed = TrainAndEvaluate(4, pw);
+    std::printf("[ MRR ] seed %lu: whole-bucket shuffle %.4f | windows of 1000: %.4f | "
+                "4 partitions, windows of 300: %.4f\n",
+                (unsigned long)seed, whole.eval.filtered.mrr, windowed.eval.filtered.mrr,
+                part_windowed.eval.filtered.mrr);
+    ASSERT_EQ(windowed.summary.epochs.size(), size_t{kEpochs});
+    EXPECT_EQ(windowed.summary.epochs[0].edges, whole.summary.epochs[0].edges);
+    EXPECT_EQ(part_windowed.summary.epochs[0].edges, whole.summary.epochs[0].edges);
+    EXPECT_GT(windowed.eval.filtered.mrr, train_test::kMinSbmMrr);
+    EXPECT_NEAR(windowed.eval.filtered.mrr, whole.eval.filtered.mrr, train_test::kMrrNoise);
+    EXPECT_NEAR(part_windowed.eval.filtered.mrr, whole.eval.filtered.mrr, train_test::kMrrNoise);
+  }
+}
+
 }  // namespace
 }  // namespace ember

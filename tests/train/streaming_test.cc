@@ -1,0 +1,284 @@
+// The streaming pipeline's parts and the training loop's seams: bucket
+// windows, the memory plan, the trainer factory and row residency.
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "gtest/gtest.h"
+#include "partition/train_memory.h"
+#include "storage/splitmix.h"
+#include "tests/train/train_test_util.h"
+#include "train/edge_window.h"
+#include "train/memory_plan.h"
+#include "train/partition_buffer.h"
+#include "train/round_source.h"
+#include "train/trainer_factory.h"
+
+namespace ember {
+namespace {
+
+using train_test::TempDir;
+
+class EdgeWindowTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    tmp_ = new TempDir();
+    const std::string edges = tmp_->Sub("sbm.tsv");
+    train_test::WriteSbmEdges(train_test::StandardSbm(), edges);
+    dir_ = tmp_->Sub("g");
+    auto s = train_test::ImportEdges(dir_, {edges}, 1);
+    ASSERT_TRUE(s.ok()) << s.status();
+  }
+  static void TearDownTestSuite() {
+    delete tmp_;
+    tmp_ = nullptr;
+  }
+  static std::vector<std::shared_ptr<EdgeWindow>> ReadAll(const Graph& g, uint64_t window,
+                                                          uint64_t seed) {
+    BucketReadSpec spec;
+    spec.seed = seed;
+    spec.expected_edges = g.manifest().edges.train;
+    BucketWindowReader reader(&g, spec, window);
+    std::vector<std::shared_ptr<EdgeWindow>> out;
+    while (true) {
+      auto w = reader.Next();
+      EXPECT_TRUE(w.ok()) << w.status();
+      if (!w.ok() || *w == nullptr) break;
+      out.push_back(*w);
+    }
+    return out;
+  }
+  static TempDir* tmp_;
+  static std::string dir_;
+};
+TempDir* EdgeWindowTest::tmp_ = nullptr;
+std::string EdgeWindowTest::dir_;
+
+using EdgeKey = std::tuple<uint32_t, uint32_t, uint32_t>;
+
+// Windows hold at most window_edges edges, number themselves, and together
+// hold every edge of the bucket exactly once; each is a shuffle of a run of
+// the bucket in key order.
+TEST_F(EdgeWindowTest, WindowsCoverTheBucketOnce) {
+  auto g = Graph::Open(dir_);
+  ASSERT_TRUE(g.ok()) << g.status();
+  std::vector<Edge> bucket;
+  ASSERT_TRUE((*g)->ReadBucket(Split::kTrain, 0, 0, &bucket).ok());
+  const auto windows = ReadAll(**g, 1000, 9);
+  ASSERT_EQ(windows.size(), (bucket.size() + 999) / 1000);
+  size_t at = 0;
+  for (size_t i = 0; i < windows.size(); ++i) {
+    EXPECT_EQ(windows[i]->number, i);
+    EXPECT_LE(windows[i]->edges.size(), 1000u);
+    std::multiset<EdgeKey> got, want;
+    for (const Edge& e : windows[i]->edges) got.insert({e.src, e.rel, e.dst});
+    for (size_t k = at; k < at + windows[i]->edges.size(); ++k) {
+      want.insert({bucket[k].src, bucket[k].rel, bucket[k].dst});
+    }
+    EXPECT_EQ(got, want) << "window " << i;
+    EXPECT_NE(windows[i]->edges, std::vector<Edge>(bucket.begin() + at,
+                                                   bucket.begin() + at + windows[i]->edges.size()))
+        << "window " << i << " is not shuffled";
+    at += windows[i]->edges.size();
+  }
+  EXPECT_EQ(at, bucket.size());
+}
+
+// One window as large as the bucket is exactly the whole-bucket shuffle,
+// and reading is deterministic.
+TEST_F(EdgeWindowTest, OneWindowIsTheWholeBucketShuffle) {
+  auto g = Graph::Open(dir_);
+  ASSERT_TRUE(g.ok()) << g.status();
+  std::vector<Edge> bucket;
+  ASSERT_TRUE((*g)->ReadBucket(Split::kTrain, 0, 0, &bucket).ok());
+  SplitMix64(77).Shuffle(bucket);
+  const auto windows = ReadAll(**g, uint64_t{1} << 30, 77);
+  ASSERT_EQ(windows.size(), 1u);
+  EXPECT_EQ(windows[0]->edges, bucket);
+  EXPECT_EQ(windows[0]->edges.capacity(), bucket.size()) << "the window regrew";
+  const auto again = ReadAll(**g, 700, 5);
+  const auto again2 = ReadAll(**g, 700, 5);
+  ASSERT_EQ(again.size(), again2.size());
+  for (size_t i = 0; i < again.size(); ++i) EXPECT_EQ(again[i]->edges, again2[i]->edges);
+}
+
+// A reader dropped before its bucket is read stops without hanging.
+TEST_F(EdgeWindowTest, DroppingAReaderEarlyStopsIt) {
+  auto g = Graph::Open(dir_);
+  ASSERT_TRUE(g.ok()) << g.status();
+  for (int i = 0; i < 20; ++i) {
+    BucketWindowReader reader(g->get(), BucketReadSpec{}, 100);
+    if (i % 2 == 0) {
+      auto w = reader.Next();
+      ASSERT_TRUE(w.ok());
+      ASSERT_NE(*w, nullptr);
+    }
+  }
+}
+
+TrainMemoryInput Input(uint64_t budget, uint32_t partitions, uint64_t nodes_each, int dim) {
+  TrainMemoryInput in;
+  in.graph_dir = "g";
+  in.budget = budget;
+  in.partition_sizes.assign(partitions, nodes_each);
+  in.num_nodes = nodes_each * partitions;
+  in.dim = dim;
+  in.round_buckets = 1;
+  in.tokens = 4;
+  return in;
+}
+
+// The buffer holds as many partitions as the rows share (5/8) allows, and
+// the windows alive at once fit the edges share (1/4).
+TEST(MemoryPlanTest, SizesBufferAndWindowsFromTheBudget) {
+  const uint64_t mib = 1 << 20;
+  // 8 partitions of 100k nodes at dim 63: 25.6 MB each; 640 MiB budget
+  // leaves 400 MiB for rows: 16 would fit, so all 8.
+  auto plan = PlanTrainMemory(Input(640 * mib, 8, 100000, 63));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->buffer_partitions, 8u);
+  EXPECT_EQ(plan->partition_bytes, 100000u * 256);
+  EXPECT_LE(plan->max_windows * plan->window_edges * sizeof(Edge),
+            SplitTrainBudget(640 * mib).edges);
+  // 64 MiB leaves 40 MiB for rows: one partition only fits once; refused,
+  // naming the partitions to re-import with.
+  auto small = PlanTrainMemory(Input(64 * mib, 8, 100000, 63));
+  ASSERT_FALSE(small.ok());
+  EXPECT_EQ(small.status().code(), absl::StatusCode::kFailedPrecondition);
+  const std::string msg(small.status().message());
+  EXPECT_NE(msg.find("--partitions"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--memory-budget 64 MiB"), std::string::npos) << msg;
+  // 128 MiB: 80 MiB for rows, 3 partitions of 24.4 MiB.
+  auto mid = PlanTrainMemory(Input(128 * mib, 8, 100000, 63));
+  ASSERT_TRUE(mid.ok()) << mid.status();
+  EXPECT_EQ(mid->buffer_partitions, 3u);
+  // Asking for more than fits is refused; asking for fewer is honoured.
+  TrainMemoryInput asked = Input(128 * mib, 8, 100000, 63);
+  asked.requested_buffer = 5;
+  EXPECT_EQ(PlanTrainMemory(asked).status().code(), absl::StatusCode::kFailedPrecondition);
+  asked.requested_buffer = 2;
+  ASSERT_TRUE(PlanTrainMemory(asked).ok());
+  EXPECT_EQ(PlanTrainMemory(asked)->buffer_partitions, 2u);
+  // A forced window is kept.
+  TrainMemoryInput forced = Input(640 * mib, 8, 100000, 63);
+  forced.window_edges = 123;
+  EXPECT_EQ(PlanTrainMemory(forced)->window_edges, 123u);
+}
+
+// AutoPartitions gives a graph that the same budget trains: at least 4
+// partitions (or all) fit in the rows share.
+TEST(MemoryPlanTest, AutoPartitionsTrainUnderTheSameBudget) {
+  const uint64_t gib = uint64_t{1} << 30;
+  for (uint64_t nodes : {uint64_t{1000}, uint64_t{10'000'000}, uint64_t{67'108'864}}) {
+    const uint32_t p = AutoPartitions(nodes, 64, 6 * gib);
+    TrainMemoryInput in = Input(6 * gib, p, (nodes + p - 1) / p, 64);
+    auto plan = PlanTrainMemory(in);
+    ASSERT_TRUE(plan.ok()) << nodes << ": " << plan.status();
+    EXPECT_GE(plan->buffer_partitions, std::min<uint32_t>(p, 4)) << nodes;
+  }
+}
+
+TEST(TrainerFactoryTest, ParsesDevices) {
+  auto d = ParseDevices("cpu,cpu:3,cuda:1");
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->size(), 3u);
+  EXPECT_EQ((*d)[0].Name(), "cpu");
+  EXPECT_EQ((*d)[1].threads, 3);
+  EXPECT_EQ((*d)[2].kind, "cuda");
+  EXPECT_EQ((*d)[2].index, 1);
+  for (const char* bad : {"gpu", "cpu:0", "cpu:x", "cuda", "cuda:-1", ""}) {
+    EXPECT_EQ(ParseDevices(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+// --trainers K is K CPU trainers sharing --threads; explicit threads are
+// kept and the rest is shared.
+TEST(TrainerFactoryTest, ResolvesThreads) {
+  TrainOptions o;
+  o.threads = 5;
+  o.trainers = 2;
+  auto d = ResolveDevices(o);
+  ASSERT_TRUE(d.ok());
+  ASSERT_EQ(d->size(), 2u);
+  EXPECT_EQ((*d)[0].threads + (*d)[1].threads, 5);
+  o.devices = "cpu:1,cpu";
+  d = ResolveDevices(o);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ((*d)[0].threads, 1);
+  EXPECT_EQ((*d)[1].threads, 4);
+}
+
+TEST(TrainerFactoryTest, CudaWithoutCudaIsAClearError) {
+  TrainOptions o;
+  o.threads = 1;
+  o.devices = "cuda:0";
+  auto d = ResolveDevices(o);
+  ASSERT_TRUE(d.ok());
+  RelationParams r;
+  auto t = MakeTrainers(*d, o, r, nullptr);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(t.status().message().find("without the CUDA trainer"), std::string::npos)
+      << t.status();
+}
+
+// A trainer whose copy of a partition is newer than the host's: the buffer
+// must sync it back before writing the partition (eviction, checkpoint)
+// and release it before eviction.
+class FakeDeviceRows final : public RowResidency {
+ public:
+  RowHome Home(uint32_t p) const override {
+    return synced_.count(p) ? RowHome::kHost : RowHome::kDevice;
+  }
+  absl::Status SyncToHost(PartitionData* host) override {
+    std::fill(host->embeddings.begin(), host->embeddings.end(), 0.25f);
+    synced_.insert(host->partition);
+    log.push_back("sync " + std::to_string(host->partition));
+    return absl::OkStatus();
+  }
+  void Release(uint32_t p) override { log.push_back("release " + std::to_string(p)); }
+  std::vector<std::string> log;
+
+ private:
+  std::set<uint32_t> synced_;
+};
+
+TEST_F(EdgeWindowTest, BufferSyncsRowsBackBeforeWritingAndReleasesOnEviction) {
+  TempDir tmp;
+  const std::string edges = tmp.Sub("sbm.tsv");
+  train_test::WriteSbmEdges(train_test::StandardSbm(), edges);
+  const std::string dir = tmp.Sub("g4");
+  ASSERT_TRUE(train_test::ImportEdges(dir, {edges}, 4).ok());
+  GraphOpenOptions rw;
+  rw.read_only = false;
+  auto g = Graph::Open(dir, rw);
+  ASSERT_TRUE(g.ok()) << g.status();
+  PartitionBufferOptions bo;
+  bo.capacity = 2;
+  bo.dim = 4;
+  PartitionBuffer buffer(g->get(), bo, std::vector<uint64_t>(4, 0), 1);
+  FakeDeviceRows device;
+  buffer.AddResidency(&device);
+  const std::vector<uint32_t> first = {0, 1}, second = {2};
+  ASSERT_TRUE(buffer.Acquire(first, {}).ok());
+  EXPECT_TRUE(device.log.empty());
+  ASSERT_TRUE(buffer.Acquire(second, {}).ok());  // evicts 0 or 1
+  ASSERT_EQ(device.log.size(), 2u);
+  EXPECT_EQ(device.log[0].substr(0, 5), "sync ");
+  EXPECT_EQ(device.log[1], "release " + device.log[0].substr(5));
+  const uint32_t evicted = static_cast<uint32_t>(std::stoul(device.log[0].substr(5)));
+  // The evicted partition was written with the synced rows.
+  std::vector<float> rows((*g)->manifest().partition_sizes[evicted] * 4);
+  ASSERT_TRUE((*g)->ReadTable(Table::kEmbeddings, evicted, 1, rows.data(),
+                              (*g)->manifest().partition_sizes[evicted], 4)
+                  .ok());
+  EXPECT_EQ(rows[0], 0.25f);
+  device.log.clear();
+  ASSERT_TRUE(buffer.WriteResident().ok());  // a checkpoint syncs every resident partition
+  std::set<std::string> synced(device.log.begin(), device.log.end());
+  EXPECT_TRUE(synced.count("sync 2")) << ::testing::PrintToString(device.log);
+}
+
+}  // namespace
+}  // namespace ember

@@ -1,0 +1,50 @@
+// The trainer factory: `--devices` names the trainers of a run, and a table
+// keyed by device kind makes them. Adding a trainer kind is one file with
+// its Make function and one entry in the table in trainer_factory.cc.
+//
+// Syntax: a comma-separated list of devices, one trainer each:
+//   cpu          a CPU trainer (threads: an equal share of --threads)
+//   cpu:T        a CPU trainer with T threads
+//   cuda:N       the CUDA trainer on GPU N (needs a build with CUDA)
+// `--trainers K` is shorthand for K `cpu` entries.
+#ifndef EMBER_TRAIN_TRAINER_FACTORY_H_
+#define EMBER_TRAIN_TRAINER_FACTORY_H_
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "train/checkpoint.h"
+#include "train/feature_table.h"
+#include "train/train_options.h"
+#include "train/trainer.h"
+
+namespace ember {
+
+struct DeviceSpec {
+  std::string kind;  // "cpu", "cuda"
+  int index = 0;     // cuda:N
+  int threads = 0;   // cpu:T (0: a share of the run's threads)
+  std::string Name() const;
+};
+
+// InvalidArgument naming the bad entry.
+absl::StatusOr<std::vector<DeviceSpec>> ParseDevices(std::string_view text);
+
+// The trainers a run asks for: options.devices if set, else
+// options.trainers CPU trainers; CPU threads resolved against
+// options.threads (shares split evenly, at least 1 each).
+absl::StatusOr<std::vector<DeviceSpec>> ResolveDevices(const TrainOptions& options);
+
+// One trainer per device, each starting from `relations`. FailedPrecondition
+// for a kind this build cannot make (e.g. cuda without CUDA), naming it.
+absl::StatusOr<std::vector<std::unique_ptr<Trainer>>> MakeTrainers(
+    std::span<const DeviceSpec> devices, const TrainOptions& options,
+    const RelationParams& relations, FeatureTable* features);
+
+}  // namespace ember
+
+#endif  // EMBER_TRAIN_TRAINER_FACTORY_H_
