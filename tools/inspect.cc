@@ -1,7 +1,5 @@
 #include "tools/inspect.h"
 
-#include "tools/progress.h"
-
 #include <algorithm>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -11,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "tools/progress.h"
 
 namespace ember::tools {
 namespace {
