@@ -25,6 +25,7 @@
 #include "partition/node_aggregator.h"
 #include "partition/node_slots.h"
 #include "partition/record_file.h"
+#include "partition/train_memory.h"
 #include "storage/graph.h"
 #include "storage/graph_builder.h"
 #include "storage/keys.h"
@@ -119,6 +120,7 @@ class Importer {
   absl::Status AbsorbChunk(ParseToken* token);
   absl::Status DetectFormat(std::string_view text, bool skip_first,
                             FileFormat* format);
+  absl::Status ChoosePartitions();
   absl::Status AssignNodes();
   absl::Status OpenForAppend();
   absl::Status TranslateAndWriteEdges();
@@ -402,6 +404,21 @@ absl::Status Importer::ReadAndParse() {
         "no edges in the input (only comments, blank or rejected lines)");
   }
   return absl::OkStatus();
+}
+
+// P for `--partitions auto`, from the distinct node count. Partitions are
+// assigned while the merged nodes stream by, so the count comes first: free
+// when no node shard spilled, one key-only read of the node runs otherwise.
+absl::Status Importer::ChoosePartitions() {
+  const Clock::time_point start = Clock::now();
+  Report("count nodes", 0, 0, "nodes");
+  ASSIGN_OR_RETURN(const uint64_t nodes, nodes_->CountDistinct());
+  summary_.node_count_seconds =
+      std::chrono::duration<double>(Clock::now() - start).count();
+  num_partitions_ = AutoPartitions(nodes, options_.auto_dim, options_.memory_budget);
+  summary_.partitions_auto = PartitionsAuto{static_cast<uint32_t>(options_.auto_dim),
+                                            options_.memory_budget};
+  return builder_->SetNumPartitions(num_partitions_);
 }
 
 absl::Status Importer::AssignNodes() {
@@ -775,12 +792,16 @@ absl::StatusOr<ImportSummary> Importer::Run() {
   } else {
     num_partitions_ = options_.num_partitions;
     GraphBuilderOptions bopts;
-    bopts.num_partitions = num_partitions_;
+    // With auto the count is set once the nodes are counted (ChoosePartitions).
+    bopts.num_partitions = std::max<uint32_t>(num_partitions_, 1);
     bopts.overwrite = options_.overwrite;
     ASSIGN_OR_RETURN(builder_, GraphBuilder::Create(options_.out, bopts));
   }
 
   RETURN_IF_ERROR(ReadAndParse());
+  if (!options_.append && options_.num_partitions == 0) {
+    RETURN_IF_ERROR(ChoosePartitions());
+  }
   RETURN_IF_ERROR(AssignNodes());
   if (!options_.node_feature_files.empty()) {
     FeatureImportOptions fo;
@@ -818,6 +839,7 @@ absl::StatusOr<ImportSummary> Importer::Run() {
     m.integer_ids = options_.integer_ids;
     m.degree = degree_;
     m.num_features = summary_.features.vocab_size;
+    m.partitions_auto = summary_.partitions_auto;
   }
   m.num_partitions = num_partitions_;
   m.partition_sizes = partition_sizes_;
@@ -851,9 +873,20 @@ absl::Status ImportOptions::Validate() const {
         "--node-features is not supported with --append (import the graph "
         "again with its features)");
   }
-  if (num_partitions < 1 || num_partitions > 4096) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--partitions ", num_partitions, " is outside [1, 4096]"));
+  if (num_partitions > kMaxAutoPartitions) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--partitions ", num_partitions, " is outside [1, ", kMaxAutoPartitions, "]"));
+  }
+  if (num_partitions == 0) {
+    if (append) {
+      return absl::InvalidArgumentError(
+          "--partitions auto does not apply to --append: the graph keeps its "
+          "partition count");
+    }
+    if (auto_dim < 1 || auto_dim > 65536) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--dim ", auto_dim, " is outside [1, 65536]"));
+    }
   }
   if (memory_budget < (64ull << 20)) {
     return absl::InvalidArgumentError("--memory-budget must be at least 64M");

@@ -18,6 +18,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,7 +54,16 @@ struct ImportOptions {
   // Sparse node features (partition/feature_import.h), imported after the
   // nodes are placed. Not supported with `append`. Default: none.
   std::vector<std::string> node_feature_files;
+  // Node partitions P in [1, 4096], or 0 to choose P after reading the
+  // input: AutoPartitions(distinct nodes, auto_dim, memory_budget)
+  // (partition/train_memory.h), the smallest P that `ember train
+  // --memory-budget` at that dim can train with enough partitions in
+  // memory; the manifest records the choice (Manifest::partitions_auto).
+  // Must be 1 with `append` (P is the graph's). Default: 1.
   uint32_t num_partitions = 1;
+  // The embedding dimension training will use; read only when
+  // num_partitions is 0. Default: 100.
+  int auto_dim = 100;
   PartitionerKind partitioner = PartitionerKind::kHash;
   SplitFractions split;                  // Default: all train.
   char delimiter = '\0';                 // '\0': detect per file
@@ -74,7 +84,9 @@ struct ImportOptions {
   bool inductive = false;
   uint64_t seed = 0;
   int threads = 0;                       // 0: all hardware threads
-  uint64_t memory_budget = 2ull << 30;   // peak RSS target, bytes
+  // Peak RSS target, bytes; with num_partitions 0 also the training budget
+  // P is chosen for. At least 64 MiB. Default: 2 GiB.
+  uint64_t memory_budget = 2ull << 30;
   bool overwrite = false;
   // Called from one thread at a time, often; throttle in the callee.
   std::function<void(const ImportProgress&)> progress;
@@ -87,6 +99,9 @@ struct ImportSummary {
   SplitCounts edges;
   uint32_t relations = 0;
   uint32_t partitions = 0;
+  // Set when num_partitions was 0: the inputs P was chosen from.
+  std::optional<PartitionsAuto> partitions_auto;
+  double node_count_seconds = 0;  // counting distinct nodes for auto
   uint64_t lines = 0;                 // data lines read (not comments/blank)
   std::array<uint64_t, kNumRejectReasons> rejected{};  // by reason
   uint64_t self_loops_dropped = 0;

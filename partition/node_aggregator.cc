@@ -160,6 +160,49 @@ absl::Status NodeAggregator::SpillShard(Shard* shard, int index)
   return absl::OkStatus();
 }
 
+absl::StatusOr<uint64_t> NodeAggregator::CountDistinct() {
+  uint64_t total = 0;
+  for (int s = 0; s < kNumShards; ++s) {
+    Shard& shard = *shards_[s];
+    absl::MutexLock lock(&shard.mu);
+    RETURN_IF_ERROR(shard.status);
+    if (shard.runs.empty()) {
+      total += shard.map.size();
+      continue;
+    }
+    std::vector<uint64_t> mem;
+    mem.reserve(shard.map.size());
+    for (const auto& [key, entry] : shard.map) mem.push_back(key);
+    std::sort(mem.begin(), mem.end());
+    std::vector<RunCursor> cursors(shard.runs.size());
+    // (key, run); run == cursors.size() is the in-memory part.
+    using Head = std::pair<uint64_t, size_t>;
+    std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heap;
+    for (size_t r = 0; r < cursors.size(); ++r) {
+      RETURN_IF_ERROR(cursors[r].Open(shard.runs[r]));
+      if (!cursors[r].done()) heap.push({cursors[r].header().key, r});
+    }
+    size_t mem_pos = 0;
+    if (!mem.empty()) heap.push({mem[0], cursors.size()});
+    bool any = false;
+    uint64_t last = 0;
+    while (!heap.empty()) {
+      const auto [key, r] = heap.top();
+      heap.pop();
+      if (!any || key != last) ++total;
+      any = true;
+      last = key;
+      if (r == cursors.size()) {
+        if (++mem_pos < mem.size()) heap.push({mem[mem_pos], r});
+      } else {
+        RETURN_IF_ERROR(cursors[r].Advance());
+        if (!cursors[r].done()) heap.push({cursors[r].header().key, r});
+      }
+    }
+  }
+  return total;
+}
+
 absl::Status NodeAggregator::ForEachMerged(
     const std::function<absl::Status(const MergedNode&)>& fn) {
   for (int s = 0; s < kNumShards; ++s) {

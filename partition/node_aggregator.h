@@ -52,6 +52,12 @@ class NodeAggregator {
   // names or a spill I/O error.
   absl::Status Add(std::span<const NodeOccurrence> occurrences);
 
+  // The number of distinct keys added: what ForEachMerged will stream (it
+  // fails instead on a name collision). Free for shards that never spilled;
+  // a shard with runs is counted by a key-only merge that reads its runs
+  // once. Leaves the aggregator as it was. REQUIRES: all Add()s done.
+  absl::StatusOr<uint64_t> CountDistinct();
+
   // Streams all nodes in ascending key order. REQUIRES: all Add()s done.
   // Calls fn for each node; stops at the first non-OK status.
   absl::Status ForEachMerged(

@@ -160,7 +160,14 @@ absl::Status Graph::Rep::OpenDb(const std::string& name,
   descriptors.emplace_back(rocksdb::kDefaultColumnFamilyName,
                            rocksdb::ColumnFamilyOptions());
   for (const std::string& cf : cfs) {
-    descriptors.emplace_back(cf, internal::ColumnFamilyOptionsFor(cf, cache));
+    rocksdb::ColumnFamilyOptions cf_options =
+        internal::ColumnFamilyOptionsFor(cf, cache);
+    if (options.write_buffer_bytes > 0) {
+      // A memtable larger than the cap would outgrow it on its own.
+      cf_options.write_buffer_size = static_cast<size_t>(std::min<uint64_t>(
+          cf_options.write_buffer_size, options.write_buffer_bytes));
+    }
+    descriptors.emplace_back(cf, std::move(cf_options));
   }
   rocksdb::Status s =
       options.read_only
@@ -179,11 +186,21 @@ absl::Status Graph::Rep::CheckPartition(uint32_t p,
       manifest.num_partitions, " partitions"));
 }
 
+absl::Status GraphOpenOptions::Validate() const {
+  if (write_buffer_bytes != 0 && write_buffer_bytes < (1u << 20)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "write_buffer_bytes ", write_buffer_bytes,
+        " is below 1 MiB (0: the default of 256 MiB)"));
+  }
+  return absl::OkStatus();
+}
+
 Graph::Graph(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
 Graph::~Graph() = default;
 
 absl::StatusOr<std::unique_ptr<Graph>> Graph::Open(
     const std::string& dir_arg, const GraphOpenOptions& options) {
+  RETURN_IF_ERROR(options.Validate());
   auto rep = std::make_unique<Rep>();
   rep->dir = dir_arg;
   while (rep->dir.size() > 1 && rep->dir.back() == '/') rep->dir.pop_back();
@@ -226,8 +243,9 @@ absl::StatusOr<std::unique_ptr<Graph>> Graph::Open(
   if (options.read_only) {
     rep->null_logger = std::make_shared<NullLogger>();
   } else {
-    rep->write_buffers =
-        std::make_shared<rocksdb::WriteBufferManager>(kWriteBufferBudget);
+    rep->write_buffers = std::make_shared<rocksdb::WriteBufferManager>(
+        options.write_buffer_bytes > 0 ? options.write_buffer_bytes
+                                       : kWriteBufferBudget);
   }
   RETURN_IF_ERROR(rep->OpenDb(internal::DictDirName(),
                               internal::DictColumnFamilies(), &rep->dict));
@@ -687,6 +705,20 @@ uint64_t Graph::ShardBytesOnDisk(uint32_t p) const {
       if (!file_ec) total += size;
     }
   }
+  return total;
+}
+
+uint64_t Graph::MemTableBytes() const {
+  uint64_t total = 0;
+  auto add = [&total](const Db& d) {
+    uint64_t bytes = 0;
+    if (d.db != nullptr &&
+        d.db->GetAggregatedIntProperty("rocksdb.cur-size-all-mem-tables", &bytes)) {
+      total += bytes;
+    }
+  };
+  add(rep_->dict);
+  for (const Db& shard : rep_->shards) add(shard);
   return total;
 }
 

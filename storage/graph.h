@@ -34,6 +34,18 @@ struct GraphOpenOptions {
   // openers take no lock and change nothing.
   // Default: true.
   bool read_only = true;
+  // Memtable memory of all the graph's DBs together (dict/ and every
+  // shard), in bytes: one RocksDB WriteBufferManager of this size is shared
+  // by them all, and no column family's memtable is larger. A write that
+  // finds the total over the cap flushes its own DB's memtables first, so
+  // the total stays near the cap: above it by at most about one write per
+  // DB written to since it was reached. 0: 256 MiB shared, memtables of up
+  // to 64 MiB per column family. Read-only openers write nothing, so it has
+  // no effect there. Default: 0.
+  uint64_t write_buffer_bytes = 0;
+
+  // InvalidArgument unless write_buffer_bytes is 0 or at least 1 MiB.
+  absl::Status Validate() const;
 };
 
 class Graph {
@@ -141,6 +153,9 @@ class Graph {
 
   // Bytes of files under shard-<p>/.
   uint64_t ShardBytesOnDisk(uint32_t p) const;
+  // Bytes held in memtables (active and not yet flushed) by all the
+  // graph's DBs together: what GraphOpenOptions::write_buffer_bytes caps.
+  uint64_t MemTableBytes() const;
 
  private:
   struct Rep;

@@ -368,6 +368,27 @@ absl::StatusOr<std::unique_ptr<SortedRunWriter>> GraphBuilder::NewRun(
   return std::unique_ptr<SortedRunWriter>(new SstRunWriter(std::move(state)));
 }
 
+absl::Status GraphBuilder::SetNumPartitions(uint32_t num_partitions) {
+  if (num_partitions == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "num_partitions must be at least 1 (building ", rep_->out, ")"));
+  }
+  if (rep_->append != nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot change the partition count of ", rep_->out, " when appending"));
+  }
+  absl::MutexLock lock(&rep_->mu);
+  for (const auto& run : rep_->runs) {
+    if (!IsDictTarget(run->target)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot change the partition count of ", rep_->out,
+          " after a shard run was started"));
+    }
+  }
+  rep_->options.num_partitions = num_partitions;
+  return absl::OkStatus();
+}
+
 absl::Status GraphBuilder::WriteBlob(std::string_view name,
                                      std::string_view bytes) {
   if (rep_->append != nullptr) {

@@ -68,6 +68,12 @@ class GraphBuilder {
   // directory, never part of the graph.
   const std::string& scratch_dir() const;
 
+  // Sets the partition count of a new graph whose count is decided after
+  // reading the input (`import --partitions auto`). InvalidArgument for 0;
+  // FailedPrecondition for an append builder or once a shard run (any
+  // target but the dictionary's) exists. Not thread-safe with NewRun.
+  absl::Status SetNumPartitions(uint32_t num_partitions);
+
   // A new sorted run for `target`. Runs of one target may overlap in key
   // range; a key must not appear in two runs. Thread-safe.
   absl::StatusOr<std::unique_ptr<SortedRunWriter>> NewRun(RunTarget target,

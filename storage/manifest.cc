@@ -190,6 +190,20 @@ absl::StatusOr<Manifest> FromJson(const Json& j, const std::string& path) {
     if ((f = Reader::Find(d, "p99")) != nullptr)
       RETURN_IF_ERROR(r.U64(*f, "degree.p99", &m.degree.p99));
   }
+  if ((v = Reader::Find(j, "partitions_auto")) != nullptr) {
+    // Only import writes this record, so a malformed one is damage
+    // (DataLoss), not a typo in a hand-edited field.
+    PartitionsAuto a;
+    absl::Status s = [&]() -> absl::Status {
+      RETURN_IF_ERROR(r.Object(*v, "partitions_auto"));
+      ASSIGN_OR_RETURN(const Json* f, r.Require(*v, "dim", "partitions_auto.dim"));
+      RETURN_IF_ERROR(r.U32(*f, "partitions_auto.dim", &a.dim));
+      ASSIGN_OR_RETURN(f, r.Require(*v, "memory_budget", "partitions_auto.memory_budget"));
+      return r.U64(*f, "partitions_auto.memory_budget", &a.memory_budget);
+    }();
+    if (!s.ok()) return absl::DataLossError(s.message());
+    m.partitions_auto = a;
+  }
   if ((v = Reader::Find(j, "training")) != nullptr) {
     RETURN_IF_ERROR(r.Object(*v, "training"));
     const Json& t = *v;
@@ -248,6 +262,10 @@ absl::StatusOr<Json> ToJson(const Manifest& m) {
                    {"epochs_done", m.training.epochs_done},
                    {"dim", m.training.dim},
                    {"state", std::move(state)}};
+  if (m.partitions_auto.has_value()) {
+    j["partitions_auto"] = {{"dim", m.partitions_auto->dim},
+                            {"memory_budget", m.partitions_auto->memory_budget}};
+  }
   return j;
 }
 
@@ -326,6 +344,12 @@ absl::Status Manifest::Validate() const {
   if (num_nodes > 0 && degree.min > degree.max) {
     return absl::InvalidArgumentError(absl::StrCat(
         "degree.min ", degree.min, " > degree.max ", degree.max));
+  }
+  if (partitions_auto.has_value() &&
+      (partitions_auto->dim == 0 || partitions_auto->memory_budget == 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "partitions_auto has dim ", partitions_auto->dim, " and memory_budget ",
+        partitions_auto->memory_budget, "; both must be positive"));
   }
   try {
     Json state = Json::parse(training.state_json);

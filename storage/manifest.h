@@ -5,6 +5,7 @@
 #define EMBER_STORAGE_MANIFEST_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,14 @@ struct TrainingState {
   std::string state_json = "{}";
 };
 
+// How `ember import --partitions auto` chose num_partitions: the smallest P
+// at which training at `dim` under `memory_budget` keeps enough partitions
+// in memory (partition/train_memory.h).
+struct PartitionsAuto {
+  uint32_t dim = 0;            // the --dim given to import
+  uint64_t memory_budget = 0;  // the --memory-budget given to import, bytes
+};
+
 struct Manifest {
   static constexpr int kFormatVersion = 1;
   int format_version = kFormatVersion;
@@ -64,6 +73,9 @@ struct Manifest {
   std::vector<uint64_t> previous_partition_sizes;
   DegreeStats degree;
   TrainingState training;
+  // Set when num_partitions was chosen by `import --partitions auto`;
+  // absent when it was given. `import --append` keeps it.
+  std::optional<PartitionsAuto> partitions_auto;
 
   // Global id of offset 0 of partition p: the sum of the sizes before it.
   uint64_t PartitionBase(uint32_t p) const;
@@ -71,6 +83,9 @@ struct Manifest {
   absl::Status Validate() const;
 };
 
+// InvalidArgument naming `path` and the field for a malformed or
+// inconsistent manifest; DataLoss naming `path` for a malformed
+// partitions_auto record.
 absl::StatusOr<Manifest> ReadManifest(const std::string& path);
 // Atomic: readers see the old or the new manifest, never a torn one.
 absl::Status WriteManifestAtomic(const std::string& path, const Manifest& m);

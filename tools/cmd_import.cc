@@ -49,7 +49,8 @@ ABSL_FLAG(std::vector<std::string>, node_features, {},
           "import: file(s) of node<TAB>feat[:weight] feat[:weight] ... lines "
           "(sparse node features; comma list).");
 ABSL_FLAG(std::string, memory_budget, "2G",
-          "import: peak memory target, e.g. 1G, 512M.");
+          "import: peak memory target, e.g. 1G, 512M; with --partitions auto "
+          "also the train --memory-budget P is chosen for.");
 
 namespace ember::tools {
 namespace {
@@ -68,10 +69,12 @@ absl::StatusOr<ImportOptions> OptionsFromFlags(const std::vector<std::string>& f
   o.valid_files = absl::GetFlag(FLAGS_valid);
   o.test_files = absl::GetFlag(FLAGS_test);
   o.node_feature_files = absl::GetFlag(FLAGS_node_features);
-  if (absl::GetFlag(FLAGS_partitions) < 1) {
-    return absl::InvalidArgumentError("--partitions must be >= 1");
+  o.num_partitions = absl::GetFlag(FLAGS_partitions).value;
+  o.auto_dim = absl::GetFlag(FLAGS_dim);
+  if (o.append && o.num_partitions != 1) {
+    return absl::InvalidArgumentError(
+        "--partitions does not apply to --append: the graph keeps its partition count");
   }
-  o.num_partitions = absl::GetFlag(FLAGS_partitions);
   ASSIGN_OR_RETURN(o.partitioner, ParsePartitionerKind(absl::GetFlag(FLAGS_partitioner)));
   ASSIGN_OR_RETURN(o.split, ParseSplitFractions(absl::GetFlag(FLAGS_split)));
   ASSIGN_OR_RETURN(o.delimiter, ParseDelimiterFlag(absl::GetFlag(FLAGS_delimiter)));
@@ -120,6 +123,11 @@ nlohmann::json SummaryJson(const ImportSummary& s) {
       {"edges", {{"train", s.edges.train}, {"valid", s.edges.valid}, {"test", s.edges.test}}},
       {"relations", s.relations},
       {"partitions", s.partitions},
+      {"partitions_auto", s.partitions_auto.has_value()
+                              ? nlohmann::json{{"dim", s.partitions_auto->dim},
+                                               {"memory_budget", s.partitions_auto->memory_budget},
+                                               {"node_count_seconds", s.node_count_seconds}}
+                              : nlohmann::json(nullptr)},
       {"lines", s.lines},
       {"rejected", rejected},
       {"self_loops_dropped", s.self_loops_dropped},
@@ -136,11 +144,17 @@ void PrintSummary(const ImportSummary& s, const std::string& out, bool append) {
   uint64_t rejected = 0;
   for (uint64_t r : s.rejected) rejected += r;
   std::printf("%s %s: %llu nodes, %llu edges (train %llu, valid %llu, test %llu), "
-              "%u relations, %u partitions\n",
+              "%u relations, %u partitions%s\n",
               append ? "appended to" : "imported", out.c_str(), (unsigned long long)s.nodes,
               (unsigned long long)s.edges.total(), (unsigned long long)s.edges.train,
               (unsigned long long)s.edges.valid, (unsigned long long)s.edges.test,
-              s.relations, s.partitions);
+              s.relations, s.partitions,
+              s.partitions_auto.has_value()
+                  ? absl::StrFormat(" (auto: --dim %u, --memory-budget %s)",
+                                    s.partitions_auto->dim,
+                                    ByteSizeText(s.partitions_auto->memory_budget))
+                        .c_str()
+                  : "");
   std::printf("read %s in %.2f s (%s edges/s)\n", HumanBytes(s.input_bytes).c_str(),
               s.seconds, HumanCount(s.seconds > 0 ? s.lines / s.seconds : 0).c_str());
   if (rejected > 0) {

@@ -18,7 +18,6 @@
 // partition buffer, the edge windows in flight and storage buffers.
 ABSL_DECLARE_FLAG(std::string, memory_budget);
 
-ABSL_FLAG(int, dim, 100, "train: embedding dimension.");
 ABSL_FLAG(int, epochs, 10, "train: total epochs (a resumed run trains the rest).");
 ABSL_FLAG(double, lr, 0.1, "train: Adagrad learning rate.");
 ABSL_FLAG(int, batch_size, 1000, "train: positive edges per batch.");

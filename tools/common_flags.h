@@ -7,14 +7,27 @@
 #include <string>
 
 #include "absl/flags/declare.h"
+#include "absl/strings/string_view.h"
+
+namespace ember::tools {
+// The value of --partitions: a count P >= 1, or `auto` (held as 0).
+struct PartitionCount {
+  uint32_t value = 1;  // 0: auto
+};
+// Accepts a decimal count in [1, 4096] or `auto`; abseil names the flag
+// in the error ("Illegal value 'x' specified for flag 'partitions'; ...").
+bool AbslParseFlag(absl::string_view text, PartitionCount* out, std::string* error);
+std::string AbslUnparseFlag(const PartitionCount& p);
+}  // namespace ember::tools
 
 ABSL_DECLARE_FLAG(std::string, out);
 ABSL_DECLARE_FLAG(uint64_t, seed);
 ABSL_DECLARE_FLAG(int, threads);
 ABSL_DECLARE_FLAG(bool, overwrite);
 ABSL_DECLARE_FLAG(bool, json);
-ABSL_DECLARE_FLAG(int, partitions);
+ABSL_DECLARE_FLAG(ember::tools::PartitionCount, partitions);
 ABSL_DECLARE_FLAG(bool, quiet);
+ABSL_DECLARE_FLAG(int, dim);
 
 namespace ember::tools {
 // --threads, with 0 meaning "all hardware threads".

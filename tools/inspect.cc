@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "tools/progress.h"
 
 namespace ember::tools {
 namespace {
@@ -66,6 +67,11 @@ absl::StatusOr<std::string> InspectJson(const Graph& graph) {
     j["relations"] = m.relations;
     j["num_relations"] = m.relations.size();
     j["partitions"] = num_p;
+    j["partitions_auto"] =
+        m.partitions_auto.has_value()
+            ? Json{{"dim", m.partitions_auto->dim},
+                   {"memory_budget", m.partitions_auto->memory_budget}}
+            : Json(nullptr);
     j["partitioner"] = m.partitioner;
     j["seed"] = m.seed;
     j["partition_sizes"] = m.partition_sizes;
@@ -126,8 +132,13 @@ std::string InspectText(const Graph& graph) {
                   m.num_features == 0 ? std::string("none")
                                       : absl::StrCat(m.num_features),
                   "\n");
-  absl::StrAppend(&out, "partitions     ", num_p, " (", m.partitioner,
-                  ", seed ", m.seed, ")\n");
+  absl::StrAppend(&out, "partitions     ", num_p, " (");
+  if (m.partitions_auto.has_value()) {
+    absl::StrAppend(&out, "auto: --dim ", m.partitions_auto->dim,
+                    ", --memory-budget ",
+                    ByteSizeText(m.partitions_auto->memory_budget), "; ");
+  }
+  absl::StrAppend(&out, m.partitioner, ", seed ", m.seed, ")\n");
   if (num_p <= kFullDetailPartitions) {
     absl::StrAppend(&out, "partition sizes ",
                     absl::StrJoin(m.partition_sizes, " "), "\n");

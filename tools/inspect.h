@@ -11,7 +11,9 @@ namespace ember::tools {
 
 // The graph as a JSON object (pretty-printed, ends with a newline). Keys:
 //   dir, format_version, nodes, integer_ids, edges {train, valid, test,
-//   total}, relations [names], num_relations, partitions, partitioner, seed,
+//   total}, relations [names], num_relations, partitions, partitions_auto
+//   ({dim, memory_budget} when import --partitions auto chose P, else null),
+//   partitioner, seed,
 //   partition_sizes [P], buckets [P][P] train edges per bucket (row: source
 //   partition; null when the manifest has no bucket counts), num_features,
 //   degree {min, max, mean, p50, p90, p99}, bytes_on_disk [P] (per shard),

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <initializer_list>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -76,6 +78,15 @@ void ProgressPrinter::Update(const std::string& phase, uint64_t done,
 void ProgressPrinter::Finish() {
   if (enabled_ && tty_ && line_open_) std::fputc('\n', stderr);
   line_open_ = false;
+}
+
+std::string ByteSizeText(uint64_t bytes) {
+  for (auto [shift, suffix] : std::initializer_list<std::pair<int, const char*>>{
+           {40, "T"}, {30, "G"}, {20, "M"}, {10, "K"}}) {
+    const uint64_t unit = uint64_t{1} << shift;
+    if (bytes >= unit && bytes % unit == 0) return absl::StrCat(bytes / unit, suffix);
+  }
+  return absl::StrCat(bytes);
 }
 
 }  // namespace ember::tools

@@ -34,6 +34,9 @@ class ProgressPrinter {
 // "1.5 G", "320 M", "12.0 k" style numbers.
 std::string HumanCount(double v);
 std::string HumanBytes(double bytes);
+// A byte count as a --memory-budget value that parses back to it: "6G",
+// "512M", "100K" when exact, else plain bytes.
+std::string ByteSizeText(uint64_t bytes);
 
 }  // namespace ember::tools
 

@@ -48,6 +48,12 @@ TEST(NodeAggregatorTest, MergedResultIndependentOfSpillingAndOrder) {
       EXPECT_TRUE(agg.Add(std::span(order).subspan(i, std::min<size_t>(500, order.size() - i))).ok());
     }
     *runs = agg.runs_spilled();
+    // Counting reads the runs without consuming them; twice gives the same.
+    for (int twice = 0; twice < 2; ++twice) {
+      absl::StatusOr<uint64_t> count = agg.CountDistinct();
+      EXPECT_TRUE(count.ok()) << count.status();
+      if (count.ok()) EXPECT_EQ(*count, expected.size());
+    }
     std::vector<std::tuple<uint64_t, uint64_t, bool, std::string>> out;
     EXPECT_TRUE(agg.ForEachMerged([&](const MergedNode& n) {
                      out.emplace_back(n.key, n.degree, n.in_train, std::string(n.name));

@@ -238,6 +238,68 @@ TEST(ManifestTest, MinimalManifestGetsDefaults) {
   EXPECT_EQ(r->partitioner, "hash");
   EXPECT_TRUE(r->train_bucket_edges.empty());
   EXPECT_EQ(r->training.state_json, "{}");
+  EXPECT_FALSE(r->partitions_auto.has_value());
+}
+
+TEST(ManifestTest, PartitionsAutoRoundTrip) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("MANIFEST.json");
+  Manifest m = SampleManifest();
+  m.partitions_auto = PartitionsAuto{64, 6ull << 30};
+  ASSERT_TRUE(WriteManifestAtomic(path, m).ok());
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(path));
+  EXPECT_EQ(j["partitions_auto"],
+            nlohmann::json({{"dim", 64}, {"memory_budget", 6442450944ull}}));
+  absl::StatusOr<Manifest> r = ReadManifest(path);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->partitions_auto.has_value());
+  EXPECT_EQ(r->partitions_auto->dim, 64u);
+  EXPECT_EQ(r->partitions_auto->memory_budget, 6ull << 30);
+
+  // An explicit --partitions writes no record.
+  m.partitions_auto.reset();
+  ASSERT_TRUE(WriteManifestAtomic(path, m).ok());
+  j = nlohmann::json::parse(std::ifstream(path));
+  EXPECT_FALSE(j.contains("partitions_auto"));
+  r = ReadManifest(path);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->partitions_auto.has_value());
+}
+
+TEST(ManifestTest, ZeroPartitionsAutoIsNotWritten) {
+  TempDir tmp;
+  Manifest m = SampleManifest();
+  m.partitions_auto = PartitionsAuto{0, 1 << 30};
+  absl::Status s = WriteManifestAtomic(tmp.Sub("m.json"), m);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("partitions_auto"), std::string::npos) << s;
+}
+
+TEST(ManifestTest, MalformedPartitionsAutoIsDataLoss) {
+  const BadCase cases[] = {
+      {"not_object", R"("partitions_auto": 19)", "'partitions_auto' must be an object"},
+      {"dim_string", R"("partitions_auto": {"dim": "64", "memory_budget": 1})",
+       "'partitions_auto.dim' must be a non-negative integer"},
+      {"dim_negative", R"("partitions_auto": {"dim": -1, "memory_budget": 1})",
+       "'partitions_auto.dim'"},
+      {"budget_float", R"("partitions_auto": {"dim": 64, "memory_budget": 1.5})",
+       "'partitions_auto.memory_budget' must be a non-negative integer"},
+      {"no_budget", R"("partitions_auto": {"dim": 64})",
+       "'partitions_auto.memory_budget' is missing"},
+  };
+  TempDir tmp;
+  for (const BadCase& c : cases) {
+    const std::string path = tmp.Sub(std::string(c.name) + ".json");
+    WriteText(path, std::string(R"({"format_version":1,"num_nodes":3,"num_partitions":1,
+        "partition_sizes":[3],"relations":["r"],
+        "edges":{"train":2,"valid":0,"test":0}, )") + c.text + "}");
+    absl::StatusOr<Manifest> r = ReadManifest(path);
+    ASSERT_FALSE(r.ok()) << c.name;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << c.name << ": " << r.status();
+    const std::string message(r.status().message());
+    EXPECT_NE(message.find(path), std::string::npos) << c.name << ": " << message;
+    EXPECT_NE(message.find(c.expect), std::string::npos) << c.name << ": " << message;
+  }
 }
 
 }  // namespace
