@@ -239,7 +239,9 @@ absl::StatusOr<std::unique_ptr<Graph>> Graph::Open(
     rep->bases.push_back(rep->bases.back() + size);
   }
 
-  rep->cache = rocksdb::NewLRUCache(kBlockCacheBytes, /*num_shard_bits=*/4);
+  rep->cache = rocksdb::NewLRUCache(
+      options.block_cache_bytes > 0 ? options.block_cache_bytes : kBlockCacheBytes,
+      /*num_shard_bits=*/4);
   if (options.read_only) {
     rep->null_logger = std::make_shared<NullLogger>();
   } else {

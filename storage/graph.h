@@ -43,6 +43,9 @@ struct GraphOpenOptions {
   // to 64 MiB per column family. Read-only openers write nothing, so it has
   // no effect there. Default: 0.
   uint64_t write_buffer_bytes = 0;
+  // The block cache shared by the graph's DBs (index and filter blocks,
+  // and point-lookup data blocks), in bytes. 0: 64 MiB. Default: 0.
+  uint64_t block_cache_bytes = 0;
 
   // InvalidArgument unless write_buffer_bytes is 0 or at least 1 MiB.
   absl::Status Validate() const;

@@ -551,6 +551,11 @@ absl::StatusOr<TrainSummary> TrainGraph(const std::string& graph_dir,
   RETURN_IF_ERROR(options.Validate());
   GraphOpenOptions open;
   open.read_only = false;
+  // Memtables and the block cache of every shard share the budget's
+  // storage share, half each.
+  const uint64_t storage = SplitTrainBudget(options.memory_budget).storage;
+  open.write_buffer_bytes = std::max<uint64_t>(storage / 2, 1 << 20);
+  open.block_cache_bytes = std::max<uint64_t>(storage / 2, 1 << 20);
   ASSIGN_OR_RETURN(auto graph, Graph::Open(graph_dir, open));
   TrainLoop loop(std::move(graph), options);
   return loop.Run();

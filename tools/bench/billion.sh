@@ -50,7 +50,7 @@ phase() {
   disk=$(du -sb "$work" | cut -f1)
   printf "%-7s %8.1f s  %7.2f M edges/s  peak RSS %6.2f GiB  read %7.1f GB  written %7.1f GB  disk %6.1f GB\n" \
     "$name" "$secs" "$(echo "$n / $secs / 1000000" | bc -l)" "$(echo "$rss_kib / 1048576" | bc -l)" \
-    "$(echo "$io_r / 1e9" | bc -l)" "$(echo "$io_w / 1e9" | bc -l)" "$(echo "$disk / 1e9" | bc -l)"
+    "$(echo "$io_r / 1000000000" | bc -l)" "$(echo "$io_w / 1000000000" | bc -l)" "$(echo "$disk / 1000000000" | bc -l)"
   results+=("{\"phase\":\"$name\",\"seconds\":$secs,\"edges\":$n,\"peak_rss_kib\":$rss_kib,\"read_bytes\":$io_r,\"written_bytes\":$io_w,\"disk_bytes\":$disk}")
 }
 
