@@ -560,10 +560,22 @@ absl::Status Graph::WriteTable(Table table, uint32_t p, uint64_t version,
   std::memcpy(meta, &num_rows, 8);
   std::memcpy(meta + 8, &width, 4);
   std::memcpy(meta + 12, &chunks32, 4);
-  return FromRocks(
+  RETURN_IF_ERROR(FromRocks(
       shard.db->Put(wo, cf, TableChunkKey(version, kTableMetaChunk),
                     rocksdb::Slice(meta, sizeof(meta))),
-      absl::StrCat("cannot write shape of ", where));
+      absl::StrCat("cannot write shape of ", where)));
+  // RocksDB's WriteBufferManager only makes the DB being written flush, so
+  // every shard written after the cap is reached would keep its last
+  // table; flushing the table that took the total over the cap keeps the
+  // total within the cap plus one table write.
+  if (rep_->options.write_buffer_bytes > 0 &&
+      rep_->write_buffers->memory_usage() > rep_->options.write_buffer_bytes) {
+    rocksdb::FlushOptions fo;
+    fo.wait = true;
+    RETURN_IF_ERROR(FromRocks(shard.db->Flush(fo, cf),
+                              absl::StrCat("cannot flush ", where)));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Graph::ReadTable(Table table, uint32_t p, uint64_t version,

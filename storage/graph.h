@@ -37,10 +37,11 @@ struct GraphOpenOptions {
   // Memtable memory of all the graph's DBs together (dict/ and every
   // shard), in bytes: one RocksDB WriteBufferManager of this size is shared
   // by them all, and no column family's memtable is larger. A write that
-  // finds the total over the cap flushes its own DB's memtables first, so
-  // the total stays near the cap: above it by at most about one write per
-  // DB written to since it was reached. 0: 256 MiB shared, memtables of up
-  // to 64 MiB per column family. Read-only openers write nothing, so it has
+  // finds the total over the cap flushes its own DB's memtables first
+  // (RocksDB), and a WriteTable that leaves the total over the cap flushes
+  // its table before returning, so the total stays within about the cap
+  // plus one table write. 0: 256 MiB shared (a write flushes only its own
+  // DB), memtables of up to 64 MiB per column family. Read-only openers write nothing, so it has
   // no effect there. Default: 0.
   uint64_t write_buffer_bytes = 0;
   // The block cache shared by the graph's DBs (index and filter blocks,

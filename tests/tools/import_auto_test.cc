@@ -38,18 +38,18 @@ class ImportAutoTest : public ::testing::Test {
 };
 
 TEST_F(ImportAutoTest, ChoosesPFromNodesAndRecordsIt) {
-  // 64M is the smallest budget import takes; at --dim 4096 a node's row is
-  // 16 KiB, so a few thousand nodes do not fit one partition.
+  // 64M is the smallest budget import takes; at --dim 16384 a node's row is
+  // 64 KiB, so a few thousand nodes do not fit one partition.
   const std::string graph = tmp_.Sub("g");
-  ProcessResult r = Ember({"import", "--out", graph, "--partitions", "auto", "--dim", "4096",
+  ProcessResult r = Ember({"import", "--out", graph, "--partitions", "auto", "--dim", "16384",
                            "--memory-budget", "64M", "--json", "--quiet", tmp_.Sub("rmat.tsv")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json summary = nlohmann::json::parse(r.out);
   const uint64_t nodes = summary.at("nodes").get<uint64_t>();
   const uint32_t p = summary.at("partitions").get<uint32_t>();
-  EXPECT_EQ(p, AutoPartitions(nodes, 4096, 64ull << 20));
+  EXPECT_EQ(p, AutoPartitions(nodes, 16384, 64ull << 20));
   EXPECT_GT(p, 1u);
-  EXPECT_EQ(summary.at("partitions_auto").at("dim"), 4096);
+  EXPECT_EQ(summary.at("partitions_auto").at("dim"), 16384);
   EXPECT_EQ(summary.at("partitions_auto").at("memory_budget"), 64ull << 20);
 
   r = Ember({"inspect", graph, "--json"});
@@ -58,12 +58,12 @@ TEST_F(ImportAutoTest, ChoosesPFromNodesAndRecordsIt) {
   EXPECT_EQ(j.at("partitions"), p);
   EXPECT_EQ(j.at("nodes"), nodes);
   EXPECT_EQ(j.at("partitions_auto"),
-            nlohmann::json({{"dim", 4096}, {"memory_budget", 64ull << 20}}));
+            nlohmann::json({{"dim", 16384}, {"memory_budget", 64ull << 20}}));
 
   r = Ember({"inspect", graph});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("partitions     " + std::to_string(p) +
-                               " (auto: --dim 4096, --memory-budget 64M;"));
+                               " (auto: --dim 16384, --memory-budget 64M;"));
 
   // The same graph at the default --dim fits one partition.
   r = Ember({"import", "--out", tmp_.Sub("g1"), "--partitions", "auto", "--quiet",
@@ -81,7 +81,7 @@ TEST_F(ImportAutoTest, ChoosesPFromNodesAndRecordsIt) {
   r = Ember({"inspect", graph, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out).at("partitions"), p);
-  EXPECT_EQ(nlohmann::json::parse(r.out).at("partitions_auto").at("dim"), 4096);
+  EXPECT_EQ(nlohmann::json::parse(r.out).at("partitions_auto").at("dim"), 16384);
 }
 
 TEST_F(ImportAutoTest, ExplicitPartitionsHaveNoRecord) {
