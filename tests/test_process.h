@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,6 +46,7 @@ inline int RunShell(const std::string& command) {
 struct ProcessResult {
   int exit_code = -1;   // WEXITSTATUS, or -1 if killed by a signal
   int term_signal = 0;  // the signal that ended it, if any
+  long max_rss_kib = 0;  // peak resident set size (getrusage's ru_maxrss)
   std::string out;
   std::string err;
 };
@@ -88,7 +90,7 @@ class ChildProcess {
   bool Exited() {
     if (reaped_ || pid_ <= 0) return true;
     int st;
-    if (::waitpid(pid_, &st, WNOHANG) == pid_) {
+    if (::wait4(pid_, &st, WNOHANG, &usage_) == pid_) {
       status_ = st;
       reaped_ = true;
     }
@@ -103,7 +105,7 @@ class ChildProcess {
   ProcessResult Wait() {
     if (pid_ > 0 && !reaped_) {
       int st;
-      while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+      while (::wait4(pid_, &st, 0, &usage_) < 0 && errno == EINTR) {
       }
       status_ = st;
       reaped_ = true;
@@ -111,6 +113,7 @@ class ChildProcess {
     ProcessResult r;
     if (WIFEXITED(status_)) r.exit_code = WEXITSTATUS(status_);
     if (WIFSIGNALED(status_)) r.term_signal = WTERMSIG(status_);
+    r.max_rss_kib = usage_.ru_maxrss;
     r.out = Out();
     r.err = Err();
     return r;
@@ -121,6 +124,7 @@ class ChildProcess {
   std::string Err() const { return ReadWholeFile(err_path_); }
 
  private:
+  struct rusage usage_ = {};
   std::string out_path_;
   std::string err_path_;
   pid_t pid_ = -1;
