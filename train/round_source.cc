@@ -25,6 +25,7 @@ struct RoundBatchSource::Active {
   Round round;
   std::vector<Slot> slots;
   size_t cursor = 0;
+  uint64_t emitted = 0;  // batches handed out
 };
 
 RoundBatchSource::RoundBatchSource(const Graph* graph, PartitionBuffer* buffer,
@@ -137,6 +138,7 @@ absl::StatusOr<bool> RoundBatchSource::Next(PipelineBatch* out) {
       out->window = s.window;
       out->task = s.task;
       out->range = s.batches[s.next++];
+      ++a.emitted;
       out->trainer = options_.batching == BatchingKind::kFixed && options_.trainers > 1
                          ? static_cast<int>(FixedTrainerOf(i, k, out->range.index,
                                                            options_.trainers))
@@ -144,7 +146,7 @@ absl::StatusOr<bool> RoundBatchSource::Next(PipelineBatch* out) {
       return true;
     }
     // Every bucket of the round is handed out.
-    hooks_->Emitted(a.round);
+    hooks_->Emitted(a.round, a.emitted);
     const Round done = std::move(a.round);
     current_.reset();
     const Round* next = PeekNext();

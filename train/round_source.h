@@ -38,8 +38,9 @@ class RoundHooks {
   // Every batch of `done` has been handed out; whether `next` may start
   // now, inside the same pipeline run.
   virtual absl::StatusOr<bool> MayContinue(const Round& done, const Round& next) = 0;
-  // Every batch of `done` has been handed out (called before MayContinue).
-  virtual void Emitted(const Round& done) = 0;
+  // Every batch of `done` (`batches` of them) has been handed out (called
+  // before MayContinue).
+  virtual void Emitted(const Round& done, uint64_t batches) = 0;
 };
 
 struct RoundSourceOptions {

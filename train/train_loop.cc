@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -47,7 +48,7 @@ class TrainLoop final : public RoundHooks {
   // RoundHooks, called from the pipeline's source stage.
   void Started(const Round& round, const Round* next) override;
   absl::StatusOr<bool> MayContinue(const Round& done, const Round& next) override;
-  void Emitted(const Round& done) override;
+  void Emitted(const Round& done, uint64_t batches) override;
 
  private:
   absl::Status PlanMemory(const std::vector<DeviceSpec>& devices);
@@ -92,10 +93,12 @@ class TrainLoop final : public RoundHooks {
   std::unique_ptr<BatchPipeline> pipeline_;
   std::unique_ptr<ParameterSync> sync_;
   std::unique_ptr<FeatureTable> features_;  // featurized models only
-  // The epoch's scheduler, and the partitions of the round before the
-  // current one (its batches may still be in flight).
+  // The epoch's scheduler, and the partitions of the last tokens_ rounds
+  // of this stretch that handed out batches: with at most tokens_ batches
+  // in flight, every batch in flight not of the current round is of one of
+  // them, so a prefetch must not evict their partitions.
   std::unique_ptr<BucketScheduler> scheduler_;
-  std::vector<uint32_t> previous_round_partitions_;
+  std::deque<std::vector<uint32_t>> recent_rounds_;
   uint64_t buckets_this_run_ = 0;
   uint64_t buckets_since_checkpoint_ = 0;
   // This epoch's per-batch time and non-zeros, and trainer time (busy and
@@ -344,14 +347,17 @@ absl::Status TrainLoop::PlanMemory(const std::vector<DeviceSpec>& devices) {
 
 void TrainLoop::Started(const Round& round, const Round* next) {
   if (next != nullptr) {
-    std::vector<uint32_t> pinned = previous_round_partitions_;
-    pinned.insert(pinned.end(), round.partitions.begin(), round.partitions.end());
+    std::vector<uint32_t> pinned = round.partitions;
+    for (const auto& r : recent_rounds_) pinned.insert(pinned.end(), r.begin(), r.end());
     buffer_->Prefetch(next->partitions, std::move(pinned), scheduler_->Upcoming(kLookaheadRounds));
   }
-  previous_round_partitions_ = round.partitions;
 }
 
-void TrainLoop::Emitted(const Round& done) {
+void TrainLoop::Emitted(const Round& done, uint64_t batches) {
+  if (batches > 0) {
+    recent_rounds_.push_back(done.partitions);
+    if (recent_rounds_.size() > tokens_) recent_rounds_.pop_front();
+  }
   buckets_this_run_ += done.buckets.size();
   buckets_since_checkpoint_ += done.buckets.size();
   absl::MutexLock lock(&progress_mu_);
@@ -382,7 +388,6 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
   const Manifest& m = graph_->manifest();
   scheduler_ = MakeRoundScheduler(options_.bucket_order, P_, capacity_, round_size_,
                                   options_.seed + epoch, first_round);
-  previous_round_partitions_.clear();
   RoundSourceOptions so;
   so.batching = options_.batching;
   so.batch_size = static_cast<uint32_t>(options_.batch_size);
@@ -395,6 +400,7 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
   RoundBatchSource source(graph_.get(), buffer_.get(), scheduler_.get(), this, so, &edge_cost_);
   while (const Round* next = source.PeekNext()) {
     RETURN_IF_ERROR(buffer_->Acquire(next->partitions, scheduler_->Upcoming(kLookaheadRounds)));
+    recent_rounds_.clear();  // the last stretch has drained
     const auto start = Clock::now();
     last_done_.assign(trainers_.size(), start);
     RETURN_IF_ERROR(pipeline_->Run(&source, tokens_,
