@@ -11,6 +11,8 @@ case "$kind" in
 esac
 gen=()
 command -v ninja >/dev/null && gen=(-G Ninja)
+# ccache, where installed, makes rebuilds in fresh checkouts cheap.
+command -v ccache >/dev/null && gen+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 if [ ! -f "$dir/CMakeCache.txt" ]; then
   cmake -S . -B "$dir" "${gen[@]}" "${extra[@]}" >/dev/null
 fi
