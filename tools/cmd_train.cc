@@ -23,6 +23,12 @@ ABSL_FLAG(double, lr, 0.1, "train: Adagrad learning rate.");
 ABSL_FLAG(int, batch_size, 1000, "train: positive edges per batch.");
 ABSL_FLAG(int, chunk_size, 50, "train: edges per negative-sharing chunk.");
 ABSL_FLAG(int, num_uniform_negs, 50, "train: uniform negatives per chunk and side.");
+ABSL_FLAG(std::string, relation_batching, "mixed",
+          "train: mixed (chunks of any relations, scored through the operator's adjoint) or "
+          "grouped (one relation per chunk, as PBG); models without an adjoint train grouped.");
+ABSL_FLAG(bool, endpoint_negatives, true,
+          "train: also score each chunk's sources as candidate destinations and its "
+          "destinations as candidate sources (every h r t meets h r h and t r t).");
 ABSL_FLAG(std::string, operator, "none",
           "train: relation operator: none, translation, diagonal, complex_diagonal.");
 ABSL_FLAG(std::string, comparator, "dot", "train: dot, cos or l2.");
@@ -70,6 +76,9 @@ absl::StatusOr<TrainOptions> OptionsFromFlags() {
   o.model.dim = absl::GetFlag(FLAGS_dim);
   ASSIGN_OR_RETURN(o.model.featurized, ParseFeaturizedMode(absl::GetFlag(FLAGS_featurized)));
   ASSIGN_OR_RETURN(o.batching, ParseBatchingKind(absl::GetFlag(FLAGS_batching)));
+  ASSIGN_OR_RETURN(o.relation_batching,
+                   ParseRelationBatching(absl::GetFlag(FLAGS_relation_batching)));
+  o.endpoint_negatives = absl::GetFlag(FLAGS_endpoint_negatives);
   o.epochs = absl::GetFlag(FLAGS_epochs);
   o.lr = absl::GetFlag(FLAGS_lr);
   o.batch_size = absl::GetFlag(FLAGS_batch_size);

@@ -25,17 +25,21 @@ struct Scratch {
       : ws(dim, chunk, negs),
         lhs(size_t(chunk + negs) * dim), rhs(size_t(chunk + negs) * dim),
         g_lhs(size_t(chunk) * dim), g_rhs(size_t(chunk) * dim),
-        g_src_negs(size_t(negs) * dim), g_dst_negs(size_t(negs) * dim), rel(rel_size),
-        g_rel(rel_size),
-        src_neg_ids(negs), dst_neg_ids(negs), src_nodes(chunk), dst_nodes(chunk) {
+        g_src_negs(size_t(negs) * dim), g_dst_negs(size_t(negs) * dim),
+        rel(size_t(rel_size) * chunk), g_rel(size_t(rel_size) * chunk),
+        src_neg_ids(negs), dst_neg_ids(negs), src_nodes(chunk), dst_nodes(chunk),
+        rel_slot(chunk) {
+    chunk_rels.reserve(chunk);
     if (num_features > 0) feature_grads = std::make_unique<FeatureGradAccumulator>(dim, num_features);
   }
   ChunkWorkspace ws;
   std::vector<float> lhs, rhs;  // chunk rows, then its negatives
   std::vector<float> g_lhs, g_rhs, g_src_negs, g_dst_negs;
-  std::vector<float> rel, g_rel;
+  std::vector<float> rel, g_rel;  // per slot: the chunk's relations' parameters
   std::vector<uint32_t> src_neg_ids, dst_neg_ids;
   std::vector<uint32_t> src_nodes, dst_nodes;  // the chunk's endpoints
+  std::vector<uint32_t> rel_slot;    // mixed chunks: each edge's slot
+  std::vector<uint32_t> chunk_rels;  // the relation of each slot
   std::unique_ptr<FeatureGradAccumulator> feature_grads;  // featurized only
 };
 
@@ -45,6 +49,7 @@ class CpuTrainer final : public Trainer {
              FeatureTable* features)
       : options_(options),
         mode_(options.model.featurized),
+        mixed_(UsesMixedChunks(options)),
         features_(features),
         threads_(std::max(1, threads)),
         relations_(relations),
@@ -82,9 +87,12 @@ class CpuTrainer final : public Trainer {
     double loss = 0;
     size_t begin = 0;
     while (begin < batch.size()) {
-      const uint32_t rel = batch[begin].rel;
+      // A grouped chunk ends where the relation changes.
       size_t end = begin;
-      while (end < batch.size() && end - begin < size_t(max_chunk) && batch[end].rel == rel) ++end;
+      while (end < batch.size() && end - begin < size_t(max_chunk) &&
+             (mixed_ || batch[end].rel == batch[begin].rel)) {
+        ++end;
+      }
       const int c = static_cast<int>(end - begin);
       // Start fetching the next chunk's rows while this one computes.
       if (id_rows) {
@@ -117,10 +125,13 @@ class CpuTrainer final : public Trainer {
       std::fill_n(s.g_dst_negs.begin(), size_t(negs) * dim, 0.0f);
       const float* rel_params = nullptr;
       if (rel_size_ > 0) {
+        AssignRelationSlots(batch.subspan(begin, c), &s);
         absl::MutexLock lock(&rel_mu_);
-        std::copy_n(relations_.Of(rel), rel_size_, s.rel.begin());
+        for (size_t k = 0; k < s.chunk_rels.size(); ++k) {
+          std::copy_n(relations_.Of(s.chunk_rels[k]), rel_size_, &s.rel[k * rel_size_]);
+        }
         rel_params = s.rel.data();
-        std::fill(s.g_rel.begin(), s.g_rel.end(), 0.0f);
+        std::fill_n(s.g_rel.begin(), s.chunk_rels.size() * rel_size_, 0.0f);
       }
       ChunkInput in;
       in.lhs = s.lhs.data();
@@ -130,6 +141,11 @@ class CpuTrainer final : public Trainer {
       in.chunk = c;
       in.num_src_negs = negs;
       in.num_dst_negs = negs;
+      if (mixed_ && rel_size_ > 0) in.rel_slot = s.rel_slot.data();
+      in.endpoint_negs = options_.endpoint_negatives;
+      in.lhs_nodes = s.src_nodes.data();
+      in.rhs_nodes = s.dst_nodes.data();
+      in.same_node_table = task.src == task.dst;
       ChunkGrads g;
       g.lhs = s.g_lhs.data();
       g.rhs = s.g_rhs.data();
@@ -158,8 +174,11 @@ class CpuTrainer final : public Trainer {
       }
       if (rel_size_ > 0 && !options_.only_new_edges) {
         absl::MutexLock lock(&rel_mu_);
-        AdagradDenseUpdate(relations_.Of(rel), relations_.state.data() + size_t(rel) * rel_size_,
-                           s.g_rel.data(), rel_size_, lr);
+        for (size_t k = 0; k < s.chunk_rels.size(); ++k) {
+          const uint32_t rel = s.chunk_rels[k];
+          AdagradDenseUpdate(relations_.Of(rel), relations_.state.data() + size_t(rel) * rel_size_,
+                             &s.g_rel[k * rel_size_], rel_size_, lr);
+        }
       }
       begin = end;
     }
@@ -167,6 +186,17 @@ class CpuTrainer final : public Trainer {
   }
 
  private:
+  // The chunk's distinct relations into s->chunk_rels (slots) and each
+  // edge's slot into s->rel_slot. A grouped chunk has one slot.
+  static void AssignRelationSlots(std::span<const Edge> chunk, Scratch* s) {
+    s->chunk_rels.clear();
+    for (size_t k = 0; k < chunk.size(); ++k) {
+      const uint32_t rel = chunk[k].rel;
+      const auto it = std::find(s->chunk_rels.begin(), s->chunk_rels.end(), rel);
+      s->rel_slot[k] = static_cast<uint32_t>(it - s->chunk_rels.begin());
+      if (it == s->chunk_rels.end()) s->chunk_rels.push_back(rel);
+    }
+  }
 
   // The rows of `nodes` of `part` as the model scores them, into out
   // (n x dim): id rows, composed with feature rows for featurized models.
@@ -247,6 +277,7 @@ class CpuTrainer final : public Trainer {
 
   const TrainOptions options_;
   const FeaturizedMode mode_;
+  const bool mixed_;  // chunks of any relations
   FeatureTable* const features_;  // shared by all trainers; Hogwild
   const int threads_;  // slots
   absl::Mutex rel_mu_;

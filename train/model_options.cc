@@ -99,4 +99,17 @@ void InitRelationParams(Operator op, int dim, float* params) {
   EMBER_CHECK(false && "unknown operator");
 }
 
+bool SupportsMixedChunks(const ModelOptions& options) {
+  switch (options.op) {
+    case Operator::kNone:
+      return true;
+    case Operator::kTranslation:
+      return options.comparator == Comparator::kL2;
+    case Operator::kDiagonal:
+    case Operator::kComplexDiagonal:
+      return options.comparator == Comparator::kDot;
+  }
+  return false;
+}
+
 }  // namespace ember

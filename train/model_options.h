@@ -71,6 +71,11 @@ struct ModelOptions {
   absl::Status Validate() const;
 };
 
+// True when chunks may mix relations (chunk_scorer.h): the adjoint form
+// cmp(op_r(x), y) = cmp(x, op*_r(y)) exists for op none with any comparator,
+// diagonal or complex_diagonal with dot, and translation with l2.
+bool SupportsMixedChunks(const ModelOptions& options);
+
 // Number of floats of one relation's operator parameters: 0 for kNone, dim
 // otherwise.
 int RelationParamSize(Operator op, int dim);

@@ -395,7 +395,7 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
   so.seed = options_.seed;
   so.epoch = epoch;
   so.min_generation = options_.only_new_edges ? m.edge_generation : 0;
-  so.group_by_relation = relations_.num_relations > 1;
+  so.group_by_relation = relations_.num_relations > 1 && !UsesMixedChunks(options_);
   so.trainers = trainers_.size();
   RoundBatchSource source(graph_.get(), buffer_.get(), scheduler_.get(), this, so, &edge_cost_);
   while (const Round* next = source.PeekNext()) {

@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "partition/bucket_order.h"
 #include "train/batch_former.h"
 #include "train/model_options.h"
@@ -24,6 +26,15 @@ struct TrainProgress {
   double edges_per_second = 0;
 };
 
+// How a batch of several relations is cut into negative-sharing chunks.
+enum class RelationBatching : uint8_t {
+  kMixed = 0,    // chunks of any relations (more in-chunk negatives, bigger
+                 // GEMMs); models without SupportsMixedChunks train grouped
+  kGrouped = 1,  // one relation per chunk (PBG)
+};
+absl::StatusOr<RelationBatching> ParseRelationBatching(std::string_view name);
+std::string_view RelationBatchingName(RelationBatching kind);
+
 struct TrainOptions {
   ModelOptions model;
   // Total epochs to reach; a resumed run trains only the missing ones.
@@ -40,6 +51,12 @@ struct TrainOptions {
   int chunk_size = 50;
   // Uniform negatives per chunk and side. Default: 50.
   int num_uniform_negs = 50;
+  // Default: kMixed.
+  RelationBatching relation_batching = RelationBatching::kMixed;
+  // Each chunk's sources also serve as candidate destinations and its
+  // destinations as candidate sources, so that every edge h r t meets
+  // h r h and t r t as negatives (chunk_scorer.h). Default: true.
+  bool endpoint_negatives = true;
   // Std-dev of the normal init of embeddings. Default: 1e-3 (PBG).
   float init_scale = 1e-3f;
   uint64_t seed = 0;
@@ -88,6 +105,12 @@ struct TrainOptions {
 
   absl::Status Validate() const;
 };
+
+// Whether the trainers form mixed-relation chunks.
+inline bool UsesMixedChunks(const TrainOptions& options) {
+  return options.relation_batching == RelationBatching::kMixed &&
+         SupportsMixedChunks(options.model);
+}
 
 }  // namespace ember
 

@@ -19,7 +19,7 @@ namespace {
 
 using Vec = std::vector<double>;
 
-Vec RefOp(Operator op, const Vec& rel, const double* x, int d) {
+Vec RefOp(Operator op, const double* rel, const double* x, int d) {
   Vec out(x, x + d);
   switch (op) {
     case Operator::kNone:
@@ -90,19 +90,44 @@ double RefLoss(Loss loss, double margin, double pos, const Vec& negs) {
 struct RefChunk {
   int d = 0, c = 0, ns = 0, nd = 0;
   Vec lhs, rhs, src_negs, dst_negs, rel;
+  std::vector<uint32_t> slot;  // per row (mixed chunks); empty: all 0
+  bool endpoints = false;
+  std::vector<uint32_t> lhs_nodes, rhs_nodes;  // set: one node table
+
+  const double* Rel(int i) const {
+    const int p = static_cast<int>(rel.size()) /
+                  (slot.empty() ? 1 : 1 + *std::max_element(slot.begin(), slot.end()));
+    return rel.data() + (slot.empty() ? 0 : slot[i] * p);
+  }
+  int DstColumns() const { return c + nd + (endpoints ? c : 0); }
+  int SrcColumns() const { return c + ns + (endpoints ? c : 0); }
 };
 
-// Sd(i, j) and Ss(i, j) as defined in chunk_scorer.h.
+// Sd(i, j) and Ss(i, j) as defined in chunk_scorer.h: edge i's relation and
+// the candidate in the place of one endpoint. Mixed chunks have the same
+// definition (the adjoint form is exact).
 double RefDstScore(const ModelOptions& o, const RefChunk& x, int i, int j) {
-  const Vec a = RefOp(o.op, x.rel, &x.lhs[i * x.d], x.d);
-  const double* b = j < x.c ? &x.rhs[j * x.d] : &x.dst_negs[(j - x.c) * x.d];
+  const Vec a = RefOp(o.op, x.Rel(i), &x.lhs[i * x.d], x.d);
+  const double* b = j < x.c             ? &x.rhs[j * x.d]
+                    : j < x.c + x.nd    ? &x.dst_negs[(j - x.c) * x.d]
+                                        : &x.lhs[(j - x.c - x.nd) * x.d];
   return RefCmp(o.comparator, a, b);
 }
 double RefSrcScore(const ModelOptions& o, const RefChunk& x, int i, int j) {
-  const Vec a =
-      RefOp(o.op, x.rel,
-            j < x.c ? &x.lhs[j * x.d] : &x.src_negs[(j - x.c) * x.d], x.d);
+  const double* cand = j < x.c          ? &x.lhs[j * x.d]
+                       : j < x.c + x.ns ? &x.src_negs[(j - x.c) * x.d]
+                                        : &x.rhs[(j - x.c - x.ns) * x.d];
+  const Vec a = RefOp(o.op, x.Rel(i), cand, x.d);
   return RefCmp(o.comparator, a, &x.rhs[i * x.d]);
+}
+// An endpoint candidate that is the row's own answer.
+bool RefExcludedDst(const RefChunk& x, int i, int j) {
+  return !x.lhs_nodes.empty() && j >= x.c + x.nd &&
+         x.lhs_nodes[j - x.c - x.nd] == x.rhs_nodes[i];
+}
+bool RefExcludedSrc(const RefChunk& x, int i, int j) {
+  return !x.lhs_nodes.empty() && j >= x.c + x.ns &&
+         x.rhs_nodes[j - x.c - x.ns] == x.lhs_nodes[i];
 }
 
 // Also reports the smallest |hinge argument| so that finite differences can
@@ -114,17 +139,19 @@ double RefChunkLoss(const ModelOptions& o, const RefChunk& x,
   for (int i = 0; i < x.c; ++i) {
     const double pos = RefDstScore(o, x, i, i);
     Vec dst, src;
-    for (int j = 0; j < x.c + x.nd; ++j) {
-      if (j != i) dst.push_back(RefDstScore(o, x, i, j));
+    // Excluded candidates score kExcludedScore, as in the kernel.
+    for (int j = 0; j < x.DstColumns(); ++j) {
+      if (j != i) dst.push_back(RefExcludedDst(x, i, j) ? kExcludedScore : RefDstScore(o, x, i, j));
     }
-    for (int j = 0; j < x.c + x.ns; ++j) {
-      if (j != i) src.push_back(RefSrcScore(o, x, i, j));
+    for (int j = 0; j < x.SrcColumns(); ++j) {
+      if (j != i) src.push_back(RefExcludedSrc(x, i, j) ? kExcludedScore : RefSrcScore(o, x, i, j));
     }
     total += RefLoss(o.loss, o.margin, pos, dst);
     total += RefLoss(o.loss, o.margin, pos, src);
     if (min_hinge) {
       for (const Vec* v : {&dst, &src}) {
         for (double n : *v) {
+          if (n == kExcludedScore) continue;
           *min_hinge = std::min(*min_hinge, std::fabs(o.margin - pos + n));
         }
       }
@@ -138,11 +165,13 @@ double RefChunkLoss(const ModelOptions& o, const RefChunk& x,
 
 struct FloatChunk {
   std::vector<float> lhs, rhs, src_negs, dst_negs, rel;
+  std::vector<uint32_t> slot, lhs_nodes, rhs_nodes;
   ChunkInput input;
 };
 
+// slots > 0: a mixed chunk whose rows use relations slot[i] = i % slots.
 FloatChunk MakeChunk(const ModelOptions& o, int c, int ns, int nd,
-                     unsigned seed, float scale = 0.5f) {
+                     unsigned seed, float scale = 0.5f, int slots = 0) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, scale);
   auto fill = [&](std::vector<float>* v, int n) {
@@ -155,8 +184,9 @@ FloatChunk MakeChunk(const ModelOptions& o, int c, int ns, int nd,
   fill(&f.rhs, c * d);
   fill(&f.src_negs, ns * d);
   fill(&f.dst_negs, nd * d);
-  f.rel.resize(RelationParamSize(o.op, d));
-  InitRelationParams(o.op, d, f.rel.data());
+  const int p = RelationParamSize(o.op, d);
+  f.rel.resize(size_t(p) * std::max(slots, 1));
+  for (int r = 0; r < std::max(slots, 1); ++r) InitRelationParams(o.op, d, f.rel.data() + r * p);
   // Perturb away from the identity so that relation terms matter.
   for (float& x : f.rel) x += normal(rng);
   f.input = {f.lhs.data(),
@@ -166,7 +196,25 @@ FloatChunk MakeChunk(const ModelOptions& o, int c, int ns, int nd,
              c,
              ns,
              nd};
+  if (slots > 0) {
+    for (int i = 0; i < c; ++i) f.slot.push_back(i % slots);
+    f.input.rel_slot = f.slot.data();
+  }
   return f;
+}
+
+// Turns on endpoint negatives. With `nodes`, the rows come from one node
+// table with these ids (lhs then rhs, chunk each).
+void AddEndpoints(FloatChunk* f, std::vector<uint32_t> lhs_nodes = {},
+                  std::vector<uint32_t> rhs_nodes = {}) {
+  f->input.endpoint_negs = true;
+  f->lhs_nodes = std::move(lhs_nodes);
+  f->rhs_nodes = std::move(rhs_nodes);
+  if (!f->lhs_nodes.empty()) {
+    f->input.same_node_table = true;
+    f->input.lhs_nodes = f->lhs_nodes.data();
+    f->input.rhs_nodes = f->rhs_nodes.data();
+  }
 }
 
 RefChunk ToRef(const ModelOptions& o, const FloatChunk& f) {
@@ -180,6 +228,10 @@ RefChunk ToRef(const ModelOptions& o, const FloatChunk& f) {
   r.src_negs.assign(f.src_negs.begin(), f.src_negs.end());
   r.dst_negs.assign(f.dst_negs.begin(), f.dst_negs.end());
   r.rel.assign(f.rel.begin(), f.rel.end());
+  r.slot = f.slot;
+  r.endpoints = f.input.endpoint_negs;
+  r.lhs_nodes = f.lhs_nodes;
+  r.rhs_nodes = f.rhs_nodes;
   return r;
 }
 
@@ -206,19 +258,12 @@ std::string Name(const ModelOptions& o) {
 // ---------------------------------------------------------------------------
 // Finite-difference gradient checks: every operator × comparator × loss.
 
-class GradientTest
-    : public testing::TestWithParam<std::tuple<Operator, Comparator, Loss>> {};
-
-TEST_P(GradientTest, MatchesCentralDifferencesOfReference) {
-  ModelOptions o;
-  std::tie(o.op, o.comparator, o.loss) = GetParam();
-  o.dim = 8;
-  o.margin = 0.5f;
-  const int c = 4, ns = 5, nd = 6;
-  FloatChunk f = MakeChunk(o, c, ns, nd, /*seed=*/17);
+// Compares ChunkForwardBackward's loss and gradients on `f` with central
+// differences of the double-precision reference.
+void ExpectGradientsMatchReference(const ModelOptions& o, FloatChunk& f) {
   RefChunk ref = ToRef(o, f);
-
-  ChunkWorkspace ws(o.dim, c, std::max(ns, nd));
+  ChunkWorkspace ws(o.dim, f.input.chunk,
+                    std::max(f.input.num_src_negs, f.input.num_dst_negs));
   Grads g(f);
   const float loss =
       ChunkForwardBackward(o, f.rel.data(), f.input, g.View(), &ws);
@@ -259,18 +304,126 @@ TEST_P(GradientTest, MatchesCentralDifferencesOfReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllModels, GradientTest,
-    testing::Combine(
-        testing::Values(Operator::kNone, Operator::kTranslation,
-                        Operator::kDiagonal, Operator::kComplexDiagonal),
-        testing::Values(Comparator::kDot, Comparator::kCos, Comparator::kL2),
-        testing::Values(Loss::kRanking, Loss::kLogistic, Loss::kSoftmax)),
-    [](const auto& info) {
-      ModelOptions o;
-      std::tie(o.op, o.comparator, o.loss) = info.param;
-      return Name(o);
-    });
+// Node ids for endpoint negatives from one table: row 1 is a self loop,
+// row 0's answer (2) is row 2's source, row 3's answer (0) is row 0's
+// source; each of these is excluded once per side.
+const std::vector<uint32_t> kLhsNodes = {0, 1, 2, 3};
+const std::vector<uint32_t> kRhsNodes = {2, 1, 6, 0};
+
+using ModelParam = std::tuple<Operator, Comparator, Loss>;
+
+ModelOptions SmallModel(const ModelParam& param) {
+  ModelOptions o;
+  std::tie(o.op, o.comparator, o.loss) = param;
+  o.dim = 8;
+  o.margin = 0.5f;
+  return o;
+}
+
+class GradientTest : public testing::TestWithParam<ModelParam> {};
+
+TEST_P(GradientTest, GroupedChunkMatchesCentralDifferencesOfReference) {
+  const ModelOptions o = SmallModel(GetParam());
+  FloatChunk f = MakeChunk(o, 4, 5, 6, /*seed=*/17);
+  ExpectGradientsMatchReference(o, f);
+}
+
+TEST_P(GradientTest, GroupedChunkWithEndpointNegatives) {
+  const ModelOptions o = SmallModel(GetParam());
+  FloatChunk f = MakeChunk(o, 4, 5, 6, /*seed=*/19);
+  AddEndpoints(&f, kLhsNodes, kRhsNodes);
+  ExpectGradientsMatchReference(o, f);
+}
+
+// Every model: mixed where SupportsMixedChunks (MixedGradientTest), grouped
+// always.
+std::vector<ModelParam> AllModels(bool mixed_only) {
+  std::vector<ModelParam> out;
+  for (Operator op : {Operator::kNone, Operator::kTranslation, Operator::kDiagonal,
+                      Operator::kComplexDiagonal}) {
+    for (Comparator cmp : {Comparator::kDot, Comparator::kCos, Comparator::kL2}) {
+      for (Loss loss : {Loss::kRanking, Loss::kLogistic, Loss::kSoftmax}) {
+        ModelOptions o;
+        o.op = op;
+        o.comparator = cmp;
+        if (!mixed_only || SupportsMixedChunks(o)) out.push_back({op, cmp, loss});
+      }
+    }
+  }
+  return out;
+}
+
+std::string ParamName(const testing::TestParamInfo<ModelParam>& info) {
+  ModelOptions o;
+  std::tie(o.op, o.comparator, o.loss) = info.param;
+  return Name(o);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllModels, GradientTest, testing::ValuesIn(AllModels(false)),
+                         ParamName);
+
+class MixedGradientTest : public testing::TestWithParam<ModelParam> {};
+
+TEST_P(MixedGradientTest, MixedChunkMatchesCentralDifferencesOfReference) {
+  const ModelOptions o = SmallModel(GetParam());
+  FloatChunk f = MakeChunk(o, 5, 4, 6, /*seed=*/37, 0.5f, /*slots=*/3);
+  ExpectGradientsMatchReference(o, f);
+}
+
+TEST_P(MixedGradientTest, MixedChunkWithEndpointNegatives) {
+  const ModelOptions o = SmallModel(GetParam());
+  FloatChunk f = MakeChunk(o, 4, 5, 3, /*seed=*/29, 0.5f, /*slots=*/2);
+  AddEndpoints(&f, kLhsNodes, kRhsNodes);
+  ExpectGradientsMatchReference(o, f);
+}
+
+// A mixed chunk whose rows all share one relation is the grouped chunk.
+TEST_P(MixedGradientTest, OneSlotMixedChunkEqualsGroupedChunk) {
+  const ModelOptions o = SmallModel(GetParam());
+  FloatChunk f = MakeChunk(o, 4, 5, 6, /*seed=*/31);
+  AddEndpoints(&f);
+  ChunkWorkspace ws(o.dim, 4, 6);
+  Grads grouped(f);
+  const float grouped_loss = ChunkForwardBackward(o, f.rel.data(), f.input, grouped.View(), &ws);
+  const std::vector<uint32_t> slots(4, 0);
+  f.input.rel_slot = slots.data();
+  Grads mixed(f);
+  const float mixed_loss = ChunkForwardBackward(o, f.rel.data(), f.input, mixed.View(), &ws);
+  EXPECT_NEAR(mixed_loss, grouped_loss, 1e-5 * std::max(1.0f, std::fabs(grouped_loss)));
+  for (size_t k = 0; k < grouped.lhs.size(); ++k) {
+    EXPECT_NEAR(mixed.lhs[k], grouped.lhs[k], 1e-5) << k;
+    EXPECT_NEAR(mixed.rhs[k], grouped.rhs[k], 1e-5) << k;
+  }
+  for (size_t k = 0; k < grouped.rel.size(); ++k) {
+    EXPECT_NEAR(mixed.rel[k], grouped.rel[k], 1e-4) << k;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(MixedModels, MixedGradientTest, testing::ValuesIn(AllModels(true)),
+                         ParamName);
+
+// The endpoint candidate that is a self loop's own node is excluded: with
+// one self-loop edge and nothing else, its only endpoint candidate on each
+// side is excluded, so the loss is the no-negative loss.
+TEST(ChunkScorerTest, SelfLoopIsNotItsOwnEndpointNegative) {
+  const std::vector<float> lhs = {0.3f, -0.2f}, rhs = {0.3f, -0.2f};
+  const std::vector<uint32_t> node = {7};
+  ChunkInput in{lhs.data(), rhs.data(), nullptr, nullptr, 1, 0, 0};
+  in.endpoint_negs = true;
+  in.same_node_table = true;
+  in.lhs_nodes = node.data();
+  in.rhs_nodes = node.data();
+  ChunkWorkspace ws(2, 1, 0);
+  ModelOptions o;
+  o.dim = 2;
+  o.loss = Loss::kSoftmax;
+  EXPECT_NEAR(ChunkForward(o, nullptr, in, &ws), 0.0, 1e-6);
+  EXPECT_EQ(ws.dst_scores()[1], kExcludedScore);
+  EXPECT_EQ(ws.src_scores()[1], kExcludedScore);
+  // From different node tables the same ids are different nodes.
+  in.same_node_table = false;
+  EXPECT_GT(ChunkForward(o, nullptr, in, &ws), 0.5);
+}
 
 // ---------------------------------------------------------------------------
 // The GEMM scores equal the per-pair reference, at a realistic size.
@@ -372,11 +525,18 @@ TEST(ChunkScorerTest, GradientsAccumulateAndForwardMatches) {
   EXPECT_EQ(ChunkForward(o, f.rel.data(), f.input, &ws), l1);
   ChunkForwardBackward(o, f.rel.data(), f.input, twice.View(), &ws);
   ChunkForwardBackward(o, f.rel.data(), f.input, twice.View(), &ws);
+  // Equal up to the rounding of the two orders of addition (a row's
+  // gradient sums both sides' terms, which may cancel).
+  auto largest = [](const std::vector<float>& v) {
+    float m = 0;
+    for (float x : v) m = std::max(m, std::fabs(x));
+    return m;
+  };
   for (size_t k = 0; k < once.lhs.size(); ++k) {
-    EXPECT_FLOAT_EQ(twice.lhs[k], 2 * once.lhs[k]);
+    EXPECT_NEAR(twice.lhs[k], 2 * once.lhs[k], 1e-5 * largest(once.lhs));
   }
   for (size_t k = 0; k < once.rel.size(); ++k) {
-    EXPECT_FLOAT_EQ(twice.rel[k], 2 * once.rel[k]);
+    EXPECT_NEAR(twice.rel[k], 2 * once.rel[k], 1e-5 * largest(once.rel));
   }
 }
 
