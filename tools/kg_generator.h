@@ -15,8 +15,8 @@
 //                    each fact gives (h inv<k>_fwd t) and (t inv<k>_rev h).
 //  - symmetric       sym<k>: F facts {a, b}, a uniform and b drawn from one
 //                    type, a != b; each gives (a sym<k> b) and (b sym<k> a).
-//  - hierarchy       hyper<k>: an is_a forest. Every entity except the roots
-//                    has exactly one parent: with probability
+//  - hierarchy       hyper<k>: an is_a tree rooted at entity 0. Every other
+//                    entity has exactly one parent: with probability
 //                    same_type_parent one drawn among the entities of its
 //                    own type with smaller rank, else one drawn from its
 //                    supertype (whichever exists). Parents strictly decrease
