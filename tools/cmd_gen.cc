@@ -27,6 +27,11 @@ ABSL_FLAG(uint32_t, relations, 0,
           "gen rmat: relation types; > 1 writes src<TAB>r<k><TAB>dst lines "
           "(0: 1). gen kg: relations in all, >= 7, split among the kinds in "
           "fixed proportions (0: 30).");
+ABSL_FLAG(uint64_t, hubs, 0,
+          "gen rmat: nodes made hubs: each gets edges to --hub-fraction of "
+          "all nodes, on top of the R-MAT edges.");
+ABSL_FLAG(double, hub_fraction, 0.02,
+          "gen rmat: share of all nodes each --hubs hub links to, in (0, 1].");
 ABSL_FLAG(uint64_t, nodes, 0,
           "gen sbm: number of nodes N (0: 1000). gen kg: number of entities "
           "(0: 20000).");
@@ -148,6 +153,8 @@ absl::Status RunGen(const std::vector<std::string>& args) {
     o.edge_factor = absl::GetFlag(FLAGS_edge_factor);
     o.relations = OrDefault<uint32_t>(absl::GetFlag(FLAGS_relations), 1);
     o.seed = absl::GetFlag(FLAGS_seed);
+    o.hubs = absl::GetFlag(FLAGS_hubs);
+    o.hub_fraction = absl::GetFlag(FLAGS_hub_fraction);
     if (absl::Status s = gen::GenerateRmat(o, output, &stats); !s.ok()) {
       return s;
     }

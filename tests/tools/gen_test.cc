@@ -282,6 +282,55 @@ TEST(RmatTest, RelationsWriteThreeColumns) {
   // random numbers, so only the count is compared.
 }
 
+TEST(RmatTest, HubsLinkToTheirShareOfDistinctNodes) {
+  RmatOptions o = SmallRmat();  // 1024 nodes, 8192 R-MAT edges
+  o.hubs = 3;
+  o.hub_fraction = 0.1;  // 102 edges per hub; hub edges start mid-chunk
+  ASSERT_TRUE(o.Validate().ok());
+  EXPECT_EQ(o.hub_edges(), 102u);
+  EXPECT_EQ(o.num_edges(), 8192u + 3 * 102);
+  const std::vector<RmatEdge> edges = AllRmatEdges(o);
+  ASSERT_EQ(edges.size(), o.num_edges());
+
+  // The R-MAT part is unchanged by hubs.
+  const std::vector<RmatEdge> plain = AllRmatEdges(SmallRmat());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    ASSERT_EQ(edges[i].src, plain[i].src) << i;
+    ASSERT_EQ(edges[i].dst, plain[i].dst) << i;
+  }
+  std::set<uint64_t> hub_ids;
+  for (uint64_t h = 0; h < o.hubs; ++h) {
+    hub_ids.insert(o.HubId(h));
+    std::set<uint64_t> targets;
+    for (uint64_t j = 0; j < o.hub_edges(); ++j) {
+      const RmatEdge& e = edges[plain.size() + h * o.hub_edges() + j];
+      EXPECT_EQ(e.src, o.HubId(h));
+      ASSERT_LT(e.dst, o.num_nodes());
+      targets.insert(e.dst);
+    }
+    EXPECT_EQ(targets.size(), o.hub_edges()) << "hub " << h;
+  }
+  EXPECT_EQ(hub_ids.size(), 3u);
+
+  // Each hub's degree is far above the mean and at least its share.
+  std::vector<uint64_t> degree(o.num_nodes(), 0);
+  for (const RmatEdge& e : edges) {
+    ++degree[e.src];
+    ++degree[e.dst];
+  }
+  const double mean = 2.0 * edges.size() / o.num_nodes();
+  for (uint64_t id : hub_ids) {
+    EXPECT_GE(degree[id], o.hub_edges());
+    EXPECT_GT(static_cast<double>(degree[id]), 5 * mean) << "hub " << id;
+  }
+
+  TempDir dir;
+  ASSERT_TRUE(GenerateRmat(o, GenOutputTo(dir.File("h1.tsv"), 1)).ok());
+  ASSERT_TRUE(GenerateRmat(o, GenOutputTo(dir.File("h3.tsv"), 3)).ok());
+  EXPECT_EQ(ReadFile(dir.File("h1.tsv")), ReadFile(dir.File("h3.tsv")));
+  EXPECT_EQ(TabRows(ReadFile(dir.File("h1.tsv"))).size(), o.num_edges());
+}
+
 TEST(RmatTest, BadOptionsAreInvalidArgument) {
   struct Case {
     void (*mutate)(RmatOptions*);
@@ -300,6 +349,17 @@ TEST(RmatTest, BadOptionsAreInvalidArgument) {
       {[](RmatOptions* o) { o->a = 0.9; }, "a + b + c"},
       {[](RmatOptions* o) { o->b = -0.1; }, "[0, 1]"},
       {[](RmatOptions* o) { o->chunk_edges = 0; }, "chunk_edges"},
+      {[](RmatOptions* o) { o->hubs = 1025; }, "--hubs"},
+      {[](RmatOptions* o) {
+         o->hubs = 1;
+         o->hub_fraction = 0;
+       },
+       "--hub-fraction"},
+      {[](RmatOptions* o) {
+         o->hubs = 1;
+         o->hub_fraction = 1e-4;
+       },
+       "no edges per hub"},
   };
   TempDir dir;
   for (const Case& c : cases) {
@@ -580,6 +640,13 @@ TEST(GenCliTest, RmatAndSbmSmoke) {
                        " 2>/dev/null"),
             0);
   EXPECT_EQ(ReadFile(out), ReadFile(dir.File("lib.tsv")));
+
+  ASSERT_EQ(RunShell(bin +
+                     " gen rmat --scale 8 --edge-factor 4 --hubs 2 "
+                     "--hub-fraction 0.5 --quiet --out " +
+                     dir.File("hubs.tsv")),
+            0);
+  EXPECT_EQ(TabRows(ReadFile(dir.File("hubs.tsv"))).size(), 1024u + 2 * 128);
 
   ASSERT_EQ(
       RunShell(bin +
