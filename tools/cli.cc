@@ -28,7 +28,7 @@ constexpr Subcommand kSubcommands[] = {
     {"neighbors", "GRAPH --node NAME [--k 10]    nearest neighbours",
      NeighborsMain},
     {"inspect", "GRAPH [--json]                 describe a graph", InspectMain},
-    {"gen", "rmat|sbm [options] --out FILE     generate a synthetic graph",
+    {"gen", "rmat|sbm|features|kg --out FILE    generate a synthetic graph",
      GenMain},
 };
 

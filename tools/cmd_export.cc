@@ -18,8 +18,6 @@ ABSL_FLAG(std::string, format, "tsv",
           "PATH.names.tsv), w2v (word2vec text) or fvecs (+ PATH.names.tsv). "
           "Rows in global-id order; PATH.meta.json describes the model. "
           "Memory: one partition of embeddings at a time.");
-ABSL_FLAG(std::string, relations_out, "",
-          "export: also write relation parameters (name<TAB>p1..pk) here.");
 
 namespace ember::tools {
 namespace {

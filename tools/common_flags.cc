@@ -16,6 +16,10 @@ ABSL_FLAG(ember::tools::PartitionCount, partitions, ember::tools::PartitionCount
           "Number of node partitions P (1 to 4096), or auto: the fewest that "
           "`ember train --memory-budget` at --dim can train with.");
 ABSL_FLAG(bool, quiet, false, "No progress output.");
+ABSL_FLAG(
+    std::string, relations_out, "",
+    "export: also write relation parameters (name<TAB>p1..pk) here; "
+    "gen kg: write one name<TAB>kind<TAB>partner line per relation here.");
 ABSL_FLAG(int, dim, 100,
           "Embedding dimension (train); import --partitions auto: the --dim "
           "you will train with.");

@@ -27,6 +27,7 @@ ABSL_DECLARE_FLAG(bool, overwrite);
 ABSL_DECLARE_FLAG(bool, json);
 ABSL_DECLARE_FLAG(ember::tools::PartitionCount, partitions);
 ABSL_DECLARE_FLAG(bool, quiet);
+ABSL_DECLARE_FLAG(std::string, relations_out);
 ABSL_DECLARE_FLAG(int, dim);
 
 namespace ember::tools {

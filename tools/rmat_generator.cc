@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -15,6 +16,9 @@ namespace {
 // Stream tags: independent random streams derived from the one seed.
 constexpr uint64_t kEdgeStream = 0x524d4154'45444745ULL;      // "RMATEDGE"
 constexpr uint64_t kScrambleStream = 0x524d4154'5343524dULL;  // "RMATSCRM"
+constexpr uint64_t kHubIdStream = 0x524d4154'48554249ULL;     // "RMATHUBI"
+constexpr uint64_t kHubEdgeStream = 0x524d4154'48554245ULL;   // "RMATHUBE"
+constexpr uint64_t kHubTargetStream = 0x524d4154'48554254ULL;  // "RMATHUBT"
 
 constexpr int kMaxScale = 40;
 constexpr uint64_t kMaxEdges = uint64_t{1} << 48;
@@ -40,7 +44,13 @@ void ForEachRmatEdge(const RmatOptions& options, uint64_t chunk_index,
   const RmatIdScrambler scrambler(scale, options.seed);
   Xoshiro256 rng(StreamKey(options.seed, kEdgeStream, chunk_index));
 
-  const uint64_t n = options.chunk_size(chunk_index);
+  // This chunk's positions [begin, end) in the edge sequence: R-MAT edges
+  // below num_rmat_edges(), hub edges from there on.
+  const uint64_t begin = chunk_index * options.chunk_edges;
+  const uint64_t end = begin + options.chunk_size(chunk_index);
+  const uint64_t rmat_end = options.num_rmat_edges();
+  const uint64_t n =
+      end <= rmat_end ? end - begin : (begin < rmat_end ? rmat_end - begin : 0);
   for (uint64_t e = 0; e < n; ++e) {
     uint64_t src = 0;
     uint64_t dst = 0;
@@ -67,9 +77,37 @@ void ForEachRmatEdge(const RmatOptions& options, uint64_t chunk_index,
     }
     fn(src, dst, rel);
   }
+
+  if (end <= rmat_end) return;
+  Xoshiro256 hub_rng(StreamKey(options.seed, kHubEdgeStream, chunk_index));
+  const uint64_t per_hub = options.hub_edges();
+  uint64_t hub = options.hubs;  // none yet
+  uint64_t hub_id = 0;
+  std::optional<RmatIdScrambler> targets;
+  for (uint64_t q = std::max(begin, rmat_end) - rmat_end; q < end - rmat_end;
+       ++q) {
+    if (q / per_hub != hub) {
+      hub = q / per_hub;
+      hub_id = options.HubId(hub);
+      targets.emplace(scale, StreamKey(options.seed, kHubTargetStream, hub));
+    }
+    const uint32_t rel =
+        relations > 1 ? static_cast<uint32_t>(hub_rng.Below(relations)) : 0;
+    fn(hub_id, (*targets)(q % per_hub), rel);
+  }
 }
 
 }  // namespace
+
+uint64_t RmatOptions::hub_edges() const {
+  if (hubs == 0) return 0;
+  return static_cast<uint64_t>(
+      std::llround(hub_fraction * static_cast<double>(num_nodes())));
+}
+
+uint64_t RmatOptions::HubId(uint64_t h) const {
+  return RmatIdScrambler(scale, StreamKey(seed, kHubIdStream, 0))(h);
+}
 
 absl::Status RmatOptions::Validate() const {
   if (scale < 1 || scale > kMaxScale) {
@@ -104,6 +142,24 @@ absl::Status RmatOptions::Validate() const {
   if (chunk_edges < 1 || chunk_edges > kMaxChunkEdges) {
     return absl::InvalidArgumentError(absl::StrCat(
         "chunk_edges must be in [1, ", kMaxChunkEdges, "], got ", chunk_edges));
+  }
+  if (hubs > num_nodes()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--hubs must be in [0, 2^scale = ", num_nodes(), "], got ", hubs));
+  }
+  if (!(hub_fraction > 0 && hub_fraction <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--hub-fraction must be in (0, 1], got ", hub_fraction));
+  }
+  if (hubs > 0 && hub_edges() < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--hub-fraction ", hub_fraction, " of 2^", scale,
+                     " nodes rounds to no edges per hub"));
+  }
+  if (hubs > 0 && hub_edges() > (kMaxEdges - num_rmat_edges()) / hubs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--hubs ", hubs, " with --hub-fraction ", hub_fraction,
+                     " exceeds the limit of 2^48 edges"));
   }
   return absl::OkStatus();
 }

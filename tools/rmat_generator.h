@@ -10,6 +10,14 @@
 // scale-bit id space (RmatIdScrambler) so that high-degree nodes are spread
 // over the id range.
 //
+// Hubs (optional): K = `hubs` of the nodes get a very high degree. Hub h
+// (h < K) is node HubId(h), K distinct ids spread by a seeded bijection,
+// and has an edge to each of hub_edges() = round(hub_fraction * 2^scale)
+// distinct nodes (another seeded bijection of the id space, per hub): edges
+// (src hub, dst node), hub by hub, after the R-MAT edges. A hub's targets may
+// include the hub itself (a self-loop, as R-MAT keeps them) and nodes that
+// R-MAT already links to it.
+//
 // Edges are produced in fixed-size chunks; chunk k is a pure function of
 // (seed, k, the options), so the output is identical for any thread count.
 // It does depend on `chunk_edges`, which is part of the stream's identity.
@@ -61,10 +69,22 @@ struct RmatOptions {
   // Range [1, 2^24]. Default: 2^20.
   uint64_t chunk_edges = uint64_t{1} << 20;
 
+  // Hub nodes added on top of the R-MAT edges, in [0, 2^scale]. Default: 0.
+  uint64_t hubs = 0;
+
+  // Share of all nodes each hub links to, in (0, 1]; with hubs > 0 it must
+  // give at least one edge per hub. Default: 0.02.
+  double hub_fraction = 0.02;
+
   absl::Status Validate() const;
 
   uint64_t num_nodes() const { return uint64_t{1} << scale; }
-  uint64_t num_edges() const { return edge_factor << scale; }
+  // The R-MAT edges, then hubs * hub_edges() hub edges.
+  uint64_t num_rmat_edges() const { return edge_factor << scale; }
+  uint64_t hub_edges() const;
+  uint64_t num_edges() const { return num_rmat_edges() + hubs * hub_edges(); }
+  // The node id of hub `h`. REQUIRES: h < hubs.
+  uint64_t HubId(uint64_t h) const;
   uint64_t num_chunks() const {
     return (num_edges() + chunk_edges - 1) / chunk_edges;
   }

@@ -21,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/test_process.h"
+#include "tests/tools/gen_test_util.h"
 #include "tools/gen_output.h"
 #include "tools/rmat_generator.h"
 #include "tools/sbm_generator.h"
@@ -28,6 +29,8 @@
 namespace ember::tools::gen {
 namespace {
 
+using ::ember::testing::GenOutputTo;
+using ::ember::testing::TabRows;
 using ::testing::HasSubstr;
 
 // A fresh directory per test, removed (shallowly) at the end.
@@ -85,23 +88,6 @@ std::string GunzipFile(const std::string& path) {
   return out;
 }
 
-std::vector<std::vector<std::string>> SplitLines(const std::string& text) {
-  std::vector<std::vector<std::string>> rows;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<std::string> cols;
-    size_t start = 0;
-    for (size_t tab; (tab = line.find('\t', start)) != std::string::npos;
-         start = tab + 1) {
-      cols.push_back(line.substr(start, tab - start));
-    }
-    cols.push_back(line.substr(start));
-    rows.push_back(std::move(cols));
-  }
-  return rows;
-}
-
 // Small multi-chunk R-MAT options, cheap under sanitizers.
 RmatOptions SmallRmat() {
   RmatOptions o;
@@ -109,13 +95,6 @@ RmatOptions SmallRmat() {
   o.edge_factor = 8;     // 8192 edges
   o.chunk_edges = 1000;  // 9 chunks, the last one short
   o.seed = 42;
-  return o;
-}
-
-GenOutputOptions Out(const std::string& path, int threads = 2) {
-  GenOutputOptions o;
-  o.path = path;
-  o.threads = threads;
   return o;
 }
 
@@ -134,10 +113,10 @@ std::vector<RmatEdge> AllRmatEdges(const RmatOptions& o) {
 TEST(RmatTest, SameSeedSameBytesDifferentSeedDifferent) {
   TempDir dir;
   RmatOptions o = SmallRmat();
-  ASSERT_TRUE(GenerateRmat(o, Out(dir.File("a.tsv"))).ok());
-  ASSERT_TRUE(GenerateRmat(o, Out(dir.File("b.tsv"))).ok());
+  ASSERT_TRUE(GenerateRmat(o, GenOutputTo(dir.File("a.tsv"))).ok());
+  ASSERT_TRUE(GenerateRmat(o, GenOutputTo(dir.File("b.tsv"))).ok());
   o.seed = 43;
-  ASSERT_TRUE(GenerateRmat(o, Out(dir.File("c.tsv"))).ok());
+  ASSERT_TRUE(GenerateRmat(o, GenOutputTo(dir.File("c.tsv"))).ok());
   const std::string a = ReadFile(dir.File("a.tsv"));
   EXPECT_FALSE(a.empty());
   EXPECT_EQ(a, ReadFile(dir.File("b.tsv")));
@@ -147,9 +126,9 @@ TEST(RmatTest, SameSeedSameBytesDifferentSeedDifferent) {
 TEST(RmatTest, ThreadCountDoesNotChangeOutput) {
   TempDir dir;
   const RmatOptions o = SmallRmat();
-  ASSERT_TRUE(GenerateRmat(o, Out(dir.File("t1.tsv"), 1)).ok());
-  ASSERT_TRUE(GenerateRmat(o, Out(dir.File("t2.tsv"), 2)).ok());
-  ASSERT_TRUE(GenerateRmat(o, Out(dir.File("t4.tsv"), 4)).ok());
+  ASSERT_TRUE(GenerateRmat(o, GenOutputTo(dir.File("t1.tsv"), 1)).ok());
+  ASSERT_TRUE(GenerateRmat(o, GenOutputTo(dir.File("t2.tsv"), 2)).ok());
+  ASSERT_TRUE(GenerateRmat(o, GenOutputTo(dir.File("t4.tsv"), 4)).ok());
   const std::string t1 = ReadFile(dir.File("t1.tsv"));
   EXPECT_EQ(t1, ReadFile(dir.File("t2.tsv")));
   EXPECT_EQ(t1, ReadFile(dir.File("t4.tsv")));
@@ -162,12 +141,12 @@ TEST(RmatTest, FileMatchesChunksExactCountAndRange) {
   TempDir dir;
   const RmatOptions o = SmallRmat();
   GenStats stats;
-  ASSERT_TRUE(GenerateRmat(o, Out(dir.File("g.tsv")), &stats).ok());
+  ASSERT_TRUE(GenerateRmat(o, GenOutputTo(dir.File("g.tsv")), &stats).ok());
   EXPECT_EQ(stats.nodes, 1024u);
   EXPECT_EQ(stats.edges, 8192u);
   const std::string text = ReadFile(dir.File("g.tsv"));
   EXPECT_EQ(stats.bytes_written, text.size());
-  const auto rows = SplitLines(text);
+  const auto rows = TabRows(text);
   const std::vector<RmatEdge> edges = AllRmatEdges(o);
   ASSERT_EQ(rows.size(), 8192u);
   ASSERT_EQ(edges.size(), 8192u);
@@ -265,9 +244,9 @@ TEST(RmatTest, ScramblerIsABijection) {
 TEST(RmatTest, GzipOutputDecompressesToPlainOutput) {
   TempDir dir;
   const RmatOptions o = SmallRmat();
-  ASSERT_TRUE(GenerateRmat(o, Out(dir.File("g.tsv"))).ok());
+  ASSERT_TRUE(GenerateRmat(o, GenOutputTo(dir.File("g.tsv"))).ok());
   GenStats stats;
-  ASSERT_TRUE(GenerateRmat(o, Out(dir.File("g.tsv.gz")), &stats).ok());
+  ASSERT_TRUE(GenerateRmat(o, GenOutputTo(dir.File("g.tsv.gz")), &stats).ok());
   const std::string plain = ReadFile(dir.File("g.tsv"));
   const std::string gz = ReadFile(dir.File("g.tsv.gz"));
   ASSERT_GE(gz.size(), 2u);
@@ -282,8 +261,8 @@ TEST(RmatTest, RelationsWriteThreeColumns) {
   TempDir dir;
   RmatOptions o = SmallRmat();
   o.relations = 5;
-  ASSERT_TRUE(GenerateRmat(o, Out(dir.File("r.tsv"))).ok());
-  const auto rows = SplitLines(ReadFile(dir.File("r.tsv")));
+  ASSERT_TRUE(GenerateRmat(o, GenOutputTo(dir.File("r.tsv"))).ok());
+  const auto rows = TabRows(ReadFile(dir.File("r.tsv")));
   ASSERT_EQ(rows.size(), o.num_edges());
   std::map<std::string, int> names;
   for (const auto& row : rows) {
@@ -301,6 +280,55 @@ TEST(RmatTest, RelationsWriteThreeColumns) {
   }
   // Relations do not change the (src, dst) stream's shape; they draw extra
   // random numbers, so only the count is compared.
+}
+
+TEST(RmatTest, HubsLinkToTheirShareOfDistinctNodes) {
+  RmatOptions o = SmallRmat();  // 1024 nodes, 8192 R-MAT edges
+  o.hubs = 3;
+  o.hub_fraction = 0.1;  // 102 edges per hub; hub edges start mid-chunk
+  ASSERT_TRUE(o.Validate().ok());
+  EXPECT_EQ(o.hub_edges(), 102u);
+  EXPECT_EQ(o.num_edges(), 8192u + 3 * 102);
+  const std::vector<RmatEdge> edges = AllRmatEdges(o);
+  ASSERT_EQ(edges.size(), o.num_edges());
+
+  // The R-MAT part is unchanged by hubs.
+  const std::vector<RmatEdge> plain = AllRmatEdges(SmallRmat());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    ASSERT_EQ(edges[i].src, plain[i].src) << i;
+    ASSERT_EQ(edges[i].dst, plain[i].dst) << i;
+  }
+  std::set<uint64_t> hub_ids;
+  for (uint64_t h = 0; h < o.hubs; ++h) {
+    hub_ids.insert(o.HubId(h));
+    std::set<uint64_t> targets;
+    for (uint64_t j = 0; j < o.hub_edges(); ++j) {
+      const RmatEdge& e = edges[plain.size() + h * o.hub_edges() + j];
+      EXPECT_EQ(e.src, o.HubId(h));
+      ASSERT_LT(e.dst, o.num_nodes());
+      targets.insert(e.dst);
+    }
+    EXPECT_EQ(targets.size(), o.hub_edges()) << "hub " << h;
+  }
+  EXPECT_EQ(hub_ids.size(), 3u);
+
+  // Each hub's degree is far above the mean and at least its share.
+  std::vector<uint64_t> degree(o.num_nodes(), 0);
+  for (const RmatEdge& e : edges) {
+    ++degree[e.src];
+    ++degree[e.dst];
+  }
+  const double mean = 2.0 * edges.size() / o.num_nodes();
+  for (uint64_t id : hub_ids) {
+    EXPECT_GE(degree[id], o.hub_edges());
+    EXPECT_GT(static_cast<double>(degree[id]), 5 * mean) << "hub " << id;
+  }
+
+  TempDir dir;
+  ASSERT_TRUE(GenerateRmat(o, GenOutputTo(dir.File("h1.tsv"), 1)).ok());
+  ASSERT_TRUE(GenerateRmat(o, GenOutputTo(dir.File("h3.tsv"), 3)).ok());
+  EXPECT_EQ(ReadFile(dir.File("h1.tsv")), ReadFile(dir.File("h3.tsv")));
+  EXPECT_EQ(TabRows(ReadFile(dir.File("h1.tsv"))).size(), o.num_edges());
 }
 
 TEST(RmatTest, BadOptionsAreInvalidArgument) {
@@ -321,6 +349,17 @@ TEST(RmatTest, BadOptionsAreInvalidArgument) {
       {[](RmatOptions* o) { o->a = 0.9; }, "a + b + c"},
       {[](RmatOptions* o) { o->b = -0.1; }, "[0, 1]"},
       {[](RmatOptions* o) { o->chunk_edges = 0; }, "chunk_edges"},
+      {[](RmatOptions* o) { o->hubs = 1025; }, "--hubs"},
+      {[](RmatOptions* o) {
+         o->hubs = 1;
+         o->hub_fraction = 0;
+       },
+       "--hub-fraction"},
+      {[](RmatOptions* o) {
+         o->hubs = 1;
+         o->hub_fraction = 1e-4;
+       },
+       "no edges per hub"},
   };
   TempDir dir;
   for (const Case& c : cases) {
@@ -329,7 +368,7 @@ TEST(RmatTest, BadOptionsAreInvalidArgument) {
     const absl::Status s = o.Validate();
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
     EXPECT_THAT(std::string(s.message()), HasSubstr(c.message));
-    EXPECT_EQ(GenerateRmat(o, Out(dir.File("x.tsv"))).code(),
+    EXPECT_EQ(GenerateRmat(o, GenOutputTo(dir.File("x.tsv"))).code(),
               absl::StatusCode::kInvalidArgument);
   }
   EXPECT_TRUE(dir.Files().empty());
@@ -344,17 +383,17 @@ TEST(GenOutputTest, ExistingOutputNeedsOverwrite) {
   TempDir dir;
   const std::string path = dir.File("g.tsv");
   WriteFile(path, "precious\n");
-  const absl::Status s = GenerateRmat(SmallRmat(), Out(path));
+  const absl::Status s = GenerateRmat(SmallRmat(), GenOutputTo(path));
   EXPECT_EQ(s.code(), absl::StatusCode::kAlreadyExists);
   EXPECT_THAT(std::string(s.message()), HasSubstr(path));
   EXPECT_THAT(std::string(s.message()), HasSubstr("--overwrite"));
   EXPECT_EQ(ReadFile(path), "precious\n");
   EXPECT_EQ(dir.Files(), std::vector<std::string>{"g.tsv"});
 
-  GenOutputOptions out = Out(path);
+  GenOutputOptions out = GenOutputTo(path);
   out.overwrite = true;
   ASSERT_TRUE(GenerateRmat(SmallRmat(), out).ok());
-  EXPECT_EQ(SplitLines(ReadFile(path)).size(), SmallRmat().num_edges());
+  EXPECT_EQ(TabRows(ReadFile(path)).size(), SmallRmat().num_edges());
   EXPECT_EQ(dir.Files(), std::vector<std::string>{"g.tsv"});
 }
 
@@ -385,7 +424,7 @@ TEST(GenOutputTest, UncommittedFileLeavesNothing) {
 TEST(GenOutputTest, UnwritableDirectoryNamesThePath) {
   TempDir dir;
   const std::string path = dir.File("no/such/dir/g.tsv");
-  const absl::Status s = GenerateRmat(SmallRmat(), Out(path));
+  const absl::Status s = GenerateRmat(SmallRmat(), GenOutputTo(path));
   EXPECT_FALSE(s.ok());
   EXPECT_THAT(std::string(s.message()), HasSubstr("no/such/dir/g.tsv"));
 }
@@ -474,21 +513,23 @@ TEST(SbmTest, FilesDeterministicThreadIndependentAndLabelled) {
   TempDir dir;
   const SbmOptions o = SmallSbm();
   GenStats stats;
-  ASSERT_TRUE(
-      GenerateSbm(o, Out(dir.File("a.tsv"), 1), dir.File("a.labels"), &stats)
-          .ok());
+  ASSERT_TRUE(GenerateSbm(o, GenOutputTo(dir.File("a.tsv"), 1),
+                          dir.File("a.labels"), &stats)
+                  .ok());
   EXPECT_EQ(stats.edges, 20030u);
   ASSERT_TRUE(
-      GenerateSbm(o, Out(dir.File("b.tsv"), 2), dir.File("b.labels")).ok());
+      GenerateSbm(o, GenOutputTo(dir.File("b.tsv"), 2), dir.File("b.labels"))
+          .ok());
   SbmOptions other = o;
   other.seed = 6;
   ASSERT_TRUE(
-      GenerateSbm(other, Out(dir.File("c.tsv")), dir.File("c.labels")).ok());
+      GenerateSbm(other, GenOutputTo(dir.File("c.tsv")), dir.File("c.labels"))
+          .ok());
   const std::string a = ReadFile(dir.File("a.tsv"));
   EXPECT_EQ(a, ReadFile(dir.File("b.tsv")));
   EXPECT_NE(a, ReadFile(dir.File("c.tsv")));
 
-  const auto rows = SplitLines(a);
+  const auto rows = TabRows(a);
   const auto edges = AllSbmEdges(o);
   ASSERT_EQ(rows.size(), edges.size());
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -497,7 +538,7 @@ TEST(SbmTest, FilesDeterministicThreadIndependentAndLabelled) {
     EXPECT_EQ(std::stoull(rows[i][1]), edges[i].second);
   }
 
-  const auto labels = SplitLines(ReadFile(dir.File("a.labels")));
+  const auto labels = TabRows(ReadFile(dir.File("a.labels")));
   ASSERT_EQ(labels.size(), o.nodes);
   for (uint64_t i = 0; i < o.nodes; ++i) {
     ASSERT_EQ(labels[i].size(), 2u);
@@ -512,9 +553,11 @@ TEST(SbmTest, FilesDeterministicThreadIndependentAndLabelled) {
 TEST(SbmTest, GzipBothFiles) {
   TempDir dir;
   const SbmOptions o = SmallSbm();
-  ASSERT_TRUE(GenerateSbm(o, Out(dir.File("g.tsv")), dir.File("l.tsv")).ok());
   ASSERT_TRUE(
-      GenerateSbm(o, Out(dir.File("g.tsv.gz")), dir.File("l.tsv.gz")).ok());
+      GenerateSbm(o, GenOutputTo(dir.File("g.tsv")), dir.File("l.tsv")).ok());
+  ASSERT_TRUE(
+      GenerateSbm(o, GenOutputTo(dir.File("g.tsv.gz")), dir.File("l.tsv.gz"))
+          .ok());
   EXPECT_EQ(GunzipFile(dir.File("g.tsv.gz")), ReadFile(dir.File("g.tsv")));
   EXPECT_EQ(GunzipFile(dir.File("l.tsv.gz")), ReadFile(dir.File("l.tsv")));
 }
@@ -522,8 +565,8 @@ TEST(SbmTest, GzipBothFiles) {
 TEST(SbmTest, ExistingLabelsFileBlocksBothOutputs) {
   TempDir dir;
   WriteFile(dir.File("l.tsv"), "keep\n");
-  const absl::Status s =
-      GenerateSbm(SmallSbm(), Out(dir.File("g.tsv")), dir.File("l.tsv"));
+  const absl::Status s = GenerateSbm(SmallSbm(), GenOutputTo(dir.File("g.tsv")),
+                                     dir.File("l.tsv"));
   EXPECT_EQ(s.code(), absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(ReadFile(dir.File("l.tsv")), "keep\n");
   EXPECT_EQ(dir.Files(), std::vector<std::string>{"l.tsv"});
@@ -554,7 +597,8 @@ TEST(SbmTest, BadOptionsAreInvalidArgument) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
     EXPECT_THAT(std::string(s.message()), HasSubstr(c.message));
     EXPECT_EQ(
-        GenerateSbm(o, Out(dir.File("x.tsv")), dir.File("x.labels")).code(),
+        GenerateSbm(o, GenOutputTo(dir.File("x.tsv")), dir.File("x.labels"))
+            .code(),
         absl::StatusCode::kInvalidArgument);
   }
   // One block with mixing 0 is fine.
@@ -564,7 +608,7 @@ TEST(SbmTest, BadOptionsAreInvalidArgument) {
   EXPECT_TRUE(one.Validate().ok());
 
   const absl::Status no_labels =
-      GenerateSbm(SmallSbm(), Out(dir.File("x.tsv")), "");
+      GenerateSbm(SmallSbm(), GenOutputTo(dir.File("x.tsv")), "");
   EXPECT_EQ(no_labels.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(no_labels.message()), HasSubstr("--labels-out"));
   EXPECT_TRUE(dir.Files().empty());
@@ -589,7 +633,7 @@ TEST(GenCliTest, RmatAndSbmSmoke) {
   o.scale = 6;
   o.edge_factor = 2;
   o.seed = 1;
-  ASSERT_TRUE(GenerateRmat(o, Out(dir.File("lib.tsv"))).ok());
+  ASSERT_TRUE(GenerateRmat(o, GenOutputTo(dir.File("lib.tsv"))).ok());
   EXPECT_EQ(ReadFile(out), ReadFile(dir.File("lib.tsv")));
   // Existing output without --overwrite: non-zero exit, file untouched.
   EXPECT_NE(RunShell(bin + " gen rmat --scale 6 --quiet --out " + out +
@@ -597,14 +641,21 @@ TEST(GenCliTest, RmatAndSbmSmoke) {
             0);
   EXPECT_EQ(ReadFile(out), ReadFile(dir.File("lib.tsv")));
 
+  ASSERT_EQ(RunShell(bin +
+                     " gen rmat --scale 8 --edge-factor 4 --hubs 2 "
+                     "--hub-fraction 0.5 --quiet --out " +
+                     dir.File("hubs.tsv")),
+            0);
+  EXPECT_EQ(TabRows(ReadFile(dir.File("hubs.tsv"))).size(), 1024u + 2 * 128);
+
   ASSERT_EQ(
       RunShell(bin +
                  " gen sbm --nodes 100 --blocks 4 --avg_degree 6 "
                  "--mixing 0.1 --quiet --out " +
                  dir.File("s.tsv") + " --labels_out " + dir.File("s.labels")),
       0);
-  EXPECT_EQ(SplitLines(ReadFile(dir.File("s.tsv"))).size(), 300u);
-  EXPECT_EQ(SplitLines(ReadFile(dir.File("s.labels"))).size(), 100u);
+  EXPECT_EQ(TabRows(ReadFile(dir.File("s.tsv"))).size(), 300u);
+  EXPECT_EQ(TabRows(ReadFile(dir.File("s.labels"))).size(), 100u);
   EXPECT_NE(RunShell(bin + " gen nosuch --quiet --out " + dir.File("n") +
                        " 2>/dev/null"),
             0);
