@@ -216,6 +216,9 @@ TEST(EvalFlagsTest, DefaultIsAllNodesOnASampleOfEdges) {
   EXPECT_EQ(options->max_edges, 0u);
   EXPECT_TRUE(options->by_relation);
 
+  // Train's per-epoch validation defaults to the same protocol, smaller.
+  EXPECT_EQ(absl::GetFlag(FLAGS_eval_negatives).value, 0u);
+  EXPECT_EQ(absl::GetFlag(FLAGS_eval_max_edges), 2000u);
 }
 
 TEST(EvalFlagsTest, NegativesParse) {
