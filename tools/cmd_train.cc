@@ -10,6 +10,7 @@
 #include "storage/status_macros.h"
 #include "tools/cli.h"
 #include "tools/common_flags.h"
+#include "tools/eval_flags.h"
 #include "tools/progress.h"
 #include "partition/importer.h"
 #include "train/train_loop.h"
@@ -62,7 +63,9 @@ ABSL_FLAG(std::string, batching, "fixed",
           "train: fixed (--batch-size edges per batch) or variance-aware (batches of equal "
           "work, i.e. feature non-zeros, dealt to whichever trainer is free).");
 ABSL_FLAG(bool, eval_valid, false,
-          "train: report validation MRR (sampled) after each epoch.");
+          "train: after each epoch, filtered validation MRR with its 95% interval, by "
+          "default of a sample of --eval-max-edges valid edges ranked against all nodes "
+          "(--eval-negatives).");
 
 namespace ember::tools {
 namespace {
@@ -103,6 +106,8 @@ absl::StatusOr<TrainOptions> OptionsFromFlags() {
   o.from_scratch = absl::GetFlag(FLAGS_from_scratch);
   o.deterministic = absl::GetFlag(FLAGS_deterministic);
   o.eval_valid = absl::GetFlag(FLAGS_eval_valid);
+  o.eval_negatives = absl::GetFlag(FLAGS_eval_negatives).value;
+  o.eval_max_edges = absl::GetFlag(FLAGS_eval_max_edges);
   o.only_new_edges = absl::GetFlag(FLAGS_only_new_edges);
   RETURN_IF_ERROR(o.Validate());
   return o;
@@ -133,6 +138,10 @@ int TrainMain(const std::vector<std::string>& args) {
     std::fprintf(stderr, "%s already trained %d epochs; nothing to do (raise --epochs or "
                  "pass --from-scratch)\n", args[0].c_str(), summary->start_epoch);
   }
+  if (!absl::GetFlag(FLAGS_json) && !summary->epochs.empty() && summary->epochs[0].valid) {
+    std::printf("validation after each epoch: %s\n",
+                DescribeProtocol(*summary->epochs[0].valid).c_str());
+  }
   for (const EpochStats& e : summary->epochs) {
     if (absl::GetFlag(FLAGS_json)) {
       nlohmann::json j = {{"epoch", e.epoch}, {"loss", e.loss}, {"edges", e.edges},
@@ -144,16 +153,21 @@ int TrainMain(const std::vector<std::string>& args) {
                           {"batch_nnz_max_over_mean", e.batch_nnz_max_over_mean},
                           {"edge_cost", e.edge_cost},
                           {"idle_share", e.idle_share}};
-      if (e.valid_mrr) j["valid_mrr"] = *e.valid_mrr;
+      if (e.valid) {
+        j["valid_mrr"] = e.valid->filtered.mrr;
+        j["valid_mrr_ci95"] = e.valid->filtered.mrr_ci95;
+        j["valid_edges"] = e.valid->edges;
+        j["valid_protocol"] = DescribeProtocol(*e.valid);
+      }
       std::printf("%s\n", j.dump().c_str());
     } else {
       std::string line = absl::StrFormat(
           "epoch %d: loss %.4f, %s edges in %.2f s (%s edges/s), %llu partition loads", e.epoch,
           e.loss, HumanCount(e.edges), e.seconds, HumanCount(e.edges_per_second),
           (unsigned long long)e.partition_loads);
-      if (e.valid_mrr) {
-        absl::StrAppendFormat(&line, ", valid MRR %.4f (%llu sampled negatives)", *e.valid_mrr,
-                              (unsigned long long)options->eval_negatives);
+      if (e.valid) {
+        absl::StrAppendFormat(&line, ", valid MRR %.4f ± %.4f", e.valid->filtered.mrr,
+                              e.valid->filtered.mrr_ci95);
       }
       absl::StrAppendFormat(&line, "\n  %llu batches, time cv %.2f",
                             (unsigned long long)e.batches, e.batch_seconds_cv);

@@ -21,6 +21,7 @@
 #include "tbb/parallel_for.h"
 #include "tbb/task_arena.h"
 #include "train/candidate_scorer.h"
+#include "train/rank_metrics.h"
 
 namespace ember {
 namespace {
@@ -88,34 +89,6 @@ struct Scratch {
   std::vector<float> queries, trues, scores;
 };
 
-struct Sums {
-  double rr = 0, rank = 0, hits1 = 0, hits3 = 0, hits10 = 0, auc = 0;
-  uint64_t count = 0;
-  void Add(double greater, double equal, double negatives) {
-    const double rank_q = 1.0 + greater + 0.5 * equal;
-    rr += 1.0 / rank_q;
-    rank += rank_q;
-    hits1 += rank_q <= 1.0;
-    hits3 += rank_q <= 3.0;
-    hits10 += rank_q <= 10.0;
-    auc += negatives > 0 ? (negatives - greater - 0.5 * equal) / negatives : 1.0;
-    ++count;
-  }
-  RankMetrics Metrics() const {
-    RankMetrics m;
-    m.count = count;
-    if (count == 0) return m;
-    const double n = static_cast<double>(count);
-    m.mrr = rr / n;
-    m.mr = rank / n;
-    m.hits1 = hits1 / n;
-    m.hits3 = hits3 / n;
-    m.hits10 = hits10 / n;
-    m.auc = auc / n;
-    return m;
-  }
-};
-
 // `count` distinct positions in [0, total), sorted (Floyd's algorithm).
 std::vector<uint64_t> SamplePositions(uint64_t total, uint64_t count,
                                       uint64_t seed) {
@@ -161,6 +134,7 @@ class EvalRun {
       positions_ = SamplePositions(total, options_.max_edges, options_.seed);
       sampled_ = true;
     }
+    if (options_.by_relation) by_relation_.resize(manifest_.relations.size());
     batch_edges_ = options_.batch_edges;
     if (batch_edges_ == 0) {
       batch_edges_ = std::clamp<uint64_t>(
@@ -204,7 +178,13 @@ class EvalRun {
     EvalResult result;
     result.filtered = filtered_.Metrics();
     result.raw = raw_.Metrics();
+    for (const RankSums& sums : by_relation_) {
+      result.by_relation.push_back(sums.Metrics());
+    }
     result.edges = edges_;
+    result.split_edges = total;
+    result.num_nodes = manifest_.num_nodes;
+    result.negatives = options_.negatives;
     result.seconds = absl::ToDoubleSeconds(absl::Now() - start);
     return result;
   }
@@ -253,7 +233,8 @@ class EvalRun {
   uint64_t batch_edges_ = 0;
   uint64_t batches_ = 0;
   uint64_t edges_ = 0;
-  Sums filtered_, raw_;
+  RankSums filtered_, raw_;
+  std::vector<RankSums> by_relation_;  // filtered; sized when asked for
 
   // The current batch.
   std::vector<EvalEdge> batch_;
@@ -514,16 +495,23 @@ absl::Status EvalRun::RunBatch() {
     candidates = manifest_.num_nodes;
   }
 
-  // Fold into the sums in query order (deterministic).
-  for (size_t q = 0; q < q_count; ++q) {
-    const std::atomic<uint64_t>* c = &counters_[q * kNumCounters];
-    const double raw_greater = double(c[kAllGreater] - c[kSelfGreater]);
-    const double raw_equal = double(c[kAllEqual] - c[kSelfEqual]);
-    const double raw_n = double(candidates - c[kSelfCount]);
-    raw_.Add(raw_greater, raw_equal, raw_n);
-    filtered_.Add(raw_greater - double(c[kFilterGreater]),
-                  raw_equal - double(c[kFilterEqual]),
-                  raw_n - double(c[kFilterCount]));
+  // Fold into the sums in edge order (deterministic).
+  for (size_t e = 0; e < batch_.size(); ++e) {
+    QueryRank raw[2], filtered[2];  // tail, head
+    for (int side = 0; side < 2; ++side) {
+      const std::atomic<uint64_t>* c = &counters_[(2 * e + side) * kNumCounters];
+      raw[side].greater = double(c[kAllGreater] - c[kSelfGreater]);
+      raw[side].equal = double(c[kAllEqual] - c[kSelfEqual]);
+      raw[side].negatives = double(candidates - c[kSelfCount]);
+      filtered[side].greater = raw[side].greater - double(c[kFilterGreater]);
+      filtered[side].equal = raw[side].equal - double(c[kFilterEqual]);
+      filtered[side].negatives = raw[side].negatives - double(c[kFilterCount]);
+    }
+    raw_.AddEdge(raw[0], raw[1]);
+    filtered_.AddEdge(filtered[0], filtered[1]);
+    if (!by_relation_.empty()) {
+      by_relation_[batch_[e].rel].AddEdge(filtered[0], filtered[1]);
+    }
   }
   edges_ += batch_.size();
   batch_.clear();
@@ -544,6 +532,19 @@ class OneBlasThread {
 };
 
 }  // namespace
+
+std::string DescribeProtocol(const EvalResult& r) {
+  const std::string against =
+      r.negatives == 0
+          ? absl::StrCat("all ", r.num_nodes, " nodes")
+          : absl::StrCat(r.negatives, " sampled negatives (optimistic)");
+  const std::string on =
+      r.edges < r.split_edges
+          ? absl::StrCat("a sample of ", r.edges, " of ", r.split_edges, " edges")
+          : absl::StrCat("all ", r.edges, " edges");
+  return absl::StrCat("filtered ranking against ", against, " on ", on, " (",
+                      2 * r.edges, " queries)");
+}
 
 absl::Status EvalOptions::Validate() const {
   if (threads < 0) {

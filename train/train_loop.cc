@@ -32,6 +32,18 @@ using Clock = std::chrono::steady_clock;
 // Rounds scheduled ahead for the buffer's eviction choice.
 constexpr size_t kLookaheadRounds = 64;
 
+// The per-epoch validation: the valid split, the same seeded sample of edges
+// every epoch.
+EvalOptions ValidationOptions(const TrainOptions& options) {
+  EvalOptions eo;
+  eo.split = Split::kValid;
+  eo.negatives = options.eval_negatives;
+  eo.max_edges = options.eval_max_edges;
+  eo.seed = options.seed;
+  eo.threads = options.threads;
+  return eo;
+}
+
 // Orchestration only: restores or initialises the model, then for each epoch
 // runs the streaming pipeline (batch_pipeline.h) over the rounds of the
 // bucket scheduler in stretches, syncs parameters between stretches,
@@ -58,7 +70,7 @@ class TrainLoop final : public RoundHooks {
   // stop_after_buckets fired.
   absl::Status TrainEpoch(int epoch, uint64_t first_round, bool* stopped);
   void OnBatchDone(const BatchDone& d);
-  absl::StatusOr<double> ValidationMrr();
+  absl::StatusOr<EvalResult> Validate();
   void ResetBatchStats();
   bool CheckpointDue() const {
     return options_.checkpoint_every > 0 &&
@@ -308,7 +320,12 @@ absl::Status TrainLoop::AppendMetrics(const EpochStats& s) {
                       {"batch_nnz_max_over_mean", s.batch_nnz_max_over_mean},
                       {"edge_cost", s.edge_cost},
                       {"idle_share", s.idle_share}};
-  if (s.valid_mrr.has_value()) j["valid_mrr"] = *s.valid_mrr;
+  if (s.valid.has_value()) {
+    j["valid_mrr"] = s.valid->filtered.mrr;
+    j["valid_mrr_ci95"] = s.valid->filtered.mrr_ci95;
+    j["valid_edges"] = s.valid->edges;
+    j["valid_protocol"] = DescribeProtocol(*s.valid);
+  }
   const std::string path = graph_->dir() + "/metrics.jsonl";
   std::FILE* f = std::fopen(path.c_str(), "a");
   if (f == nullptr) return absl::InternalError(absl::StrCat("cannot append to ", path));
@@ -425,30 +442,21 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
   return absl::OkStatus();
 }
 
-absl::StatusOr<double> TrainLoop::ValidationMrr() {
-  EvalOptions eo;
-  eo.split = Split::kValid;
-  eo.negatives = options_.eval_negatives;
-  eo.max_edges = options_.eval_max_edges;
-  eo.seed = options_.seed;
-  eo.threads = options_.threads;
+absl::StatusOr<EvalResult> TrainLoop::Validate() {
+  const EvalOptions eo = ValidationOptions(options_);
   std::vector<uint32_t> all(P_);
   for (uint32_t p = 0; p < P_; ++p) all[p] = p;
   ASSIGN_OR_RETURN(bool resident, buffer_->AllResident(all));
   if (resident && options_.model.featurized == FeaturizedMode::kOff) {
     // Every row is in memory: rank against it directly.
-    ASSIGN_OR_RETURN(
-        EvalResult er,
-        Evaluate(*graph_, options_.model, relations_,
-                 [this](uint32_t p) -> absl::StatusOr<const float*> {
-                   return buffer_->Get(p)->embeddings.data();
-                 },
-                 eo));
-    return er.filtered.mrr;
+    return Evaluate(*graph_, options_.model, relations_,
+                    [this](uint32_t p) -> absl::StatusOr<const float*> {
+                      return buffer_->Get(p)->embeddings.data();
+                    },
+                    eo);
   }
   ASSIGN_OR_RETURN(StoredModel stored, LoadStoredModel(*graph_));
-  ASSIGN_OR_RETURN(EvalResult er, Evaluate(*graph_, stored, eo));
-  return er.filtered.mrr;
+  return Evaluate(*graph_, stored, eo);
 }
 
 absl::StatusOr<TrainSummary> TrainLoop::Run() {
@@ -525,7 +533,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     stats.partition_loads = buffer_->loads() - loads_before;
     stats.checkpoint_version = committed_version_;
     if (options_.eval_valid && m.edges.valid > 0) {
-      ASSIGN_OR_RETURN(stats.valid_mrr, ValidationMrr());
+      ASSIGN_OR_RETURN(stats.valid, Validate());
     }
     RETURN_IF_ERROR(AppendMetrics(stats));
     summary.epochs.push_back(stats);
@@ -545,6 +553,7 @@ absl::Status TrainOptions::Validate() const {
   if (num_uniform_negs < 0) return absl::InvalidArgumentError("--num-uniform-negs must be >= 0");
   if (threads < 1) return absl::InvalidArgumentError("threads must be >= 1 (resolved by the caller)");
   if (memory_budget == 0) return absl::InvalidArgumentError("--memory-budget must be > 0");
+  if (eval_valid) RETURN_IF_ERROR(ValidationOptions(*this).Validate());
   if (devices.empty() && (trainers < 1 || trainers > threads)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--trainers ", trainers, " must be between 1 and --threads (", threads, ")"));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "train/evaluator.h"
 #include "train/train_options.h"
 
 namespace ember {
@@ -22,7 +23,9 @@ struct EpochStats {
   double edges_per_second = 0;
   uint64_t partition_loads = 0;
   uint64_t checkpoint_version = 0;
-  std::optional<double> valid_mrr;  // when eval_valid and a valid split
+  // With eval_valid and a valid split: the validation after this epoch
+  // (filtered.mrr, its mrr_ci95, the sample size; DescribeProtocol).
+  std::optional<EvalResult> valid;
   // Batches of the epoch (this run) and their spread: coefficient of
   // variation of per-batch time, and cv and max/mean of per-batch feature
   // non-zeros (of the edges' endpoints; 0 without features).

@@ -88,11 +88,19 @@ struct TrainOptions {
   // edge cost instead of the measured one: with threads == 1, bit-identical
   // results whether resumed or not. Default: false.
   bool deterministic = false;
-  // Validation MRR after each epoch (when the graph has a valid split),
-  // against `eval_negatives` sampled nodes on up to `eval_max_edges` edges.
+  // Validation after each epoch (when the graph has a valid split): filtered
+  // MRR with its 95 % interval (train/evaluator.h) of the same seeded sample
+  // of valid edges every epoch, so that epochs compare on the same queries.
+  // Default: false.
   bool eval_valid = false;
-  uint64_t eval_negatives = 1000;
-  uint64_t eval_max_edges = 10000;
+  // 0: rank against every node; N: against N sampled negatives, which
+  // flatters (evaluator.h). Default: 0.
+  uint64_t eval_negatives = 0;
+  // Valid edges in the sample; 0: all of them. Smaller than `ember eval`'s
+  // 10,000 because it runs every epoch: 2,000 edges bound the 95 %
+  // interval of MRR to at most ±0.022 (1.96 · 0.5 / √2000) at a fifth of
+  // the cost, enough to follow the trend between epochs. Default: 2000.
+  uint64_t eval_max_edges = 2000;
   // Called often from one thread at a time; throttle in the callee.
   std::function<void(const TrainProgress&)> progress;
   // Train only the edges of the latest `import --append` and update only

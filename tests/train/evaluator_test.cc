@@ -162,6 +162,15 @@ TinyGraphSpec RandomSpec(int nodes, int train_edges, int test_edges,
   return spec;
 }
 
+// A graph of `spec` at tmp/g whose rows are RandomRow of the node names.
+std::unique_ptr<Graph> RandomRowGraph(const TempDir& tmp,
+                                      const TinyGraphSpec& spec,
+                                      const ModelOptions& model) {
+  return MakeGraph(tmp, spec, model, [&](std::string_view n, float* r) {
+    RandomRow(model.dim, n, r);
+  });
+}
+
 TEST(EvaluatorTest, SameResultForThreadsBatchesAndPartitionLayouts) {
   TempDir tmp;
   ModelOptions model;
@@ -231,32 +240,44 @@ TEST(EvaluatorTest, SameResultForThreadsBatchesAndPartitionLayouts) {
   ExpectSameMetrics(three_parts.filtered, in_memory->filtered);
 }
 
-// A ring n_i -> n_{i+1} under ComplEx with dim 2: e_i = exp(i θ_i) and the
-// relation rotates by one step, so every true answer is the unique best.
-TEST(EvaluatorTest, PerfectEmbeddingsRankFirst) {
-  TempDir tmp;
-  const int n = 40;
+// A ring of n nodes, n_i -> n_{i+1} ("next"), every `test_every`-th edge a
+// test edge, under ComplEx with dim 2: e_i = exp(i θ_i) with θ_i = step ·
+// (i + u_i), u_i uniform in [-noise, noise] (0 when noise is 0), and the
+// relation rotates by one step. Without noise every true answer is the
+// unique best; with it, true answers rank up to a few times `noise` down.
+std::unique_ptr<Graph> RingGraph(const TempDir& tmp, int n, int test_every,
+                                 double noise, uint32_t partitions) {
   TinyGraphSpec spec;
-  spec.partitions = 2;
+  spec.partitions = partitions;
   for (int i = 0; i < n; ++i) {
-    absl::StrAppend(i % 4 == 0 ? &spec.test : &spec.train, "n", i, "\tnext\tn",
-                    (i + 1) % n, "\n");
+    absl::StrAppend(i % test_every == 0 ? &spec.test : &spec.train, "n", i,
+                    "\tnext\tn", (i + 1) % n, "\n");
   }
   ModelOptions model;
   model.op = Operator::kComplexDiagonal;
   model.dim = 2;
   const double step = 2 * std::numbers::pi / n;
-  auto graph = MakeGraph(
+  return MakeGraph(
       tmp, spec, model,
       [&](std::string_view name, float* r) {
         const int i = std::stoi(std::string(name.substr(1)));
-        r[0] = std::cos(step * i);
-        r[1] = std::sin(step * i);
+        std::mt19937 rng(i);
+        const double u =
+            noise > 0
+                ? std::uniform_real_distribution<double>(-noise, noise)(rng)
+                : 0;
+        r[0] = std::cos(step * (i + u));
+        r[1] = std::sin(step * (i + u));
       },
       [&](std::string_view, float* p) {
         p[0] = std::cos(step);
         p[1] = std::sin(step);
       });
+}
+
+TEST(EvaluatorTest, PerfectEmbeddingsRankFirst) {
+  TempDir tmp;
+  auto graph = RingGraph(tmp, 40, 4, 0, 2);
   ASSERT_NE(graph, nullptr);
   const EvalResult r = EvalStored(*graph, EvalOptions{});
   EXPECT_EQ(r.edges, 10u);
@@ -265,6 +286,10 @@ TEST(EvaluatorTest, PerfectEmbeddingsRankFirst) {
     EXPECT_DOUBLE_EQ(m.mr, 1);
     EXPECT_DOUBLE_EQ(m.hits1, 1);
     EXPECT_DOUBLE_EQ(m.auc, 1);
+    // Identical ranks: an interval of zero width.
+    EXPECT_EQ(m.mrr_ci95, 0);
+    EXPECT_EQ(m.hits1_ci95, 0);
+    EXPECT_EQ(m.hits10_ci95, 0);
   }
   EvalOptions sampled;
   sampled.negatives = 5;
@@ -279,10 +304,7 @@ TEST(EvaluatorTest, RandomEmbeddingsGiveChanceAuc) {
   model.op = Operator::kTranslation;
   model.comparator = Comparator::kL2;
   model.dim = 16;
-  auto graph = MakeGraph(tmp, RandomSpec(400, 1200, 250, 2, 2), model,
-                         [&](std::string_view n, float* r) {
-                           RandomRow(model.dim, n, r);
-                         });
+  auto graph = RandomRowGraph(tmp, RandomSpec(400, 1200, 250, 2, 2), model);
   ASSERT_NE(graph, nullptr);
   const EvalResult r = EvalStored(*graph, EvalOptions{});
   EXPECT_EQ(r.raw.count, 500u);
@@ -296,10 +318,7 @@ TEST(EvaluatorTest, MaxEdgesSamplesDeterministically) {
   TempDir tmp;
   ModelOptions model;
   model.dim = 4;
-  auto graph = MakeGraph(tmp, RandomSpec(100, 300, 60, 1, 2), model,
-                         [&](std::string_view n, float* r) {
-                           RandomRow(model.dim, n, r);
-                         });
+  auto graph = RandomRowGraph(tmp, RandomSpec(100, 300, 60, 1, 2), model);
   ASSERT_NE(graph, nullptr);
   EvalOptions options;
   options.max_edges = 17;
@@ -311,6 +330,102 @@ TEST(EvaluatorTest, MaxEdgesSamplesDeterministically) {
   ExpectSameMetrics(a.raw, b.raw);
   options.max_edges = 1000;  // more than the split: all of it
   EXPECT_EQ(EvalStored(*graph, options).edges, 60u);
+}
+
+// Angles off by up to 4 steps: true answers rank anywhere from 1 to a few
+// dozen, so reciprocal ranks spread over (0, 1].
+TEST(EvaluatorTest, IntervalShrinksWithSampleSize) {
+  TempDir tmp;
+  auto graph = RingGraph(tmp, 800, 2, 4, 1);
+  ASSERT_NE(graph, nullptr);
+  EvalOptions options;
+  options.max_edges = 16;
+  const EvalResult small = EvalStored(*graph, options);
+  options.max_edges = 0;
+  const EvalResult all = EvalStored(*graph, options);
+  EXPECT_EQ(small.edges, 16u);
+  EXPECT_EQ(all.edges, 400u);
+  EXPECT_EQ(all.filtered.edges, 400u);
+  EXPECT_GT(all.filtered.mrr_ci95, 0);
+  // 25 times the edges: about 5 times narrower.
+  EXPECT_LT(all.filtered.mrr_ci95, small.filtered.mrr_ci95 / 2.5);
+  EXPECT_LT(all.filtered.hits3_ci95, small.filtered.hits3_ci95 / 2.5);
+  // The small sample's estimate lies near the whole split's: within twice
+  // its 95 % half-width, which chance alone exceeds about once in 10^4.
+  EXPECT_NEAR(small.filtered.mrr, all.filtered.mrr, 2 * small.filtered.mrr_ci95);
+}
+
+TEST(EvaluatorTest, ByRelationAveragesBackToOverall) {
+  TempDir tmp;
+  ModelOptions model;
+  model.op = Operator::kDiagonal;
+  model.dim = 6;
+  auto row = [&](std::string_view n, float* r) { RandomRow(model.dim, n, r); };
+  auto rel = [&](std::string_view n, float* p) {
+    RandomRow(model.dim, absl::StrCat("rel:", std::string(n)), p);
+  };
+  auto graph = MakeGraph(tmp, RandomSpec(200, 600, 150, 4, 2), model, row, rel);
+  ASSERT_NE(graph, nullptr);
+  EvalOptions options;
+  EXPECT_TRUE(EvalStored(*graph, options).by_relation.empty());
+  options.by_relation = true;
+  const EvalResult r = EvalStored(*graph, options);
+  ASSERT_EQ(r.by_relation.size(), graph->manifest().relations.size());
+  uint64_t count = 0, edges = 0;
+  double mrr = 0, mr = 0, hits1 = 0, hits3 = 0, hits10 = 0, auc = 0;
+  int relations_with_edges = 0;
+  for (const RankMetrics& m : r.by_relation) {
+    EXPECT_EQ(m.count, 2 * m.edges);
+    relations_with_edges += m.edges > 0;
+    count += m.count;
+    edges += m.edges;
+    mrr += m.mrr * m.count;
+    mr += m.mr * m.count;
+    hits1 += m.hits1 * m.count;
+    hits3 += m.hits3 * m.count;
+    hits10 += m.hits10 * m.count;
+    auc += m.auc * m.count;
+  }
+  EXPECT_EQ(relations_with_edges, 4);
+  EXPECT_EQ(count, r.filtered.count);
+  EXPECT_EQ(edges, r.edges);
+  EXPECT_NEAR(mrr / count, r.filtered.mrr, 1e-12);
+  EXPECT_NEAR(mr / count, r.filtered.mr, 1e-9);
+  EXPECT_NEAR(hits1 / count, r.filtered.hits1, 1e-12);
+  EXPECT_NEAR(hits3 / count, r.filtered.hits3, 1e-12);
+  EXPECT_NEAR(hits10 / count, r.filtered.hits10, 1e-12);
+  EXPECT_NEAR(auc / count, r.filtered.auc, 1e-12);
+  // Asking for relations changes nothing else.
+  options.by_relation = false;
+  ExpectSameMetrics(EvalStored(*graph, options).filtered, r.filtered);
+}
+
+TEST(EvaluatorTest, ProtocolNamesCandidatesAndSample) {
+  TempDir tmp;
+  ModelOptions model;
+  model.dim = 4;
+  auto graph = RandomRowGraph(tmp, RandomSpec(100, 300, 60, 1, 2), model);
+  ASSERT_NE(graph, nullptr);
+  const uint64_t nodes = graph->manifest().num_nodes;
+  EvalOptions options;
+  EvalResult r = EvalStored(*graph, options);
+  EXPECT_EQ(r.split_edges, 60u);
+  EXPECT_EQ(r.num_nodes, nodes);
+  EXPECT_EQ(r.negatives, 0u);
+  EXPECT_EQ(DescribeProtocol(r),
+            absl::StrCat("filtered ranking against all ", nodes,
+                         " nodes on all 60 edges (120 queries)"));
+  options.max_edges = 10;
+  r = EvalStored(*graph, options);
+  EXPECT_EQ(DescribeProtocol(r),
+            absl::StrCat("filtered ranking against all ", nodes,
+                         " nodes on a sample of 10 of 60 edges (20 queries)"));
+  options.negatives = 25;
+  r = EvalStored(*graph, options);
+  EXPECT_EQ(r.negatives, 25u);
+  EXPECT_EQ(DescribeProtocol(r),
+            "filtered ranking against 25 sampled negatives (optimistic) on a "
+            "sample of 10 of 60 edges (20 queries)");
 }
 
 TEST(EvaluatorTest, Errors) {

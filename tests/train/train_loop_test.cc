@@ -4,6 +4,7 @@
 #include "train/train_loop.h"
 
 #include <cmath>
+#include <optional>
 #include <random>
 #include <string>
 #include <tuple>
@@ -142,6 +143,53 @@ TEST_F(TrainLoopTest, MetricsGetOneLinePerEpochAcrossResumes) {
   EXPECT_FALSE(none->stopped);
   EXPECT_EQ(none->checkpoint_version, more->checkpoint_version);
   EXPECT_EQ(MetricsLines(dir).size(), 5u);
+}
+
+// --eval-valid: by default the same sample of valid edges every epoch,
+// ranked against every node, its size and interval in metrics.jsonl;
+// sampled negatives on request, labelled.
+TEST_F(TrainLoopTest, ValidationRanksASampleAgainstAllNodes) {
+  EXPECT_EQ(TrainOptions{}.eval_negatives, 0u);
+  const std::string dir = NewGraph(2);
+  auto m = ManifestOf(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_GT(m->edges.valid, 100u);
+  TrainOptions o = Options(2);
+  o.eval_valid = true;
+  o.eval_max_edges = 100;
+  auto summary = TrainGraph(dir, o);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  ASSERT_EQ(summary->epochs.size(), 2u);
+  const std::string protocol =
+      absl::StrCat("filtered ranking against all ", m->num_nodes, " nodes on a sample of 100 of ",
+                   m->edges.valid, " edges (200 queries)");
+  const std::vector<std::string> lines = MetricsLines(dir);
+  ASSERT_EQ(lines.size(), 2u);
+  for (int e = 0; e < 2; ++e) {
+    const std::optional<EvalResult>& valid = summary->epochs[e].valid;
+    ASSERT_TRUE(valid.has_value());
+    EXPECT_EQ(valid->negatives, 0u);
+    EXPECT_EQ(valid->edges, 100u);
+    EXPECT_GT(valid->filtered.mrr_ci95, 0);
+    EXPECT_EQ(DescribeProtocol(*valid), protocol);
+    const nlohmann::json j = nlohmann::json::parse(lines[e]);
+    EXPECT_DOUBLE_EQ(j.at("valid_mrr").get<double>(), valid->filtered.mrr);
+    EXPECT_DOUBLE_EQ(j.at("valid_mrr_ci95").get<double>(), valid->filtered.mrr_ci95);
+    EXPECT_EQ(j.at("valid_edges"), 100);
+    EXPECT_EQ(j.at("valid_protocol"), protocol);
+  }
+
+  o.from_scratch = true;
+  o.epochs = 1;
+  o.eval_negatives = 50;
+  summary = TrainGraph(dir, o);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  ASSERT_TRUE(summary->epochs[0].valid.has_value());
+  EXPECT_THAT(DescribeProtocol(*summary->epochs[0].valid),
+              HasSubstr("against 50 sampled negatives (optimistic)"));
+
+  o.eval_negatives = uint64_t{1} << 40;  // refused before training
+  EXPECT_EQ(TrainGraph(dir, o).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(TrainLoopTest, FromScratchRestartsEpochCount) {
