@@ -19,6 +19,7 @@
 #include "rocksdb/cache.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
+#include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/write_buffer_manager.h"
 #include "storage/file_util.h"
 #include "storage/keys.h"
@@ -705,6 +706,39 @@ absl::Status Graph::SyncTables() {
                               absl::StrCat("cannot sync WAL of ", shard.path)));
   }
   return absl::OkStatus();
+}
+
+absl::Status Graph::CopyTo(const std::string& dest) const {
+  RETURN_IF_ERROR(rep_->RequireWritable("CopyTo"));
+  std::error_code ec;
+  if (fs::exists(dest, ec)) {
+    return absl::AlreadyExistsError(absl::StrCat("cannot copy the graph to ", dest, ": it exists"));
+  }
+  auto copy = [&]() -> absl::Status {
+    fs::create_directories(dest, ec);
+    if (ec) return internal::ErrnoStatus(ec.value(), "create directory", dest);
+    std::vector<const Db*> dbs = {&rep_->dict};
+    for (const Db& shard : rep_->shards) dbs.push_back(&shard);
+    for (const Db* db : dbs) {
+      rocksdb::Checkpoint* raw = nullptr;
+      RETURN_IF_ERROR(FromRocks(rocksdb::Checkpoint::Create(db->db, &raw),
+                                absl::StrCat("cannot checkpoint ", db->path)));
+      std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+      const std::string to = absl::StrCat(dest, "/", fs::path(db->path).filename().string());
+      RETURN_IF_ERROR(FromRocks(checkpoint->CreateCheckpoint(to),
+                                absl::StrCat("cannot checkpoint ", db->path, " to ", to)));
+    }
+    for (const char* name : {"MANIFEST.json", "blobs"}) {
+      const fs::path from = fs::path(rep_->dir) / name;
+      if (!fs::exists(from, ec)) continue;
+      fs::copy(from, fs::path(dest) / name, fs::copy_options::recursive, ec);
+      if (ec) return internal::ErrnoStatus(ec.value(), "copy", from.string());
+    }
+    return absl::OkStatus();
+  };
+  absl::Status status = copy();
+  if (!status.ok()) fs::remove_all(dest, ec);
+  return status;
 }
 
 uint64_t Graph::ShardBytesOnDisk(uint32_t p) const {

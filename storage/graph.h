@@ -140,6 +140,14 @@ class Graph {
   // manifest naming the new version may be committed after it returns.
   absl::Status SyncTables();
 
+  // Writes an independent copy of the graph to `dest`, which must not
+  // exist: each DB through a RocksDB checkpoint (table files hard-linked
+  // where the file system allows, so a copy costs little disk or time), the
+  // manifest and the blobs copied. metrics.jsonl is not copied. On error
+  // nothing is left at `dest`. REQUIRES: opened read-write (a RocksDB
+  // checkpoint needs a writable DB).
+  absl::Status CopyTo(const std::string& dest) const;
+
   // Small named files (GRAPH/blobs/<name>) for per-checkpoint state too
   // small for a table, e.g. relation parameters. Names are [A-Za-z0-9._-]+.
   // WriteBlob replaces atomically. REQUIRES (write/delete): read-write.

@@ -1,6 +1,8 @@
 #include "train/edge_window.h"
 
 #include <algorithm>
+#include <cmath>
+#include <vector>
 
 #include "storage/node_hash.h"
 #include "storage/splitmix.h"
@@ -57,9 +59,21 @@ absl::Status BucketWindowReader::Push(std::unique_ptr<EdgeWindow> window) {
 void BucketWindowReader::Read() {
   uint64_t read = 0, number = 0;
   std::unique_ptr<EdgeWindow> window = NewWindow(0, number);
+  const bool sampling = spec_.sample < 1.0;
+  const uint64_t keep_below =
+      static_cast<uint64_t>(std::ldexp(std::clamp(spec_.sample, 0.0, 1.0), 64) * (1 - 1e-12));
+  std::vector<Edge> kept;
   absl::Status status = graph_->ForEachEdgeBlock(
       spec_.split, spec_.src, spec_.dst,
       [&](std::span<const Edge> block) -> absl::Status {
+        if (sampling) {
+          kept.clear();
+          for (const Edge& e : block) {
+            const uint64_t h = Mix64(spec_.sample_seed ^ e.rel, (uint64_t{e.src} << 32) | e.dst);
+            if (h < keep_below) kept.push_back(e);
+          }
+          block = kept;
+        }
         while (!block.empty()) {
           const size_t room = window_edges_ - window->edges.size();
           const size_t take = std::min(room, block.size());

@@ -41,6 +41,11 @@ struct BucketReadSpec {
   uint32_t src = 0, dst = 0;
   uint32_t min_generation = 0;  // Graph::ForEachEdgeBlock
   uint64_t seed = 0;            // shuffle seed of the bucket
+  // Keep only a seeded sample of about this share of the edges, in (0, 1]:
+  // an edge is kept when a hash of it and `sample_seed` falls below the
+  // share, so the sample is the same every epoch. 1: every edge.
+  double sample = 1.0;
+  uint64_t sample_seed = 0;
   // Edges expected (a capacity hint; 0: unknown). Windows reserve
   // min(window_edges, expected - read so far) so that they never regrow.
   uint64_t expected_edges = 0;

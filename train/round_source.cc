@@ -52,8 +52,11 @@ std::vector<std::unique_ptr<BucketWindowReader>> RoundBatchSource::OpenReaders(
     spec.src = b.src;
     spec.dst = b.dst;
     spec.min_generation = options_.min_generation;
+    spec.sample = options_.edge_sample;
+    spec.sample_seed = Mix64(options_.seed, 0x5a3b1e);
     spec.seed = BucketSeed(options_.seed, options_.epoch, b, P) ^ 0x5eed5eedULL;
-    if (options_.min_generation == 0 && !m.train_bucket_edges.empty()) {
+    if (options_.min_generation == 0 && options_.edge_sample == 1.0 &&
+        !m.train_bucket_edges.empty()) {
       spec.expected_edges = m.train_bucket_edges[uint64_t{b.src} * P + b.dst];
     }
     readers.push_back(std::make_unique<BucketWindowReader>(graph_, spec, options_.window_edges,

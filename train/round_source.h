@@ -51,6 +51,7 @@ struct RoundSourceOptions {
   uint64_t seed = 0;
   int epoch = 0;
   uint32_t min_generation = 0;
+  double edge_sample = 1.0;  // BucketReadSpec::sample
   bool group_by_relation = false;
   size_t trainers = 1;
 };

@@ -134,6 +134,7 @@ class TrainLoop final : public RoundHooks {
 nlohmann::json TrainLoop::TrainerState(int epoch, uint64_t next_round) const {
   return {{"epoch", epoch},
           {"next_round", next_round},
+          {"lr", options_.lr},
           {"seed", options_.seed},
           {"bucket_order", std::string(BucketOrderName(options_.bucket_order))},
           {"buffer_partitions", capacity_},
@@ -412,6 +413,7 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
   so.seed = options_.seed;
   so.epoch = epoch;
   so.min_generation = options_.only_new_edges ? m.edge_generation : 0;
+  so.edge_sample = options_.edge_sample;
   so.group_by_relation = relations_.num_relations > 1 && !UsesMixedChunks(options_);
   so.trainers = trainers_.size();
   RoundBatchSource source(graph_.get(), buffer_.get(), scheduler_.get(), this, so, &edge_cost_);
@@ -553,6 +555,9 @@ absl::Status TrainOptions::Validate() const {
   if (num_uniform_negs < 0) return absl::InvalidArgumentError("--num-uniform-negs must be >= 0");
   if (threads < 1) return absl::InvalidArgumentError("threads must be >= 1 (resolved by the caller)");
   if (memory_budget == 0) return absl::InvalidArgumentError("--memory-budget must be > 0");
+  if (!(edge_sample > 0 && edge_sample <= 1)) {
+    return absl::InvalidArgumentError("the edge sample share must be in (0, 1]");
+  }
   if (eval_valid) RETURN_IF_ERROR(ValidationOptions(*this).Validate());
   if (devices.empty() && (trainers < 1 || trainers > threads)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -560,6 +565,29 @@ absl::Status TrainOptions::Validate() const {
   }
   return absl::OkStatus();
 }
+
+namespace {
+
+// --lr auto: a resumed run takes the lr stored with its checkpoint; a fresh
+// one probes (ChooseLr) when the graph has validation edges and otherwise
+// keeps options->lr.
+absl::StatusOr<std::optional<LrChoice>> ResolveAutoLr(const Graph& graph, TrainOptions* options) {
+  const Manifest& m = graph.manifest();
+  if (m.training.checkpoint_version > 0 && !options->from_scratch) {
+    const nlohmann::json state = nlohmann::json::parse(m.training.state_json, nullptr, false);
+    if (state.is_object() && state.contains("trainer") && state["trainer"].is_object()) {
+      const nlohmann::json& lr = state["trainer"].value("lr", nlohmann::json());
+      if (lr.is_number() && lr.get<double>() > 0) options->lr = lr.get<float>();
+    }
+    return std::nullopt;
+  }
+  if (m.edges.valid == 0) return std::nullopt;
+  ASSIGN_OR_RETURN(LrChoice choice, ChooseLr(graph, *options));
+  options->lr = choice.lr;
+  return choice;
+}
+
+}  // namespace
 
 absl::StatusOr<TrainSummary> TrainGraph(const std::string& graph_dir,
                                         const TrainOptions& options) {
@@ -572,8 +600,16 @@ absl::StatusOr<TrainSummary> TrainGraph(const std::string& graph_dir,
   open.write_buffer_bytes = std::max<uint64_t>(storage / 2, 1 << 20);
   open.block_cache_bytes = std::max<uint64_t>(storage / 2, 1 << 20);
   ASSIGN_OR_RETURN(auto graph, Graph::Open(graph_dir, open));
-  TrainLoop loop(std::move(graph), options);
-  return loop.Run();
+  TrainOptions resolved = options;
+  std::optional<LrChoice> lr_choice;
+  if (options.lr_auto) {
+    ASSIGN_OR_RETURN(lr_choice, ResolveAutoLr(*graph, &resolved));
+  }
+  TrainLoop loop(std::move(graph), resolved);
+  ASSIGN_OR_RETURN(TrainSummary summary, loop.Run());
+  summary.lr = resolved.lr;
+  summary.lr_choice = std::move(lr_choice);
+  return summary;
 }
 
 }  // namespace ember

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "train/evaluator.h"
+#include "train/probe.h"
 #include "train/train_options.h"
 
 namespace ember {
@@ -47,6 +48,9 @@ struct TrainSummary {
   std::vector<EpochStats> epochs;
   uint64_t checkpoint_version = 0;
   bool stopped = false;  // stop_after_buckets fired
+  float lr = 0;          // the step size trained with
+  // With lr_auto on a fresh run with validation edges: the probes.
+  std::optional<LrChoice> lr_choice;
 };
 
 // Trains the graph at `graph_dir` (opened read-write, so one trainer at a

@@ -42,6 +42,10 @@ struct TrainOptions {
   int epochs = 10;
   // Adagrad learning rate (embeddings and relation parameters). Default: 0.1.
   float lr = 0.1f;
+  // Choose `lr` by probes (train/probe.h ChooseLr) when the run starts from
+  // scratch and the graph has validation edges; a resumed run keeps the lr
+  // stored with its checkpoint. Default: false (the CLI's --lr auto sets it).
+  bool lr_auto = false;
   // Positive edges per batch (variance-aware batching: the work of an
   // average batch of this many edges). Default: 1000.
   int batch_size = 1000;
@@ -107,6 +111,9 @@ struct TrainOptions {
   // the rows of nodes it added: old nodes' embeddings stay frozen.
   // Default: false.
   bool only_new_edges = false;
+  // Train on a seeded sample of about this share of the train edges, the
+  // same edges every epoch, in (0, 1] (probes: train/probe.h). Default: 1.
+  double edge_sample = 1.0;
   // Testing hook: stop as if killed (no final checkpoint) after this many
   // buckets have been trained in this run. 0: never.
   uint64_t stop_after_buckets = 0;

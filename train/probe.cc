@@ -1,0 +1,111 @@
+#include "train/probe.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "storage/status_macros.h"
+#include "train/checkpoint.h"
+#include "train/train_loop.h"
+
+namespace ember {
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// A fresh scratch path for one probe.
+std::string ScratchPath(const Graph& graph, const ProbeOptions& probe) {
+  static std::atomic<uint64_t> counter{0};
+  const std::string name = absl::StrCat(".probe-", ::getpid(), "-", counter++);
+  if (probe.scratch_dir.empty()) return graph.dir() + name;
+  return absl::StrCat(probe.scratch_dir, "/",
+                      std::filesystem::path(graph.dir()).filename().string(), name);
+}
+
+}  // namespace
+
+absl::Status ProbeOptions::Validate() const {
+  if (!(edge_sample > 0 && edge_sample <= 1)) {
+    return absl::InvalidArgumentError("probe edge sample must be in (0, 1]");
+  }
+  if (epochs < 1) return absl::InvalidArgumentError("probe epochs must be >= 1");
+  if (eval_edges < 1) return absl::InvalidArgumentError("probe evaluation edges must be >= 1");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ProbeResult> RunProbe(const Graph& graph, TrainOptions train,
+                                     const ProbeOptions& probe) {
+  RETURN_IF_ERROR(probe.Validate());
+  if (graph.manifest().edges.valid == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        graph.dir(), " has no validation edges to score probes on; import it with "
+        "--split (e.g. 0.9,0.05,0.05) or --valid FILE"));
+  }
+  train.epochs = probe.epochs;
+  train.edge_sample = probe.edge_sample;
+  train.from_scratch = true;
+  train.lr_auto = false;
+  train.eval_valid = false;
+  train.progress = nullptr;
+  train.checkpoint_every = 0;
+  train.stop_after_buckets = 0;
+  const std::string scratch = ScratchPath(graph, probe);
+  auto run = [&]() -> absl::StatusOr<ProbeResult> {
+    RETURN_IF_ERROR(graph.CopyTo(scratch));
+    ProbeResult result;
+    ASSIGN_OR_RETURN(TrainSummary summary, TrainGraph(scratch, train));
+    for (const EpochStats& e : summary.epochs) {
+      result.train_seconds += e.seconds;
+      result.train_edges += e.edges;
+    }
+    GraphOpenOptions read;
+    read.read_only = true;
+    ASSIGN_OR_RETURN(auto copy, Graph::Open(scratch, read));
+    ASSIGN_OR_RETURN(StoredModel model, LoadStoredModel(*copy));
+    EvalOptions eval;
+    eval.split = Split::kValid;
+    eval.negatives = 0;
+    eval.max_edges = probe.eval_edges;
+    eval.seed = train.seed;
+    eval.threads = train.threads;
+    ASSIGN_OR_RETURN(result.valid, Evaluate(*copy, model, eval));
+    return result;
+  };
+  absl::StatusOr<ProbeResult> result = run();
+  std::error_code ec;
+  std::filesystem::remove_all(scratch, ec);
+  return result;
+}
+
+absl::StatusOr<LrChoice> ChooseLr(const Graph& graph, const TrainOptions& train) {
+  const auto start = std::chrono::steady_clock::now();
+  LrChoice choice;
+  choice.candidates.assign(std::begin(kLrCandidates), std::end(kLrCandidates));
+  ProbeOptions probe;
+  probe.epochs = 1;
+  probe.edge_sample = std::min(
+      1.0, kLrProbeShare * std::max(train.epochs, 1) / double(choice.candidates.size()));
+  choice.edge_sample = probe.edge_sample;
+  double best = -1;
+  for (float lr : choice.candidates) {
+    TrainOptions t = train;
+    t.lr = lr;
+    ASSIGN_OR_RETURN(ProbeResult r, RunProbe(graph, t, probe));
+    if (r.valid.filtered.mrr > best) {
+      best = r.valid.filtered.mrr;
+      choice.lr = lr;
+    }
+    choice.probes.push_back(std::move(r));
+  }
+  choice.seconds = SecondsSince(start);
+  return choice;
+}
+
+}  // namespace ember

@@ -1,0 +1,72 @@
+// Probes: short training runs on a scratch copy of a graph, each scored by
+// filtered validation MRR, ranking a seeded sample of validation edges
+// against every node. They are what `ember tune` and `ember train --lr auto`
+// measure; the user's graph and checkpoint are never written.
+#ifndef EMBER_TRAIN_PROBE_H_
+#define EMBER_TRAIN_PROBE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "storage/graph.h"
+#include "train/evaluator.h"
+#include "train/train_options.h"
+
+namespace ember {
+
+struct ProbeOptions {
+  // Share of the train edges a probe trains on (TrainOptions::edge_sample),
+  // in (0, 1]. Default: 0.1.
+  double edge_sample = 0.1;
+  // Epochs per probe. Default: 1.
+  int epochs = 1;
+  // Validation edges ranked against all nodes (a sample seeded by the train
+  // seed; every edge when the split has fewer). Default: 1000.
+  uint64_t eval_edges = 1000;
+  // Where scratch copies go: a fresh subdirectory per probe, removed after
+  // it. "": beside the graph (GRAPH.probe-PID-N). Default: "".
+  std::string scratch_dir;
+
+  absl::Status Validate() const;
+};
+
+struct ProbeResult {
+  EvalResult valid;  // filtered, against all nodes
+  double train_seconds = 0;
+  uint64_t train_edges = 0;  // edges trained, over all epochs
+};
+
+// Trains a scratch copy of `graph` with `train` (from scratch, with the
+// probe's epochs and edge sample, without progress or validation) and
+// evaluates it. FailedPrecondition when the graph has no validation edges.
+// REQUIRES: `graph` opened read-write (Graph::CopyTo).
+absl::StatusOr<ProbeResult> RunProbe(const Graph& graph, TrainOptions train,
+                                     const ProbeOptions& probe);
+
+// `--lr auto`: the step sizes probed, smallest first.
+inline constexpr float kLrCandidates[] = {0.01f, 0.03f, 0.1f, 0.3f};
+// The probes of `--lr auto` together cost at most this share of the run
+// they choose for (in trained edges).
+inline constexpr double kLrProbeShare = 0.1;
+
+struct LrChoice {
+  float lr = 0;
+  std::vector<float> candidates;
+  std::vector<ProbeResult> probes;  // one per candidate
+  double edge_sample = 0;           // share of the train edges per probe
+  double seconds = 0;               // probes and evaluation, wall time
+};
+
+// Probes every kLrCandidates step size with `train`'s other settings and
+// returns the one of highest validation MRR (on a tie, the smaller). Each
+// probe trains one epoch on an edge sample sized so that all of them
+// together train at most kLrProbeShare of `train.epochs` epochs' edges.
+// FailedPrecondition when the graph has no validation edges.
+absl::StatusOr<LrChoice> ChooseLr(const Graph& graph, const TrainOptions& train);
+
+}  // namespace ember
+
+#endif  // EMBER_TRAIN_PROBE_H_
