@@ -12,6 +12,7 @@
 #include "nlohmann/json.hpp"
 #include "partition/train_memory.h"
 #include "storage/graph.h"
+#include "storage/json_reader.h"
 #include "storage/status_macros.h"
 #include "train/batch_pipeline.h"
 #include "train/bucket_scheduler.h"
@@ -32,6 +33,39 @@ using Clock = std::chrono::steady_clock;
 // Rounds scheduled ahead for the buffer's eviction choice.
 constexpr size_t kLookaheadRounds = 64;
 
+// Where an interrupted epoch stopped, as TrainLoop::TrainerState wrote it
+// into training.state.trainer; zeros and "" for fields it lacks.
+struct SavedPosition {
+  uint64_t next_round = 0;
+  uint64_t seed = 0;
+  std::string bucket_order;
+  uint32_t buffer_partitions = 0;
+  uint32_t round_size = 0;
+};
+
+// DataLoss naming the manifest and the field when one has the wrong type.
+absl::StatusOr<SavedPosition> ReadSavedPosition(const Graph& graph) {
+  const JsonReader r(graph.dir() + "/MANIFEST.json", absl::StatusCode::kDataLoss);
+  const nlohmann::json state =
+      nlohmann::json::parse(graph.manifest().training.state_json, nullptr, false);
+  const nlohmann::json* t = JsonReader::Find(state, "trainer");
+  SavedPosition out;
+  if (t == nullptr) return out;
+  const std::string field = "training.state.trainer";
+  RETURN_IF_ERROR(r.Object(*t, field));
+  RETURN_IF_ERROR(r.Optional(*t, "next_round", absl::StrCat(field, ".next_round"),
+                             &out.next_round));
+  RETURN_IF_ERROR(r.Optional(*t, "seed", absl::StrCat(field, ".seed"), &out.seed));
+  RETURN_IF_ERROR(r.Optional(*t, "bucket_order", absl::StrCat(field, ".bucket_order"),
+                             &out.bucket_order));
+  RETURN_IF_ERROR(r.Optional(*t, "buffer_partitions",
+                             absl::StrCat(field, ".buffer_partitions"),
+                             &out.buffer_partitions));
+  RETURN_IF_ERROR(r.Optional(*t, "round_size", absl::StrCat(field, ".round_size"),
+                             &out.round_size));
+  return out;
+}
+
 // Orchestration only: restores or initialises the model, then for each epoch
 // runs the streaming pipeline (batch_pipeline.h) over the rounds of the
 // bucket scheduler in stretches, syncs parameters between stretches,
@@ -40,8 +74,9 @@ constexpr size_t kLookaheadRounds = 64;
 // trainer_factory.h, row_residency.h.
 class TrainLoop final : public RoundHooks {
  public:
-  TrainLoop(std::unique_ptr<Graph> graph, const TrainOptions& options)
-      : graph_(std::move(graph)), options_(options), P_(graph_->manifest().num_partitions) {}
+  // `graph` must outlive the loop.
+  TrainLoop(Graph* graph, const TrainOptions& options)
+      : graph_(graph), options_(options), P_(graph_->manifest().num_partitions) {}
 
   absl::StatusOr<TrainSummary> Run();
 
@@ -76,7 +111,7 @@ class TrainLoop final : public RoundHooks {
   nlohmann::json TrainerState(int epoch, uint64_t next_round) const;
   absl::Status AppendMetrics(const EpochStats& s);
 
-  std::unique_ptr<Graph> graph_;
+  Graph* const graph_;
   TrainOptions options_;
   const uint32_t P_;
   TrainMemoryPlan memory_;
@@ -160,19 +195,19 @@ absl::Status TrainLoop::RestoreOrInit() {
         features_ = std::make_unique<FeatureTable>(std::move(stored->features));
       }
       locations = committed_locations_;
-      nlohmann::json state = nlohmann::json::parse(m.training.state_json, nullptr, false);
-      const nlohmann::json t = state.value("trainer", nlohmann::json::object());
+      ASSIGN_OR_RETURN(const SavedPosition saved, ReadSavedPosition(*graph_));
       start_epoch_ = m.training.epochs_done;
-      start_round_ = t.value("next_round", uint64_t{0});
+      start_round_ = saved.next_round;
       if (start_round_ > 0 &&
-          (t.value("seed", uint64_t{0}) != options_.seed ||
-           t.value("bucket_order", std::string()) != BucketOrderName(options_.bucket_order) ||
-           t.value("buffer_partitions", 0u) != capacity_ ||
-           t.value("round_size", 0u) != round_size_)) {
+          (saved.seed != options_.seed ||
+           saved.bucket_order != BucketOrderName(options_.bucket_order) ||
+           saved.buffer_partitions != capacity_ || saved.round_size != round_size_)) {
         return absl::FailedPreconditionError(absl::StrCat(
             graph_->dir(), " was stopped mid-epoch; resume it with the same --seed, "
-            "--bucket-order, --buffer-partitions and --trainers (",
-            t.dump(), "), or pass --from-scratch"));
+            "--bucket-order, --buffer-partitions and --trainers (seed ", saved.seed,
+            ", bucket_order ", saved.bucket_order, ", buffer_partitions ",
+            saved.buffer_partitions, ", round_size ", saved.round_size,
+            "), or pass --from-scratch"));
       }
       resumed_ = true;
     }
@@ -231,7 +266,7 @@ absl::Status TrainLoop::RestoreOrInit() {
     }
     bo.frozen_rows = m.previous_partition_sizes;
   }
-  buffer_ = std::make_unique<PartitionBuffer>(graph_.get(), bo, locations, write_version_);
+  buffer_ = std::make_unique<PartitionBuffer>(graph_, bo, locations, write_version_);
   return absl::OkStatus();
 }
 
@@ -397,7 +432,7 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
   so.min_generation = options_.only_new_edges ? m.edge_generation : 0;
   so.group_by_relation = relations_.num_relations > 1;
   so.trainers = trainers_.size();
-  RoundBatchSource source(graph_.get(), buffer_.get(), scheduler_.get(), this, so, &edge_cost_);
+  RoundBatchSource source(graph_, buffer_.get(), scheduler_.get(), this, so, &edge_cost_);
   while (const Round* next = source.PeekNext()) {
     RETURN_IF_ERROR(buffer_->Acquire(next->partitions, scheduler_->Upcoming(kLookaheadRounds)));
     recent_rounds_.clear();  // the last stretch has drained
@@ -562,9 +597,17 @@ absl::StatusOr<TrainSummary> TrainGraph(const std::string& graph_dir,
   const uint64_t storage = SplitTrainBudget(options.memory_budget).storage;
   open.write_buffer_bytes = std::max<uint64_t>(storage / 2, 1 << 20);
   open.block_cache_bytes = std::max<uint64_t>(storage / 2, 1 << 20);
-  ASSIGN_OR_RETURN(auto graph, Graph::Open(graph_dir, open));
-  TrainLoop loop(std::move(graph), options);
-  return loop.Run();
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::Open(graph_dir, open));
+  absl::StatusOr<TrainSummary> summary;
+  {
+    // The loop's background work ends when it is destroyed; only then may
+    // the graph be closed.
+    TrainLoop loop(graph.get(), options);
+    summary = loop.Run();
+  }
+  if (!summary.ok()) return summary;
+  RETURN_IF_ERROR(graph->Close());
+  return summary;
 }
 
 }  // namespace ember
