@@ -31,23 +31,23 @@ struct CommandFlags {
 
 // The shared flags each command reads (its own flags are found by their
 // help prefix). Kept in step with the GetFlag calls of tools/cmd_*.cc and
-// their ThreadCount() calls (common_flags.h).
+// their ThreadCount() / ProgressFromFlags() calls (common_flags.h).
 const std::vector<CommandFlags>& Table() {
   static const auto* table = new std::vector<CommandFlags>{
       {"import",
        {{"out"}, {"seed"}, {"threads"}, {"overwrite"}, {"json"}, {"partitions"}, {"dim"},
-        {"quiet"}}},
+        {"quiet"}, {"progress_interval"}}},
       {"train",
        {{"dim"}, {"memory_budget", "train: memory the run may use (embeddings, buffers, edge "
                                    "windows, RocksDB caches), e.g. 4G, 512M."},
-        {"seed"}, {"threads"}, {"json"}, {"quiet"}}},
+        {"seed"}, {"threads"}, {"json"}, {"quiet"}, {"progress_interval"}}},
       {"eval",
        {{"split", "eval: the split to evaluate: test, valid or train.", "test"},
         {"seed"}, {"threads"}, {"json"}}},
       {"export",
-       {{"out"}, {"overwrite"}, {"threads"}, {"json"}, {"quiet"}}},
+       {{"out"}, {"overwrite"}, {"threads"}, {"json"}, {"quiet"}, {"progress_interval"}}},
       {"neighbors",
-       {{"seed"}, {"threads"}, {"overwrite"}, {"json"}, {"quiet"}}},
+       {{"seed"}, {"threads"}, {"overwrite"}, {"json"}, {"quiet"}, {"progress_interval"}}},
       {"inspect", {{"json"}}},
       {"gen", {{"out"}, {"seed"}, {"threads"}, {"overwrite"}, {"json"}, {"quiet"}}},
   };

@@ -1,5 +1,6 @@
 #include "tools/common_flags.h"
 
+#include <cmath>
 #include <thread>
 
 #include "absl/flags/flag.h"
@@ -16,6 +17,9 @@ ABSL_FLAG(ember::tools::PartitionCount, partitions, ember::tools::PartitionCount
           "Number of node partitions P (1 to 4096), or auto: the fewest that "
           "`ember train --memory-budget` at --dim can train with.");
 ABSL_FLAG(bool, quiet, false, "No progress output.");
+ABSL_FLAG(ember::tools::ProgressInterval, progress_interval, ember::tools::ProgressInterval{},
+          "Seconds between progress lines when stderr is not a terminal (a log); 0: a line "
+          "at every update. On a terminal one line is redrawn in place.");
 ABSL_FLAG(int, dim, 100,
           "Embedding dimension (train); import --partitions auto: the --dim "
           "you will train with.");
@@ -39,6 +43,23 @@ bool AbslParseFlag(absl::string_view text, PartitionCount* out, std::string* err
 
 std::string AbslUnparseFlag(const PartitionCount& p) {
   return p.value == 0 ? "auto" : absl::StrCat(p.value);
+}
+
+bool AbslParseFlag(absl::string_view text, ProgressInterval* out, std::string* error) {
+  double seconds = 0;
+  if (!absl::SimpleAtod(text, &seconds) || !(seconds >= 0) || std::isinf(seconds)) {
+    *error = "expected a number of seconds >= 0";
+    return false;
+  }
+  out->seconds = seconds;
+  return true;
+}
+
+std::string AbslUnparseFlag(const ProgressInterval& p) { return absl::StrCat(p.seconds); }
+
+ProgressPrinter ProgressFromFlags() {
+  return ProgressPrinter(!absl::GetFlag(FLAGS_quiet),
+                         absl::GetFlag(FLAGS_progress_interval).seconds);
 }
 
 int ThreadCount() {

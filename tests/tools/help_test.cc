@@ -32,6 +32,7 @@ TEST(CommandHelpTest, TrainListsItsFlagsAndTheSharedOnesItReads) {
   EXPECT_THAT(help, HasSubstr("  --memory-budget=2G\n      memory the run may use"));
   EXPECT_THAT(help, HasSubstr("  --dim=100\n"));
   EXPECT_THAT(help, HasSubstr("  --threads=0\n"));
+  EXPECT_THAT(help, HasSubstr("  --progress-interval=10\n"));
   // Import-only and other commands' flags.
   EXPECT_THAT(help, Not(HasSubstr("--delimiter")));
   EXPECT_THAT(help, Not(HasSubstr("--partitioner")));
