@@ -28,6 +28,7 @@
 #include "partition/train_memory.h"
 #include "storage/graph.h"
 #include "storage/graph_builder.h"
+#include "storage/json_reader.h"
 #include "storage/keys.h"
 #include "storage/node_hash.h"
 #include "storage/status_macros.h"
@@ -827,8 +828,11 @@ absl::StatusOr<ImportSummary> Importer::Run() {
     // Keep the checkpoint; a new epoch count starts for the grown graph.
     m.training.epochs_done = 0;
     nlohmann::json state = nlohmann::json::parse(m.training.state_json, nullptr, false);
-    if (state.is_object() && state.contains("trainer")) {
-      state["trainer"]["next_round"] = 0;
+    if (JsonReader::Find(state, "trainer") != nullptr) {
+      nlohmann::json& trainer = state["trainer"];
+      RETURN_IF_ERROR(JsonReader(graph_->dir() + "/MANIFEST.json", absl::StatusCode::kDataLoss)
+                          .Object(trainer, "training.state.trainer"));
+      trainer["next_round"] = 0;
       m.training.state_json = state.dump();
     }
   } else {
@@ -848,6 +852,10 @@ absl::StatusOr<ImportSummary> Importer::Run() {
   m.relations = relations_;
   Report("commit", 0, 0, "");
   RETURN_IF_ERROR(builder_->Commit(m));
+  if (graph_ != nullptr) {  // an append wrote into the graph's DBs
+    builder_.reset();
+    RETURN_IF_ERROR(graph_->Close());
+  }
   num_nodes_ = m.num_nodes;
 
   summary_.nodes = num_nodes_;
@@ -929,11 +937,18 @@ absl::StatusOr<uint64_t> ParseByteSize(std::string_view text) {
     }
   }
   double v;
-  if (!absl::SimpleAtod(t, &v) || v < 0) {
+  if (!absl::SimpleAtod(t, &v) || !std::isfinite(v) || v < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("'", std::string(text), "' is not a size (e.g. 512M, 4G)"));
   }
-  return static_cast<uint64_t>(v * mult);
+  // Casting a double at or above 2^64 to uint64_t is undefined.
+  constexpr double kTwoTo64 = 18446744073709551616.0;
+  const double bytes = v * mult;
+  if (!(bytes < kTwoTo64)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", std::string(text), "' is too large a size (at most 2^64 - 1 bytes)"));
+  }
+  return static_cast<uint64_t>(bytes);
 }
 
 }  // namespace ember

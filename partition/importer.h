@@ -119,7 +119,10 @@ struct ImportSummary {
 
 absl::StatusOr<ImportSummary> ImportGraph(const ImportOptions& options);
 
-// Parses "512M", "4G", "1.5GiB", "1000000" into bytes.
+// Parses "512M", "4G", "1.5GiB", "1000000" into bytes (K, M, G, T and their
+// -iB forms are powers of 1024; fractions round down). InvalidArgument for
+// anything else, for negative, NaN or infinite numbers, and for sizes of
+// 2^64 bytes or more.
 absl::StatusOr<uint64_t> ParseByteSize(std::string_view text);
 
 }  // namespace ember

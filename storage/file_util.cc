@@ -10,29 +10,14 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "storage/atomic_file.h"
+#include "storage/status_macros.h"
 
 namespace ember::internal {
 
 absl::Status ErrnoStatus(int err, std::string_view what,
                          std::string_view path) {
-  std::string message = absl::StrCat(Sv(what), " ", Sv(path), ": ", std::strerror(err));
-  switch (err) {
-    case ENOENT:
-    case ENOTDIR:
-      return absl::NotFoundError(message);
-    case EEXIST:
-    case ENOTEMPTY:
-      return absl::AlreadyExistsError(message);
-    case EACCES:
-    case EPERM:
-    case EROFS:
-      return absl::PermissionDeniedError(message);
-    case ENOSPC:
-    case EDQUOT:
-      return absl::ResourceExhaustedError(message);
-    default:
-      return absl::InternalError(message);
-  }
+  return absl::ErrnoToStatus(err, absl::StrCat(Sv(what), " ", Sv(path)));
 }
 
 absl::Status FsyncPath(const std::string& path) {
@@ -59,53 +44,16 @@ absl::Status WriteFileAtomic(const std::string& path,
 
 absl::Status WriteFileAtomic(const std::string& path,
                              std::span<const std::string_view> parts) {
-  const std::string tmp = AtomicWriteTempPath(path);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus(errno, "cannot create", tmp);
-  auto fail = [&](int err, std::string_view what) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return ErrnoStatus(err, what, tmp);
-  };
-  for (std::string_view contents : parts) {
-    const char* p = contents.data();
-    size_t left = contents.size();
-    while (left > 0) {
-      ssize_t n = ::write(fd, p, left);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return fail(errno, "cannot write");
-      }
-      p += n;
-      left -= static_cast<size_t>(n);
-    }
-  }
-  if (::fsync(fd) != 0) return fail(errno, "cannot fsync");
-  if (::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return ErrnoStatus(err, "cannot close", tmp);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return ErrnoStatus(err, absl::StrCat("cannot rename ", tmp, " to"), path);
-  }
-  return FsyncPath(ParentDir(path));
-}
-
-namespace {
-constexpr char kTempInfix[] = ".tmp-";
-}  // namespace
-
-std::string AtomicWriteTempPath(const std::string& path) {
-  return absl::StrCat(path, kTempInfix, ::getpid());
+  ASSIGN_OR_RETURN(std::unique_ptr<AtomicOutputFile> file,
+                   AtomicOutputFile::Create(path, /*overwrite=*/true));
+  for (std::string_view part : parts) RETURN_IF_ERROR(file->Append(part));
+  return file->Commit();
 }
 
 absl::Status RemoveAtomicWriteLeftovers(const std::string& dir) {
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    if (e.path().filename().string().find(kTempInfix) == std::string::npos) continue;
+    if (e.path().filename().string().find(kAtomicWriteTempInfix) == std::string::npos) continue;
     if (::unlink(e.path().c_str()) != 0 && errno != ENOENT) {
       return ErrnoStatus(errno, "cannot remove", e.path().string());
     }

@@ -1,6 +1,6 @@
 // POSIX file helpers shared inside storage/ (not part of its public API):
 // errno-to-status conversion, fsync of files and directories, atomic file
-// replacement.
+// replacement (through AtomicOutputFile, storage/atomic_file.h).
 #ifndef EMBER_STORAGE_FILE_UTIL_H_
 #define EMBER_STORAGE_FILE_UTIL_H_
 
@@ -20,9 +20,10 @@ inline absl::string_view Sv(std::string_view s) {
   return absl::string_view(s.data(), s.size());
 }
 
-// A status for a failed system call: "<what> <path>: <strerror(err)>", with a
-// code chosen from `err` (ENOENT -> NotFound, EEXIST -> AlreadyExists,
-// EACCES/EPERM -> PermissionDenied, else Internal).
+// A status for a failed system call: "<what> <path>: <strerror(err)>", with
+// the code absl::ErrnoToStatus gives `err` (ENOENT -> NotFound, EEXIST ->
+// AlreadyExists, EACCES/EPERM/EROFS -> PermissionDenied, ENOSPC ->
+// ResourceExhausted, ...).
 absl::Status ErrnoStatus(int err, std::string_view what,
                          std::string_view path);
 
@@ -32,9 +33,13 @@ absl::Status FsyncPath(const std::string& path);
 // The directory holding `path` ("." when it has no slash).
 std::string ParentDir(const std::string& path);
 
-// Writes `contents` to `path.tmp-<pid>` (AtomicWriteTempPath), fsyncs it, renames it over `path`
-// and fsyncs the parent directory. On error the temp file is removed and
-// `path` is untouched.
+// Every temporary of an atomic write holds this in its name
+// ("<path>.tmp-<pid>-<n>").
+inline constexpr char kAtomicWriteTempInfix[] = ".tmp-";
+
+// Writes `contents` to a temporary beside `path`, fsyncs it, renames it over
+// `path` and fsyncs the parent directory (an AtomicOutputFile). On error the
+// temporary is removed and `path` is untouched.
 absl::Status WriteFileAtomic(const std::string& path,
                              std::string_view contents);
 // The same, with the file's contents the concatenation of `parts` (for
@@ -42,8 +47,6 @@ absl::Status WriteFileAtomic(const std::string& path,
 absl::Status WriteFileAtomic(const std::string& path,
                              std::span<const std::string_view> parts);
 
-// The temporary file WriteFileAtomic writes before its rename.
-std::string AtomicWriteTempPath(const std::string& path);
 // Removes the temporaries that atomic writes into `dir` left when they were
 // cut short (a crash or kill between create and rename). Only safe while no
 // other process writes into `dir` (callers hold the graph's writer lock).

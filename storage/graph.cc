@@ -64,16 +64,7 @@ struct Db {
   rocksdb::DB* db = nullptr;
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
 
-  void Close() {
-    if (db == nullptr) return;
-    for (rocksdb::ColumnFamilyHandle* h : handles) {
-      db->DestroyColumnFamilyHandle(h);
-    }
-    handles.clear();
-    db->Close();
-    delete db;
-    db = nullptr;
-  }
+  absl::Status Close() { return internal::CloseDb(&db, &handles, path); }
 };
 
 uint32_t GetLittleEndian32(const char* p) {
@@ -114,9 +105,16 @@ struct Graph::Rep {
   std::vector<Db> shards;
 
   ~Rep() {
-    for (Db& s : shards) s.Close();
-    dict.Close();
+    CloseDbs().IgnoreError();  // Graph::Close() is the way to see the error
     if (lock_fd >= 0) ::close(lock_fd);  // releases the flock
+  }
+
+  // Closes every DB (those already closed are skipped); the first error.
+  absl::Status CloseDbs() {
+    absl::Status status;
+    for (Db& s : shards) status.Update(s.Close());
+    status.Update(dict.Close());
+    return status;
   }
 
   absl::Status OpenDb(const std::string& name,
@@ -261,6 +259,8 @@ absl::StatusOr<std::unique_ptr<Graph>> Graph::Open(
   return std::unique_ptr<Graph>(new Graph(std::move(rep)));
 }
 
+absl::Status Graph::Close() { return rep_->CloseDbs(); }
+
 const std::string& Graph::dir() const { return rep_->dir; }
 
 const Manifest& Graph::manifest() const { return rep_->manifest; }
@@ -303,12 +303,17 @@ absl::Status Graph::ForEachEdgeBlock(
   std::vector<Edge> edges;
   for (it->Seek(prefix); it->Valid(); it->Next()) {
     const rocksdb::Slice key = it->key();
-    if (key.size() == prefix.size() + 8) {
-      const uint32_t generation = static_cast<uint32_t>(
-          static_cast<unsigned char>(key[prefix.size()]) << 8 |
-          static_cast<unsigned char>(key[prefix.size() + 1]));
-      if (generation < min_generation || generation > max_generation) continue;
+    // [prefix][block seq u64, big-endian; its top 16 bits the generation]
+    if (key.size() != prefix.size() + 8) {
+      return absl::DataLossError(absl::StrCat(
+          shard.path, " edges, bucket (", src_part, ", ", dst_part, ") of ",
+          Sv(SplitName(split)), ": a key of ", key.size(), " bytes (expected ",
+          prefix.size() + 8, ")"));
     }
+    const uint32_t generation = static_cast<uint32_t>(
+        static_cast<unsigned char>(key[prefix.size()]) << 8 |
+        static_cast<unsigned char>(key[prefix.size() + 1]));
+    if (generation < min_generation || generation > max_generation) continue;
     edges.clear();
     rocksdb::Slice v = it->value();
     absl::Status s = DecodeEdgeBlock(std::string_view(v.data(), v.size()),

@@ -57,9 +57,16 @@ class Graph {
   // NotFound if `dir` has no MANIFEST.json; errors name the path at fault.
   static absl::StatusOr<std::unique_ptr<Graph>> Open(
       const std::string& dir, const GraphOpenOptions& options = {});
+  // Destroying a graph closes it as Close() does but drops the error.
   ~Graph();
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
+
+  // Closes every RocksDB of the graph and returns the first error of any
+  // (e.g. background work that failed). Writers call it to learn that what
+  // they wrote is safe. REQUIRES: no call but the destructor follows, and
+  // no other thread is using the graph.
+  absl::Status Close();
 
   const std::string& dir() const;
   const Manifest& manifest() const;
@@ -80,7 +87,8 @@ class Graph {
 
   // Calls `fn` with each edge block of bucket (src_part, dst_part) of
   // `split`, in key order. The span is valid only during the call. Stops at
-  // and returns the first non-OK status of `fn`. Thread-safe.
+  // and returns the first non-OK status of `fn`; DataLoss names the shard
+  // and bucket on a malformed key or block. Thread-safe.
   // Only blocks of edge generations in [min_generation,
   // manifest().edge_generation] are visited.
   absl::Status ForEachEdgeBlock(

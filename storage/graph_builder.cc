@@ -182,18 +182,6 @@ absl::Status FsyncTree(const std::string& root) {
   return internal::FsyncPath(root);
 }
 
-// Closes a DB and its column family handles.
-void CloseDb(rocksdb::DB* db,
-             std::vector<rocksdb::ColumnFamilyHandle*>* handles) {
-  if (db == nullptr) return;
-  for (rocksdb::ColumnFamilyHandle* h : *handles) {
-    db->DestroyColumnFamilyHandle(h);
-  }
-  handles->clear();
-  db->Close();
-  delete db;
-}
-
 }  // namespace
 
 struct GraphBuilder::Rep {
@@ -253,8 +241,8 @@ absl::Status GraphBuilder::Rep::BuildDb(
         absl::StrCat("cannot ingest ", files[i].size(), " run(s) into ", path,
                      " column family ", cfs[i]));
   }
-  CloseDb(db, &handles);
-  return status;
+  absl::Status closed = internal::CloseDb(&db, &handles, path);
+  return status.ok() ? closed : status;
 }
 
 GraphBuilder::GraphBuilder(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}

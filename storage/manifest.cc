@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "storage/file_util.h"
+#include "storage/json_reader.h"
 #include "storage/status_macros.h"
 
 namespace ember {
@@ -16,105 +17,16 @@ namespace {
 
 using Json = nlohmann::json;
 
-// Field readers: each names the dotted field path on error. `where` is the
-// manifest path, so every message says which file is wrong.
-class Reader {
- public:
-  explicit Reader(const std::string& where) : where_(where) {}
-
-  absl::Status Error(absl::string_view field, absl::string_view what) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where_, ": field '", field, "' ", what));
-  }
-
-  // The member `key` of `obj`; nullptr if absent.
-  static const Json* Find(const Json& obj, const char* key) {
-    auto it = obj.find(key);
-    return it == obj.end() ? nullptr : &*it;
-  }
-
-  absl::StatusOr<const Json*> Require(const Json& obj, const char* key,
-                                      absl::string_view field) const {
-    const Json* v = Find(obj, key);
-    if (v == nullptr) return Error(field, "is missing");
-    return v;
-  }
-
-  absl::Status U64(const Json& v, absl::string_view field,
-                   uint64_t* out) const {
-    // nlohmann parses non-negative integers as unsigned, negative ones as
-    // signed.
-    if (!v.is_number_unsigned()) {
-      return Error(field, "must be a non-negative integer");
-    }
-    *out = v.get<uint64_t>();
-    return absl::OkStatus();
-  }
-
-  absl::Status U32(const Json& v, absl::string_view field,
-                   uint32_t* out) const {
-    uint64_t x = 0;
-    RETURN_IF_ERROR(U64(v, field, &x));
-    if (x > std::numeric_limits<uint32_t>::max()) {
-      return Error(field, "does not fit in 32 bits");
-    }
-    *out = static_cast<uint32_t>(x);
-    return absl::OkStatus();
-  }
-
-  absl::Status Double(const Json& v, absl::string_view field,
-                      double* out) const {
-    if (!v.is_number()) return Error(field, "must be a number");
-    *out = v.get<double>();
-    return absl::OkStatus();
-  }
-
-  absl::Status String(const Json& v, absl::string_view field,
-                      std::string* out) const {
-    if (!v.is_string()) return Error(field, "must be a string");
-    *out = v.get<std::string>();
-    return absl::OkStatus();
-  }
-
-  absl::Status Bool(const Json& v, absl::string_view field, bool* out) const {
-    if (!v.is_boolean()) return Error(field, "must be true or false");
-    *out = v.get<bool>();
-    return absl::OkStatus();
-  }
-
-  absl::Status U64Array(const Json& v, absl::string_view field,
-                        std::vector<uint64_t>* out) const {
-    if (!v.is_array()) return Error(field, "must be an array");
-    out->clear();
-    out->reserve(v.size());
-    for (size_t i = 0; i < v.size(); ++i) {
-      uint64_t x = 0;
-      RETURN_IF_ERROR(U64(v[i], absl::StrCat(field, "[", i, "]"), &x));
-      out->push_back(x);
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status Object(const Json& v, absl::string_view field) const {
-    if (!v.is_object()) return Error(field, "must be an object");
-    return absl::OkStatus();
-  }
-
- private:
-  const std::string& where_;
-};
-
 absl::StatusOr<Manifest> FromJson(const Json& j, const std::string& path) {
-  Reader r(path);
+  // A hand-edited field with a typo is InvalidArgument.
+  const JsonReader r(path, absl::StatusCode::kInvalidArgument);
   Manifest m;
   if (!j.is_object()) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": top level must be a JSON object"));
   }
-  ASSIGN_OR_RETURN(const Json* version,
-                   r.Require(j, "format_version", "format_version"));
   uint64_t format_version = 0;
-  RETURN_IF_ERROR(r.U64(*version, "format_version", &format_version));
+  RETURN_IF_ERROR(r.Required(j, "format_version", "format_version", &format_version));
   if (format_version != Manifest::kFormatVersion) {
     return absl::FailedPreconditionError(absl::StrCat(
         path, ": unsupported format_version ", format_version,
@@ -122,19 +34,15 @@ absl::StatusOr<Manifest> FromJson(const Json& j, const std::string& path) {
   }
   m.format_version = static_cast<int>(format_version);
 
-  ASSIGN_OR_RETURN(const Json* v, r.Require(j, "num_nodes", "num_nodes"));
-  RETURN_IF_ERROR(r.U64(*v, "num_nodes", &m.num_nodes));
-  ASSIGN_OR_RETURN(v, r.Require(j, "num_partitions", "num_partitions"));
-  RETURN_IF_ERROR(r.U32(*v, "num_partitions", &m.num_partitions));
-  ASSIGN_OR_RETURN(v, r.Require(j, "partition_sizes", "partition_sizes"));
-  RETURN_IF_ERROR(r.U64Array(*v, "partition_sizes", &m.partition_sizes));
+  RETURN_IF_ERROR(r.Required(j, "num_nodes", "num_nodes", &m.num_nodes));
+  RETURN_IF_ERROR(r.Required(j, "num_partitions", "num_partitions", &m.num_partitions));
+  RETURN_IF_ERROR(r.Required(j, "partition_sizes", "partition_sizes", &m.partition_sizes));
 
-  ASSIGN_OR_RETURN(v, r.Require(j, "relations", "relations"));
+  ASSIGN_OR_RETURN(const Json* v, r.Require(j, "relations", "relations"));
   if (!v->is_array()) return r.Error("relations", "must be an array");
   for (size_t i = 0; i < v->size(); ++i) {
     std::string name;
-    RETURN_IF_ERROR(
-        r.String((*v)[i], absl::StrCat("relations[", i, "]"), &name));
+    RETURN_IF_ERROR(r.Read((*v)[i], absl::StrCat("relations[", i, "]"), &name));
     m.relations.push_back(std::move(name));
   }
 
@@ -142,84 +50,47 @@ absl::StatusOr<Manifest> FromJson(const Json& j, const std::string& path) {
   RETURN_IF_ERROR(r.Object(*v, "edges"));
   for (Split s : kAllSplits) {
     const std::string key(SplitName(s));
-    const std::string field = absl::StrCat("edges.", key);
-    ASSIGN_OR_RETURN(const Json* count, r.Require(*v, key.c_str(), field));
-    RETURN_IF_ERROR(r.U64(*count, field, &m.edges[s]));
+    RETURN_IF_ERROR(r.Required(*v, key, absl::StrCat("edges.", key), &m.edges[s]));
   }
 
   // Optional fields keep their defaults when absent.
-  if ((v = Reader::Find(j, "train_bucket_edges")) != nullptr) {
-    RETURN_IF_ERROR(
-        r.U64Array(*v, "train_bucket_edges", &m.train_bucket_edges));
-  }
-  if ((v = Reader::Find(j, "edge_generation")) != nullptr) {
-    uint64_t g = 0;
-    RETURN_IF_ERROR(r.U64(*v, "edge_generation", &g));
-    m.edge_generation = static_cast<uint32_t>(g);
-  }
-  if ((v = Reader::Find(j, "previous_partition_sizes")) != nullptr) {
-    RETURN_IF_ERROR(r.U64Array(*v, "previous_partition_sizes",
-                               &m.previous_partition_sizes));
-  }
-  if ((v = Reader::Find(j, "partitioner")) != nullptr) {
-    RETURN_IF_ERROR(r.String(*v, "partitioner", &m.partitioner));
-  }
-  if ((v = Reader::Find(j, "seed")) != nullptr) {
-    RETURN_IF_ERROR(r.U64(*v, "seed", &m.seed));
-  }
-  if ((v = Reader::Find(j, "integer_ids")) != nullptr) {
-    RETURN_IF_ERROR(r.Bool(*v, "integer_ids", &m.integer_ids));
-  }
-  if ((v = Reader::Find(j, "num_features")) != nullptr) {
-    RETURN_IF_ERROR(r.U64(*v, "num_features", &m.num_features));
-  }
-  if ((v = Reader::Find(j, "degree")) != nullptr) {
+  RETURN_IF_ERROR(
+      r.Optional(j, "train_bucket_edges", "train_bucket_edges", &m.train_bucket_edges));
+  RETURN_IF_ERROR(r.Optional(j, "edge_generation", "edge_generation", &m.edge_generation));
+  RETURN_IF_ERROR(r.Optional(j, "previous_partition_sizes", "previous_partition_sizes",
+                             &m.previous_partition_sizes));
+  RETURN_IF_ERROR(r.Optional(j, "partitioner", "partitioner", &m.partitioner));
+  RETURN_IF_ERROR(r.Optional(j, "seed", "seed", &m.seed));
+  RETURN_IF_ERROR(r.Optional(j, "integer_ids", "integer_ids", &m.integer_ids));
+  RETURN_IF_ERROR(r.Optional(j, "num_features", "num_features", &m.num_features));
+  if ((v = JsonReader::Find(j, "degree")) != nullptr) {
     RETURN_IF_ERROR(r.Object(*v, "degree"));
-    const Json& d = *v;
-    const Json* f;
-    if ((f = Reader::Find(d, "min")) != nullptr)
-      RETURN_IF_ERROR(r.U64(*f, "degree.min", &m.degree.min));
-    if ((f = Reader::Find(d, "max")) != nullptr)
-      RETURN_IF_ERROR(r.U64(*f, "degree.max", &m.degree.max));
-    if ((f = Reader::Find(d, "mean")) != nullptr)
-      RETURN_IF_ERROR(r.Double(*f, "degree.mean", &m.degree.mean));
-    if ((f = Reader::Find(d, "p50")) != nullptr)
-      RETURN_IF_ERROR(r.U64(*f, "degree.p50", &m.degree.p50));
-    if ((f = Reader::Find(d, "p90")) != nullptr)
-      RETURN_IF_ERROR(r.U64(*f, "degree.p90", &m.degree.p90));
-    if ((f = Reader::Find(d, "p99")) != nullptr)
-      RETURN_IF_ERROR(r.U64(*f, "degree.p99", &m.degree.p99));
+    RETURN_IF_ERROR(r.Optional(*v, "min", "degree.min", &m.degree.min));
+    RETURN_IF_ERROR(r.Optional(*v, "max", "degree.max", &m.degree.max));
+    RETURN_IF_ERROR(r.Optional(*v, "mean", "degree.mean", &m.degree.mean));
+    RETURN_IF_ERROR(r.Optional(*v, "p50", "degree.p50", &m.degree.p50));
+    RETURN_IF_ERROR(r.Optional(*v, "p90", "degree.p90", &m.degree.p90));
+    RETURN_IF_ERROR(r.Optional(*v, "p99", "degree.p99", &m.degree.p99));
   }
-  if ((v = Reader::Find(j, "partitions_auto")) != nullptr) {
+  if ((v = JsonReader::Find(j, "partitions_auto")) != nullptr) {
     // Only import writes this record, so a malformed one is damage
     // (DataLoss), not a typo in a hand-edited field.
+    const JsonReader damaged(path, absl::StatusCode::kDataLoss);
     PartitionsAuto a;
-    absl::Status s = [&]() -> absl::Status {
-      RETURN_IF_ERROR(r.Object(*v, "partitions_auto"));
-      ASSIGN_OR_RETURN(const Json* f, r.Require(*v, "dim", "partitions_auto.dim"));
-      RETURN_IF_ERROR(r.U32(*f, "partitions_auto.dim", &a.dim));
-      ASSIGN_OR_RETURN(f, r.Require(*v, "memory_budget", "partitions_auto.memory_budget"));
-      return r.U64(*f, "partitions_auto.memory_budget", &a.memory_budget);
-    }();
-    if (!s.ok()) return absl::DataLossError(s.message());
+    RETURN_IF_ERROR(damaged.Object(*v, "partitions_auto"));
+    RETURN_IF_ERROR(damaged.Required(*v, "dim", "partitions_auto.dim", &a.dim));
+    RETURN_IF_ERROR(damaged.Required(*v, "memory_budget", "partitions_auto.memory_budget",
+                                     &a.memory_budget));
     m.partitions_auto = a;
   }
-  if ((v = Reader::Find(j, "training")) != nullptr) {
+  if ((v = JsonReader::Find(j, "training")) != nullptr) {
     RETURN_IF_ERROR(r.Object(*v, "training"));
-    const Json& t = *v;
-    const Json* f;
-    if ((f = Reader::Find(t, "checkpoint_version")) != nullptr) {
-      RETURN_IF_ERROR(r.U64(*f, "training.checkpoint_version",
-                            &m.training.checkpoint_version));
-    }
-    if ((f = Reader::Find(t, "epochs_done")) != nullptr) {
-      RETURN_IF_ERROR(
-          r.U32(*f, "training.epochs_done", &m.training.epochs_done));
-    }
-    if ((f = Reader::Find(t, "dim")) != nullptr) {
-      RETURN_IF_ERROR(r.U32(*f, "training.dim", &m.training.dim));
-    }
-    if ((f = Reader::Find(t, "state")) != nullptr) {
+    RETURN_IF_ERROR(r.Optional(*v, "checkpoint_version", "training.checkpoint_version",
+                               &m.training.checkpoint_version));
+    RETURN_IF_ERROR(
+        r.Optional(*v, "epochs_done", "training.epochs_done", &m.training.epochs_done));
+    RETURN_IF_ERROR(r.Optional(*v, "dim", "training.dim", &m.training.dim));
+    if (const Json* f = JsonReader::Find(*v, "state"); f != nullptr) {
       RETURN_IF_ERROR(r.Object(*f, "training.state"));
       m.training.state_json = f->dump();
     }

@@ -87,6 +87,23 @@ rocksdb::ColumnFamilyOptions ColumnFamilyOptionsFor(
   return o;
 }
 
+absl::Status CloseDb(rocksdb::DB** db, std::vector<rocksdb::ColumnFamilyHandle*>* handles,
+                     std::string_view path) {
+  if (*db == nullptr) return absl::OkStatus();
+  absl::Status status;
+  for (rocksdb::ColumnFamilyHandle* h : *handles) {
+    absl::Status s = FromRocks((*db)->DestroyColumnFamilyHandle(h),
+                               absl::StrCat("cannot release a column family of ", Sv(path)));
+    if (status.ok()) status = s;
+  }
+  handles->clear();
+  absl::Status s = FromRocks((*db)->Close(), absl::StrCat("cannot close ", Sv(path)));
+  if (status.ok()) status = s;
+  delete *db;
+  *db = nullptr;
+  return status;
+}
+
 absl::Status FromRocks(const rocksdb::Status& s, std::string_view context) {
   if (s.ok()) return absl::OkStatus();
   std::string message = absl::StrCat(Sv(context), ": ", s.ToString());

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "rocksdb/cache.h"
+#include "rocksdb/db.h"
 #include "rocksdb/options.h"
 #include "rocksdb/status.h"
 
@@ -41,6 +42,13 @@ rocksdb::ColumnFamilyOptions ColumnFamilyOptionsFor(
 
 // A rocksdb::Status as an absl::Status: "<context>: <rocksdb message>".
 absl::Status FromRocks(const rocksdb::Status& s, std::string_view context);
+
+// Destroys `handles`, closes `*db` and deletes it (also when closing fails;
+// RocksDB's DB::Close reports errors of background work, e.g. a flush that
+// failed) and sets *db to null. OK, or the close error naming `path`. A null
+// *db is OK.
+absl::Status CloseDb(rocksdb::DB** db, std::vector<rocksdb::ColumnFamilyHandle*>* handles,
+                     std::string_view path);
 
 // The smallest string greater than every string starting with `prefix`
 // (empty when there is none, i.e. prefix is all 0xff).

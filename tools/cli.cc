@@ -7,41 +7,60 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "tools/command_help.h"
 
 namespace ember::tools {
 namespace {
 
 struct Subcommand {
   const char* name;
-  const char* usage;
+  const char* synopsis;  // what follows `ember <name>`
+  const char* summary;   // one line
   int (*main)(const std::vector<std::string>&);
 };
 
 constexpr Subcommand kSubcommands[] = {
-    {"import", "--out GRAPH [options] FILE...   import edge lists into a graph",
-     ImportMain},
-    {"train", "GRAPH [options]                  train embeddings", TrainMain},
-    {"eval", "GRAPH --split test|valid          evaluate link prediction",
+    {"import", "--out GRAPH [flags] FILE...", "import edge lists into a graph", ImportMain},
+    {"train", "GRAPH [flags]", "train embeddings", TrainMain},
+    {"eval", "GRAPH [--split test|valid] [flags]", "evaluate link prediction (MRR, Hits@k)",
      EvalMain},
-    {"export", "GRAPH --format F --out PATH      export embeddings",
+    {"export", "GRAPH --format F --out PATH [flags]", "export embeddings (tsv, npy, w2v, fvecs)",
      ExportMain},
-    {"neighbors", "GRAPH --node NAME [--k 10]    nearest neighbours",
+    {"neighbors", "GRAPH --node NAME [--k 10] [flags]", "nearest neighbours of nodes (FAISS)",
      NeighborsMain},
-    {"inspect", "GRAPH [--json]                 describe a graph", InspectMain},
-    {"gen", "rmat|sbm|features|kg --out FILE    generate a synthetic graph",
+    {"inspect", "GRAPH [--json]", "describe a graph", InspectMain},
+    {"gen", "KIND --out FILE [flags]", "generate a synthetic graph (KIND: rmat, sbm, features, kg)",
      GenMain},
 };
+
+const Subcommand* FindSubcommand(std::string_view name) {
+  for (const Subcommand& c : kSubcommands) {
+    if (name == c.name) return &c;
+  }
+  return nullptr;
+}
 
 std::string Usage() {
   std::string u =
       "ember: node embeddings for graphs too large for memory.\n\n"
       "usage: ember <command> [flags] [args]\n\ncommands:\n";
   for (const Subcommand& c : kSubcommands) {
-    absl::StrAppend(&u, "  ember ", c.name, " ", c.usage, "\n");
+    absl::StrAppendFormat(&u, "  %-10s %s\n", c.name, c.summary);
   }
   absl::StrAppend(&u,
-                  "\n`ember <command> --help` lists flags; see README.md.\n");
+                  "\n`ember <command> --help` lists that command's flags; see README.md.\n");
   return u;
+}
+
+// Whether the arguments after the command (up to a bare `--`) ask for help.
+bool AsksForHelp(int argc, char** argv) {
+  for (int i = 2; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--") return false;
+    if (a == "--help" || a == "-help" || a == "-h" || a == "--helpshort") return true;
+  }
+  return false;
 }
 
 // Abseil flag names use '_'; users type `--edge-factor`. Rewrites the name
@@ -66,25 +85,40 @@ int ReportStatus(const std::string& command, const absl::Status& status) {
   return 1;
 }
 
+std::string CommandHelpText(std::string_view command) {
+  const Subcommand* c = FindSubcommand(command);
+  if (c == nullptr) return "";
+  return absl::StrCat("usage: ember ", c->name, " ", c->synopsis, "\n", c->summary, "\n\n",
+                      CommandFlagsHelp(command));
+}
+
+std::vector<std::string> CommandNames() {
+  std::vector<std::string> names;
+  for (const Subcommand& c : kSubcommands) names.emplace_back(c.name);
+  return names;
+}
+
 int RunCli(int argc, char** argv) {
-  absl::SetProgramUsageMessage(Usage());
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 ||
       std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "help") == 0) {
     std::fputs(Usage().c_str(), argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
-  const std::string_view name = argv[1];
-  for (const Subcommand& c : kSubcommands) {
-    if (name != c.name) continue;
-    // Parse the flags after the subcommand; argv[1] stands in as argv[0].
-    NormalizeFlagNames(argc, argv);
-    std::vector<char*> positional = absl::ParseCommandLine(argc - 1, argv + 1);
-    std::vector<std::string> args(positional.begin() + 1, positional.end());
-    return c.main(args);
+  const Subcommand* c = FindSubcommand(argv[1]);
+  if (c == nullptr) {
+    std::fprintf(stderr, "ember: unknown command '%s'\n\n%s", argv[1], Usage().c_str());
+    return 2;
   }
-  std::fprintf(stderr, "ember: unknown command '%s'\n\n%s", argv[1],
-               Usage().c_str());
-  return 2;
+  if (AsksForHelp(argc, argv)) {
+    std::fputs(CommandHelpText(c->name).c_str(), stdout);
+    return 0;
+  }
+  absl::SetProgramUsageMessage(Usage());
+  // Parse the flags after the subcommand; argv[1] stands in as argv[0].
+  NormalizeFlagNames(argc, argv);
+  std::vector<char*> positional = absl::ParseCommandLine(argc - 1, argv + 1);
+  std::vector<std::string> args(positional.begin() + 1, positional.end());
+  return c->main(args);
 }
 
 }  // namespace ember::tools

@@ -5,6 +5,7 @@
 #define EMBER_TOOLS_CLI_H_
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -21,7 +22,15 @@ int InspectMain(const std::vector<std::string>& args);
 int GenMain(const std::vector<std::string>& args);
 
 // Parses flags and dispatches on argv[1]; returns the process exit code.
+// `ember --help` lists the commands; `ember <command> --help` (or -h)
+// prints CommandHelpText(command) to stdout and returns 0.
 int RunCli(int argc, char** argv);
+
+// "usage: ember <command> <synopsis>", its one-line summary, and the flags
+// it reads (CommandFlagsHelp); "" for an unknown command.
+std::string CommandHelpText(std::string_view command);
+// The subcommands, in the order `ember --help` lists them.
+std::vector<std::string> CommandNames();
 
 // Prints "ember <command>: <message>" to stderr and returns 1 (or 0 for OK).
 int ReportStatus(const std::string& command, const absl::Status& status);

@@ -45,7 +45,7 @@ int ExportMain(const std::vector<std::string>& args) {
   if (!options.ok()) return ReportStatus("export", options.status());
   auto graph = Graph::Open(args[0]);
   if (!graph.ok()) return ReportStatus("export", graph.status());
-  ProgressPrinter progress(!absl::GetFlag(FLAGS_quiet));
+  ProgressPrinter progress = ProgressFromFlags();
   options->progress = [&](const ExportProgress& p) {
     progress.Update(absl::StrFormat("export partition %d/%d", p.partition + 1, p.partitions),
                     p.rows_done, p.rows_total, "rows",

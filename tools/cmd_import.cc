@@ -206,7 +206,7 @@ void PrintSummary(const ImportSummary& s, const std::string& out, bool append) {
 int ImportMain(const std::vector<std::string>& args) {
   auto options = OptionsFromFlags(args);
   if (!options.ok()) return ReportStatus("import", options.status());
-  ProgressPrinter progress(!absl::GetFlag(FLAGS_quiet));
+  ProgressPrinter progress = ProgressFromFlags();
   options->progress = [&](const ImportProgress& p) {
     progress.Update(p.phase, p.done, p.total, p.unit,
                     absl::StrFormat("%s edges (%s edges/s overall)", HumanCount(p.edges_read),

@@ -64,7 +64,7 @@ int NeighborsMain(const std::vector<std::string>& args) {
   options.threads = absl::GetFlag(FLAGS_threads);  // 0: OpenMP's default
   if (absl::GetFlag(FLAGS_seed) != 0) options.seed = absl::GetFlag(FLAGS_seed);
   const bool quiet = absl::GetFlag(FLAGS_quiet);
-  ProgressPrinter progress(!quiet);
+  ProgressPrinter progress = ProgressFromFlags();
   options.progress = [&](std::string_view phase, uint64_t done, uint64_t total) {
     progress.Update(std::string(phase), done, total, "partitions");
   };

@@ -145,11 +145,11 @@ int TrainMain(const std::vector<std::string>& args) {
   }
   auto options = TrainOptionsFromFlags();
   if (!options.ok()) return ReportStatus("train", options.status());
-  ProgressPrinter progress(!absl::GetFlag(FLAGS_quiet));
+  ProgressPrinter progress = ProgressFromFlags();
   options->progress = [&](const TrainProgress& p) {
     progress.Update(absl::StrFormat("epoch %d/%d", p.epoch + 1, p.epochs), p.edges_done,
                     p.edges_total, "edges",
-                    absl::StrFormat("bucket %d/%d  loss %.4f", p.bucket, p.buckets, p.loss));
+                    absl::StrFormat("%d/%d buckets done  loss %.4f", p.bucket, p.buckets, p.loss));
   };
   auto summary = TrainGraph(args[0], *options);
   progress.Finish();

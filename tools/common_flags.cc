@@ -1,5 +1,6 @@
 #include "tools/common_flags.h"
 
+#include <cmath>
 #include <thread>
 
 #include "absl/flags/flag.h"
@@ -20,6 +21,9 @@ ABSL_FLAG(
     std::string, relations_out, "",
     "export: also write relation parameters (name<TAB>p1..pk) here; "
     "gen kg: write one name<TAB>kind<TAB>partner line per relation here.");
+ABSL_FLAG(ember::tools::ProgressInterval, progress_interval, ember::tools::ProgressInterval{},
+          "Seconds between progress lines when stderr is not a terminal (a log); 0: a line "
+          "at every update. On a terminal one line is redrawn in place.");
 ABSL_FLAG(int, dim, 100,
           "Embedding dimension (train); import --partitions auto: the --dim "
           "you will train with.");
@@ -43,6 +47,23 @@ bool AbslParseFlag(absl::string_view text, PartitionCount* out, std::string* err
 
 std::string AbslUnparseFlag(const PartitionCount& p) {
   return p.value == 0 ? "auto" : absl::StrCat(p.value);
+}
+
+bool AbslParseFlag(absl::string_view text, ProgressInterval* out, std::string* error) {
+  double seconds = 0;
+  if (!absl::SimpleAtod(text, &seconds) || !(seconds >= 0) || std::isinf(seconds)) {
+    *error = "expected a number of seconds >= 0";
+    return false;
+  }
+  out->seconds = seconds;
+  return true;
+}
+
+std::string AbslUnparseFlag(const ProgressInterval& p) { return absl::StrCat(p.seconds); }
+
+ProgressPrinter ProgressFromFlags() {
+  return ProgressPrinter(!absl::GetFlag(FLAGS_quiet),
+                         absl::GetFlag(FLAGS_progress_interval).seconds);
 }
 
 int ThreadCount() {

@@ -8,6 +8,7 @@
 
 #include "absl/flags/declare.h"
 #include "absl/strings/string_view.h"
+#include "tools/progress.h"
 
 namespace ember::tools {
 // The value of --partitions: a count P >= 1, or `auto` (held as 0).
@@ -18,6 +19,13 @@ struct PartitionCount {
 // in the error ("Illegal value 'x' specified for flag 'partitions'; ...").
 bool AbslParseFlag(absl::string_view text, PartitionCount* out, std::string* error);
 std::string AbslUnparseFlag(const PartitionCount& p);
+
+// The value of --progress-interval: seconds >= 0.
+struct ProgressInterval {
+  double seconds = 10;
+};
+bool AbslParseFlag(absl::string_view text, ProgressInterval* out, std::string* error);
+std::string AbslUnparseFlag(const ProgressInterval& p);
 }  // namespace ember::tools
 
 ABSL_DECLARE_FLAG(std::string, out);
@@ -29,10 +37,14 @@ ABSL_DECLARE_FLAG(ember::tools::PartitionCount, partitions);
 ABSL_DECLARE_FLAG(bool, quiet);
 ABSL_DECLARE_FLAG(std::string, relations_out);
 ABSL_DECLARE_FLAG(int, dim);
+ABSL_DECLARE_FLAG(ember::tools::ProgressInterval, progress_interval);
 
 namespace ember::tools {
 // --threads, with 0 meaning "all hardware threads".
 int ThreadCount();
+// Progress lines on stderr unless --quiet, every --progress-interval
+// seconds when stderr is not a terminal.
+ProgressPrinter ProgressFromFlags();
 }  // namespace ember::tools
 
 #endif  // EMBER_TOOLS_COMMON_FLAGS_H_

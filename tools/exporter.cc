@@ -1,13 +1,7 @@
 #include "tools/exporter.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <bit>
-#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstring>
@@ -31,44 +25,8 @@ static_assert(std::endian::native == std::endian::little,
 uint32_t BatchRows(int dim) {
   return static_cast<uint32_t>(std::clamp(131072 / std::max(dim, 1), 16, 4096));
 }
-// Write buffer of AtomicOutputFile.
-constexpr size_t kWriteBufferBytes = 1 << 20;
 // Longest std::to_chars output of a float ("-1.17549435e-38").
 constexpr size_t kMaxFloatChars = 16;
-
-std::atomic<uint64_t> temp_counter{0};
-
-absl::Status ErrnoError(int err, std::string_view what, const std::string& path) {
-  std::string msg = absl::StrCat(std::string(what), " ", path, ": ", std::strerror(err));
-  switch (err) {
-    case ENOENT:
-      return absl::NotFoundError(msg);
-    case EEXIST:
-      return absl::AlreadyExistsError(msg);
-    case EACCES:
-    case EPERM:
-      return absl::PermissionDeniedError(msg);
-    default:
-      return absl::InternalError(msg);
-  }
-}
-
-std::string ParentDir(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
-absl::Status FsyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError(errno, "cannot open directory", dir);
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) return ErrnoError(err, "cannot fsync directory", dir);
-  return absl::OkStatus();
-}
 
 // Appends `name`, then for each value `sep` and its shortest round-trip
 // decimal form, then '\n'.
@@ -180,89 +138,6 @@ absl::Status ExportOptions::Validate() const {
   if (threads < 0) return absl::InvalidArgumentError("threads must be >= 0");
   return absl::OkStatus();
 }
-
-// ---------------------------------------------------------------------------
-// AtomicOutputFile
-
-AtomicOutputFile::AtomicOutputFile(std::string path, std::string temp, int fd)
-    : path_(std::move(path)), temp_(std::move(temp)), fd_(fd) {
-  buffer_.reserve(kWriteBufferBytes);
-}
-
-absl::StatusOr<std::unique_ptr<AtomicOutputFile>> AtomicOutputFile::Create(
-    const std::string& path, bool overwrite) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0) {
-    if (S_ISDIR(st.st_mode)) {
-      return absl::FailedPreconditionError(absl::StrCat(path, " is a directory"));
-    }
-    if (!overwrite) {
-      return absl::AlreadyExistsError(
-          absl::StrCat(path, " exists (pass --overwrite to replace it)"));
-    }
-  }
-  const std::string temp = absl::StrCat(path, ".tmp-", ::getpid(), "-", temp_counter++);
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError(errno, "cannot create", temp);
-  return std::unique_ptr<AtomicOutputFile>(new AtomicOutputFile(path, temp, fd));
-}
-
-AtomicOutputFile::~AtomicOutputFile() {
-  if (fd_ >= 0) ::close(fd_);
-  if (!committed_) ::unlink(temp_.c_str());
-}
-
-absl::Status AtomicOutputFile::Flush() {
-  RETURN_IF_ERROR(WriteAll(buffer_));
-  buffer_.clear();
-  return absl::OkStatus();
-}
-
-absl::Status AtomicOutputFile::WriteAll(std::string_view data) {
-  const char* p = data.data();
-  size_t left = data.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd_, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoError(errno, "cannot write", temp_);
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  return absl::OkStatus();
-}
-
-absl::Status AtomicOutputFile::Append(std::string_view data) {
-  if (fd_ < 0) return absl::FailedPreconditionError(absl::StrCat(temp_, " is closed"));
-  bytes_ += data.size();
-  if (buffer_.size() + data.size() > kWriteBufferBytes) RETURN_IF_ERROR(Flush());
-  if (data.size() >= kWriteBufferBytes) return WriteAll(data);  // bypass the buffer
-  buffer_.append(data.data(), data.size());
-  return absl::OkStatus();
-}
-
-absl::Status AtomicOutputFile::Close() {
-  if (fd_ < 0) return absl::OkStatus();
-  RETURN_IF_ERROR(Flush());
-  if (::fsync(fd_) != 0) return ErrnoError(errno, "cannot fsync", temp_);
-  const int fd = fd_;
-  fd_ = -1;
-  if (::close(fd) != 0) return ErrnoError(errno, "cannot close", temp_);
-  std::string().swap(buffer_);
-  return absl::OkStatus();
-}
-
-absl::Status AtomicOutputFile::Commit() {
-  RETURN_IF_ERROR(Close());
-  if (::rename(temp_.c_str(), path_.c_str()) != 0) {
-    return ErrnoError(errno, absl::StrCat("cannot rename ", temp_, " to"), path_);
-  }
-  committed_ = true;
-  return FsyncDir(ParentDir(path_));
-}
-
-// ---------------------------------------------------------------------------
 
 std::string MetaJson(const Graph& graph, const StoredModel& model, std::string_view format,
                      const std::string& file, const std::string& names_file) {

@@ -38,6 +38,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "storage/atomic_file.h"
 #include "storage/graph.h"
 #include "train/checkpoint.h"
 
@@ -111,44 +112,6 @@ absl::StatusOr<ExportStats> ExportEmbeddings(const Graph& graph,
 std::string MetaJson(const Graph& graph, const StoredModel& model,
                      std::string_view format, const std::string& file,
                      const std::string& names_file);
-
-// A file written through a temporary beside it and renamed into place by
-// Commit() (after fsync of the file; the directory is fsynced too). Until
-// Commit() succeeds `path` is untouched; destroying an uncommitted file
-// removes the temporary. Writes are buffered. Not thread-safe.
-class AtomicOutputFile {
- public:
-  // AlreadyExists naming `path` if it exists and !overwrite; errors name the
-  // temporary that could not be created.
-  static absl::StatusOr<std::unique_ptr<AtomicOutputFile>> Create(
-      const std::string& path, bool overwrite);
-  ~AtomicOutputFile();
-  AtomicOutputFile(const AtomicOutputFile&) = delete;
-  AtomicOutputFile& operator=(const AtomicOutputFile&) = delete;
-
-  const std::string& path() const { return path_; }
-  const std::string& temp_path() const { return temp_; }
-  uint64_t bytes() const { return bytes_; }
-
-  absl::Status Append(std::string_view data);
-  // Flushes, fsyncs and closes the temporary (after which the file is
-  // complete on disk but not yet visible at path()).
-  absl::Status Close();
-  // Close() if needed, then rename over path() and fsync its directory.
-  absl::Status Commit();
-
- private:
-  AtomicOutputFile(std::string path, std::string temp, int fd);
-  absl::Status Flush();
-  absl::Status WriteAll(std::string_view data);
-
-  std::string path_;
-  std::string temp_;
-  int fd_ = -1;
-  bool committed_ = false;
-  uint64_t bytes_ = 0;
-  std::string buffer_;
-};
 
 }  // namespace ember::tools
 

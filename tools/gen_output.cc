@@ -1,13 +1,9 @@
 #include "tools/gen_output.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <utility>
@@ -16,22 +12,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "storage/status_macros.h"
 #include "tbb/parallel_pipeline.h"
 #include "tbb/task_arena.h"
 
 namespace ember::tools::gen {
 namespace {
-
-absl::Status OsError(const char* what, const std::string& path, int err) {
-  return absl::Status(
-      absl::ErrnoToStatusCode(err),
-      absl::StrCat(what, " '", path, "': ", std::strerror(err)));
-}
-
-bool PathExists(const std::string& path) {
-  struct stat st;
-  return ::lstat(path.c_str(), &st) == 0;
-}
 
 // "12.3M" style counts for the progress line.
 std::string Human(double v) {
@@ -67,32 +53,16 @@ bool IsGzipPath(std::string_view path) {
 
 absl::StatusOr<std::unique_ptr<GenOutputFile>> GenOutputFile::Create(
     const std::string& path, bool overwrite, int gzip_level) {
-  if (path.empty()) {
-    return absl::InvalidArgumentError("output path is empty");
-  }
-  if (!overwrite && PathExists(path)) {
-    return absl::AlreadyExistsError(absl::StrCat(
-        "output '", path, "' already exists; pass --overwrite to replace it"));
-  }
-  std::string tmp = absl::StrCat(path, ".tmp-", ::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return OsError("cannot create", tmp, errno);
-  return std::unique_ptr<GenOutputFile>(new GenOutputFile(
-      path, std::move(tmp), fd, overwrite, IsGzipPath(path) ? gzip_level : -1));
+  ASSIGN_OR_RETURN(std::unique_ptr<AtomicOutputFile> file,
+                   AtomicOutputFile::Create(path, overwrite));
+  return std::unique_ptr<GenOutputFile>(
+      new GenOutputFile(std::move(file), IsGzipPath(path) ? gzip_level : -1));
 }
 
-GenOutputFile::GenOutputFile(std::string path, std::string tmp_path, int fd,
-                             bool overwrite, int gzip_level)
-    : path_(std::move(path)),
-      tmp_path_(std::move(tmp_path)),
-      fd_(fd),
-      overwrite_(overwrite),
-      gzip_level_(gzip_level) {}
+GenOutputFile::GenOutputFile(std::unique_ptr<AtomicOutputFile> file, int gzip_level)
+    : file_(std::move(file)), gzip_level_(gzip_level) {}
 
-GenOutputFile::~GenOutputFile() {
-  if (fd_ >= 0) ::close(fd_);
-  if (!committed_) ::unlink(tmp_path_.c_str());
-}
+GenOutputFile::~GenOutputFile() = default;
 
 absl::Status GenOutputFile::Encode(std::string* chunk) const {
   if (gzip_level_ < 0) return absl::OkStatus();
@@ -104,7 +74,7 @@ absl::Status GenOutputFile::Encode(std::string* chunk) const {
   if (deflateInit2(&zs, gzip_level_, Z_DEFLATED, 15 + 16, 8,
                    Z_DEFAULT_STRATEGY) != Z_OK) {
     return absl::InternalError(
-        absl::StrCat("deflateInit2 failed for '", path_, "'"));
+        absl::StrCat("deflateInit2 failed for '", path(), "'"));
   }
   out.resize(deflateBound(&zs, text.size()) + 64);
   zs.next_out = reinterpret_cast<Bytef*>(out.data());
@@ -131,7 +101,7 @@ absl::Status GenOutputFile::Encode(std::string* chunk) const {
   deflateEnd(&zs);
   if (rc != Z_STREAM_END) {
     return absl::InternalError(absl::StrCat("gzip compression failed for '",
-                                            path_, "' (rc ", rc, ")"));
+                                            path(), "' (rc ", rc, ")"));
   }
   out.resize(produced);
   chunk->swap(out);
@@ -139,58 +109,10 @@ absl::Status GenOutputFile::Encode(std::string* chunk) const {
 }
 
 absl::Status GenOutputFile::Write(std::string_view bytes) {
-  if (fd_ < 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("write to closed output '", path_, "'"));
-  }
-  while (!bytes.empty()) {
-    ssize_t n = ::write(fd_, bytes.data(), bytes.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return OsError("write failed on", tmp_path_, errno);
-    }
-    bytes.remove_prefix(static_cast<size_t>(n));
-    bytes_written_ += static_cast<uint64_t>(n);
-  }
-  return absl::OkStatus();
+  return file_->Append(bytes);
 }
 
-absl::Status GenOutputFile::Commit() {
-  if (fd_ < 0 || committed_) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("output '", path_, "' already committed or closed"));
-  }
-  const int fd = fd_;
-  fd_ = -1;
-  if (::close(fd) != 0) return OsError("close failed on", tmp_path_, errno);
-  if (overwrite_) {
-    if (::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
-      return OsError("cannot rename temporary to", path_, errno);
-    }
-  } else {
-    // link() fails with EEXIST instead of replacing, so a file that appeared
-    // while we were generating is never clobbered.
-    if (::link(tmp_path_.c_str(), path_.c_str()) == 0) {
-      ::unlink(tmp_path_.c_str());
-    } else if (errno == EEXIST) {
-      return absl::AlreadyExistsError(
-          absl::StrCat("output '", path_,
-                       "' already exists; pass --overwrite to replace it"));
-    } else {
-      // Filesystems without hard links: check, then rename.
-      if (PathExists(path_)) {
-        return absl::AlreadyExistsError(
-            absl::StrCat("output '", path_,
-                         "' already exists; pass --overwrite to replace it"));
-      }
-      if (::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
-        return OsError("cannot rename temporary to", path_, errno);
-      }
-    }
-  }
-  committed_ = true;
-  return absl::OkStatus();
-}
+absl::Status GenOutputFile::Commit() { return file_->Commit(); }
 
 absl::Status WriteChunksInOrder(
     uint64_t num_chunks, uint64_t total_items, const ChunkTextFn& produce,

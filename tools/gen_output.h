@@ -1,5 +1,5 @@
 // Output plumbing shared by the synthetic graph generators (`ember gen`):
-// atomic file creation (write FILE.tmp-<pid>, rename on success), optional
+// atomic file creation (storage/atomic_file.h), optional
 // gzip, and an ordered parallel chunk writer.
 #ifndef EMBER_TOOLS_GEN_OUTPUT_H_
 #define EMBER_TOOLS_GEN_OUTPUT_H_
@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "storage/atomic_file.h"
 
 namespace ember::tools::gen {
 
@@ -62,11 +63,12 @@ inline int DecimalDigits(uint64_t v) {
   return d;
 }
 
-// One output file under construction. Bytes go to `path + ".tmp-<pid>"`;
-// Commit() renames it over `path`. Destroying an uncommitted file removes
-// the temporary, so a failed run leaves neither a half-written output nor a
-// changed pre-existing one. Not copyable; Write/Commit are not thread-safe,
-// Encode is.
+// One output file under construction: an AtomicOutputFile (bytes go to a
+// temporary beside `path`, fsynced and moved into place by Commit(), the
+// directory fsynced after) plus the optional gzip encoding. Destroying an
+// uncommitted file removes the temporary, so a failed run leaves neither a
+// half-written output nor a changed pre-existing one. Not copyable;
+// Write/Commit are not thread-safe, Encode is.
 class GenOutputFile {
  public:
   // Fails with AlreadyExists if `path` exists and !overwrite, or with the
@@ -86,24 +88,19 @@ class GenOutputFile {
   // Appends encoded bytes to the temporary file.
   absl::Status Write(std::string_view bytes);
 
-  // Closes the temporary and moves it to `path`. Without `overwrite`, fails
-  // (and removes the temporary) if `path` appeared meanwhile.
+  // Fsyncs and closes the temporary and moves it to `path`, then fsyncs the
+  // directory. Without `overwrite`, fails with AlreadyExists (and removes
+  // the temporary) if `path` appeared meanwhile.
   absl::Status Commit();
 
-  const std::string& path() const { return path_; }
-  uint64_t bytes_written() const { return bytes_written_; }
+  const std::string& path() const { return file_->path(); }
+  uint64_t bytes_written() const { return file_->bytes(); }
 
  private:
-  GenOutputFile(std::string path, std::string tmp_path, int fd, bool overwrite,
-                int gzip_level);
+  GenOutputFile(std::unique_ptr<AtomicOutputFile> file, int gzip_level);
 
-  std::string path_;
-  std::string tmp_path_;
-  int fd_;
-  bool overwrite_;
+  std::unique_ptr<AtomicOutputFile> file_;
   int gzip_level_;  // < 0: plain text
-  bool committed_ = false;
-  uint64_t bytes_written_ = 0;
 };
 
 // Produces the text of chunk `index` into `*text` (cleared by the caller).

@@ -27,41 +27,68 @@ std::string HumanBytes(double b) {
   return absl::StrFormat("%.0f B", b);
 }
 
+std::string HumanSeconds(double s) {
+  if (s < 10) return absl::StrFormat("%.1fs", s);
+  if (s < 60) return absl::StrFormat("%.0fs", s);
+  const uint64_t whole = static_cast<uint64_t>(s + 0.5);
+  if (whole < 3600) return absl::StrFormat("%dm%02ds", whole / 60, whole % 60);
+  return absl::StrFormat("%dh%02dm", whole / 3600, whole % 3600 / 60);
+}
+
 ProgressPrinter::ProgressPrinter(bool enabled, double log_interval_seconds)
+    : ProgressPrinter(enabled, log_interval_seconds, isatty(STDERR_FILENO) != 0) {}
+
+ProgressPrinter::ProgressPrinter(bool enabled, double log_interval_seconds, bool tty)
     : enabled_(enabled),
-      tty_(isatty(STDERR_FILENO) != 0),
+      tty_(tty),
       interval_(log_interval_seconds),
       start_(Clock::now()),
-      last_(Clock::now() - std::chrono::hours(1)),
-      phase_start_(Clock::now()) {}
+      last_(start_),
+      phase_start_(start_) {}
 
 void ProgressPrinter::Update(const std::string& phase, uint64_t done,
                              uint64_t total, const std::string& unit,
                              const std::string& extra, bool force) {
   if (!enabled_) return;
   const auto now = Clock::now();
-  if (phase != last_phase_) {
+  const bool new_phase = phase != last_phase_;
+  if (new_phase) {
     last_phase_ = phase;
     phase_start_ = now;
-    force = true;
+    phase_start_done_ = done;
   }
-  const double since_last = std::chrono::duration<double>(now - last_).count();
-  if (!force && since_last < (tty_ ? 0.2 : interval_)) return;
-  last_ = now;
+  const bool counted = !unit.empty();
   const double phase_secs = std::chrono::duration<double>(now - phase_start_).count();
-  const double rate = phase_secs > 0 ? done / phase_secs : 0;
-  std::string line = absl::StrFormat("%-6s %s", phase, HumanCount(done));
-  if (unit.empty()) {
-    line = absl::StrFormat("%-6s", phase);  // a step without a count
-  } else if (total > 0) {
-    absl::StrAppendFormat(&line, "/%s %s (%.1f%%)", HumanCount(total), unit,
-                          100.0 * done / total);
+  // Measured over this phase's updates only: the work before its first
+  // update took an unknown time.
+  const double rate = counted && phase_secs > 0 && done > phase_start_done_
+                          ? (done - phase_start_done_) / phase_secs
+                          : 0;
+  const double since_last = std::chrono::duration<double>(now - last_).count();
+  bool due;
+  if (tty_) {
+    due = new_phase || since_last >= 0.2;
+  } else if (counted) {
+    due = rate > 0 && (!printed_ || since_last >= interval_);
   } else {
-    absl::StrAppendFormat(&line, " %s", unit);
+    due = new_phase;
   }
-  if (!unit.empty()) absl::StrAppendFormat(&line, "  %s %s/s", HumanCount(rate), unit);
-  if (total > 0 && rate > 0 && done < total) {
-    absl::StrAppendFormat(&line, "  ETA %.0fs", (total - done) / rate);
+  if (!force && !due) return;
+  last_ = now;
+  printed_ = true;
+  std::string line = absl::StrFormat("%-6s", phase);
+  if (counted) {
+    absl::StrAppend(&line, " ", HumanCount(done));
+    if (total > 0) {
+      absl::StrAppendFormat(&line, "/%s %s (%.1f%%)", HumanCount(total), unit,
+                            100.0 * done / total);
+    } else {
+      absl::StrAppend(&line, " ", unit);
+    }
+    if (rate > 0) absl::StrAppendFormat(&line, "  %s %s/s", HumanCount(rate), unit);
+    if (total > 0 && rate > 0 && done < total) {
+      absl::StrAppend(&line, "  ETA ", HumanSeconds((total - done) / rate));
+    }
   }
   if (!extra.empty()) absl::StrAppend(&line, "  ", extra);
   absl::StrAppendFormat(&line, "  [%.1fs]",

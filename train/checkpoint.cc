@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "storage/json_reader.h"
 #include "storage/status_macros.h"
 
 namespace ember {
@@ -65,26 +66,40 @@ std::string ModelOptionsToJson(const ModelOptions& m) {
   return j.dump();
 }
 
-absl::StatusOr<ModelOptions> ModelOptionsFromJson(std::string_view text) {
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return absl::DataLossError("model options: not a JSON object");
-  }
+namespace {
+
+// The model options stored at `field` of a document read through `r`; every
+// error, a name that does not parse or options that do not validate
+// included, has r's code and names r's file and the field.
+absl::StatusOr<ModelOptions> ReadModelOptions(const nlohmann::json& j, const JsonReader& r,
+                                              const std::string& field) {
+  RETURN_IF_ERROR(r.Object(j, field));
+  std::string op, comparator, loss;
+  // Checkpoints written before featurized models existed have no field.
+  std::string featurized = "off";
   ModelOptions m;
-  try {
-    ASSIGN_OR_RETURN(m.op, ParseOperator(j.at("operator").get<std::string>()));
-    ASSIGN_OR_RETURN(m.comparator, ParseComparator(j.at("comparator").get<std::string>()));
-    ASSIGN_OR_RETURN(m.loss, ParseLoss(j.at("loss").get<std::string>()));
-    m.margin = j.at("margin").get<float>();
-    m.dim = j.at("dim").get<int>();
-    // Checkpoints written before featurized models existed have no field.
-    ASSIGN_OR_RETURN(m.featurized,
-                     ParseFeaturizedMode(j.value("featurized", std::string("off"))));
-  } catch (const nlohmann::json::exception& e) {
-    return absl::DataLossError(absl::StrCat("model options: ", e.what()));
-  }
-  RETURN_IF_ERROR(m.Validate());
+  RETURN_IF_ERROR(r.Required(j, "operator", field + ".operator", &op));
+  RETURN_IF_ERROR(r.Required(j, "comparator", field + ".comparator", &comparator));
+  RETURN_IF_ERROR(r.Required(j, "loss", field + ".loss", &loss));
+  RETURN_IF_ERROR(r.Required(j, "margin", field + ".margin", &m.margin));
+  RETURN_IF_ERROR(r.Required(j, "dim", field + ".dim", &m.dim));
+  RETURN_IF_ERROR(r.Optional(j, "featurized", field + ".featurized", &featurized));
+  absl::Status s = [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(m.op, ParseOperator(op));
+    ASSIGN_OR_RETURN(m.comparator, ParseComparator(comparator));
+    ASSIGN_OR_RETURN(m.loss, ParseLoss(loss));
+    ASSIGN_OR_RETURN(m.featurized, ParseFeaturizedMode(featurized));
+    return m.Validate();
+  }();
+  if (!s.ok()) return r.Error(field, std::string(s.message()));
   return m;
+}
+
+}  // namespace
+
+absl::StatusOr<ModelOptions> ModelOptionsFromJson(std::string_view text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return ReadModelOptions(j, JsonReader("model options", absl::StatusCode::kDataLoss), "model");
 }
 
 absl::StatusOr<StoredModel> LoadStoredModel(const Graph& graph) {
@@ -93,26 +108,17 @@ absl::StatusOr<StoredModel> LoadStoredModel(const Graph& graph) {
     return absl::FailedPreconditionError(absl::StrCat(
         graph.dir(), " has no trained embeddings yet; run `ember train ", graph.dir(), "` first"));
   }
-  nlohmann::json state = nlohmann::json::parse(t.state_json, nullptr, false);
-  if (state.is_discarded() || !state.contains("model")) {
-    return absl::DataLossError(
-        absl::StrCat(graph.dir(), "/MANIFEST.json: training.state has no model"));
-  }
+  const JsonReader r(graph.dir() + "/MANIFEST.json", absl::StatusCode::kDataLoss);
+  const nlohmann::json state = nlohmann::json::parse(t.state_json, nullptr, false);
   StoredModel out;
   out.version = t.checkpoint_version;
-  ASSIGN_OR_RETURN(out.model, ModelOptionsFromJson(state["model"].dump()));
+  ASSIGN_OR_RETURN(const nlohmann::json* model, r.Require(state, "model", "training.state.model"));
+  ASSIGN_OR_RETURN(out.model, ReadModelOptions(*model, r, "training.state.model"));
   const uint32_t P = graph.manifest().num_partitions;
-  if (!state.contains("partition_versions") || !state["partition_versions"].is_array() ||
-      state["partition_versions"].size() != P) {
-    return absl::DataLossError(absl::StrCat(
-        graph.dir(), "/MANIFEST.json: training.state.partition_versions missing or not ", P,
-        " entries"));
-  }
-  for (const auto& v : state["partition_versions"]) {
-    if (!v.is_number_unsigned()) {
-      return absl::DataLossError(absl::StrCat(graph.dir(), ": bad partition version"));
-    }
-    out.partition_versions.push_back(v.get<uint64_t>());
+  RETURN_IF_ERROR(r.Required(state, "partition_versions", "training.state.partition_versions",
+                             &out.partition_versions));
+  if (out.partition_versions.size() != P) {
+    return r.Error("training.state.partition_versions", absl::StrCat("must have ", P, " entries"));
   }
   ASSIGN_OR_RETURN(std::string blob, graph.ReadBlob(RelationBlobName(out.version)));
   ASSIGN_OR_RETURN(out.relations, DecodeRelationBlob(blob));

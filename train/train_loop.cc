@@ -12,6 +12,7 @@
 #include "nlohmann/json.hpp"
 #include "partition/train_memory.h"
 #include "storage/graph.h"
+#include "storage/json_reader.h"
 #include "storage/status_macros.h"
 #include "train/batch_pipeline.h"
 #include "train/bucket_scheduler.h"
@@ -44,6 +45,41 @@ EvalOptions ValidationOptions(const TrainOptions& options) {
   return eo;
 }
 
+// Where an interrupted epoch stopped, as TrainLoop::TrainerState wrote it
+// into training.state.trainer; zeros and "" for fields it lacks.
+struct SavedPosition {
+  uint64_t next_round = 0;
+  uint64_t seed = 0;
+  std::string bucket_order;
+  uint32_t buffer_partitions = 0;
+  uint32_t round_size = 0;
+  double lr = 0;
+};
+
+// DataLoss naming the manifest and the field when one has the wrong type.
+absl::StatusOr<SavedPosition> ReadSavedPosition(const Graph& graph) {
+  const JsonReader r(graph.dir() + "/MANIFEST.json", absl::StatusCode::kDataLoss);
+  const nlohmann::json state =
+      nlohmann::json::parse(graph.manifest().training.state_json, nullptr, false);
+  const nlohmann::json* t = JsonReader::Find(state, "trainer");
+  SavedPosition out;
+  if (t == nullptr) return out;
+  const std::string field = "training.state.trainer";
+  RETURN_IF_ERROR(r.Object(*t, field));
+  RETURN_IF_ERROR(r.Optional(*t, "next_round", absl::StrCat(field, ".next_round"),
+                             &out.next_round));
+  RETURN_IF_ERROR(r.Optional(*t, "seed", absl::StrCat(field, ".seed"), &out.seed));
+  RETURN_IF_ERROR(r.Optional(*t, "bucket_order", absl::StrCat(field, ".bucket_order"),
+                             &out.bucket_order));
+  RETURN_IF_ERROR(r.Optional(*t, "buffer_partitions",
+                             absl::StrCat(field, ".buffer_partitions"),
+                             &out.buffer_partitions));
+  RETURN_IF_ERROR(r.Optional(*t, "round_size", absl::StrCat(field, ".round_size"),
+                             &out.round_size));
+  RETURN_IF_ERROR(r.Optional(*t, "lr", absl::StrCat(field, ".lr"), &out.lr));
+  return out;
+}
+
 // Orchestration only: restores or initialises the model, then for each epoch
 // runs the streaming pipeline (batch_pipeline.h) over the rounds of the
 // bucket scheduler in stretches, syncs parameters between stretches,
@@ -52,8 +88,9 @@ EvalOptions ValidationOptions(const TrainOptions& options) {
 // trainer_factory.h, row_residency.h.
 class TrainLoop final : public RoundHooks {
  public:
-  TrainLoop(std::unique_ptr<Graph> graph, const TrainOptions& options)
-      : graph_(std::move(graph)), options_(options), P_(graph_->manifest().num_partitions) {}
+  // `graph` must outlive the loop.
+  TrainLoop(Graph* graph, const TrainOptions& options)
+      : graph_(graph), options_(options), P_(graph_->manifest().num_partitions) {}
 
   absl::StatusOr<TrainSummary> Run();
 
@@ -88,7 +125,7 @@ class TrainLoop final : public RoundHooks {
   nlohmann::json TrainerState(int epoch, uint64_t next_round) const;
   absl::Status AppendMetrics(const EpochStats& s);
 
-  std::unique_ptr<Graph> graph_;
+  Graph* const graph_;
   TrainOptions options_;
   const uint32_t P_;
   TrainMemoryPlan memory_;
@@ -173,19 +210,19 @@ absl::Status TrainLoop::RestoreOrInit() {
         features_ = std::make_unique<FeatureTable>(std::move(stored->features));
       }
       locations = committed_locations_;
-      nlohmann::json state = nlohmann::json::parse(m.training.state_json, nullptr, false);
-      const nlohmann::json t = state.value("trainer", nlohmann::json::object());
+      ASSIGN_OR_RETURN(const SavedPosition saved, ReadSavedPosition(*graph_));
       start_epoch_ = m.training.epochs_done;
-      start_round_ = t.value("next_round", uint64_t{0});
+      start_round_ = saved.next_round;
       if (start_round_ > 0 &&
-          (t.value("seed", uint64_t{0}) != options_.seed ||
-           t.value("bucket_order", std::string()) != BucketOrderName(options_.bucket_order) ||
-           t.value("buffer_partitions", 0u) != capacity_ ||
-           t.value("round_size", 0u) != round_size_)) {
+          (saved.seed != options_.seed ||
+           saved.bucket_order != BucketOrderName(options_.bucket_order) ||
+           saved.buffer_partitions != capacity_ || saved.round_size != round_size_)) {
         return absl::FailedPreconditionError(absl::StrCat(
             graph_->dir(), " was stopped mid-epoch; resume it with the same --seed, "
-            "--bucket-order, --buffer-partitions and --trainers (",
-            t.dump(), "), or pass --from-scratch"));
+            "--bucket-order, --buffer-partitions and --trainers (seed ", saved.seed,
+            ", bucket_order ", saved.bucket_order, ", buffer_partitions ",
+            saved.buffer_partitions, ", round_size ", saved.round_size,
+            "), or pass --from-scratch"));
       }
       resumed_ = true;
     }
@@ -244,7 +281,7 @@ absl::Status TrainLoop::RestoreOrInit() {
     }
     bo.frozen_rows = m.previous_partition_sizes;
   }
-  buffer_ = std::make_unique<PartitionBuffer>(graph_.get(), bo, locations, write_version_);
+  buffer_ = std::make_unique<PartitionBuffer>(graph_, bo, locations, write_version_);
   return absl::OkStatus();
 }
 
@@ -416,7 +453,7 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
   so.edge_sample = options_.edge_sample;
   so.group_by_relation = relations_.num_relations > 1 && !UsesMixedChunks(options_);
   so.trainers = trainers_.size();
-  RoundBatchSource source(graph_.get(), buffer_.get(), scheduler_.get(), this, so, &edge_cost_);
+  RoundBatchSource source(graph_, buffer_.get(), scheduler_.get(), this, so, &edge_cost_);
   while (const Round* next = source.PeekNext()) {
     RETURN_IF_ERROR(buffer_->Acquire(next->partitions, scheduler_->Upcoming(kLookaheadRounds)));
     recent_rounds_.clear();  // the last stretch has drained
@@ -574,11 +611,8 @@ namespace {
 absl::StatusOr<std::optional<LrChoice>> ResolveAutoLr(const Graph& graph, TrainOptions* options) {
   const Manifest& m = graph.manifest();
   if (m.training.checkpoint_version > 0 && !options->from_scratch) {
-    const nlohmann::json state = nlohmann::json::parse(m.training.state_json, nullptr, false);
-    if (state.is_object() && state.contains("trainer") && state["trainer"].is_object()) {
-      const nlohmann::json& lr = state["trainer"].value("lr", nlohmann::json());
-      if (lr.is_number() && lr.get<double>() > 0) options->lr = lr.get<float>();
-    }
+    ASSIGN_OR_RETURN(const SavedPosition saved, ReadSavedPosition(graph));
+    if (saved.lr > 0) options->lr = static_cast<float>(saved.lr);
     return std::nullopt;
   }
   if (m.edges.valid == 0) return std::nullopt;
@@ -599,16 +633,23 @@ absl::StatusOr<TrainSummary> TrainGraph(const std::string& graph_dir,
   const uint64_t storage = SplitTrainBudget(options.memory_budget).storage;
   open.write_buffer_bytes = std::max<uint64_t>(storage / 2, 1 << 20);
   open.block_cache_bytes = std::max<uint64_t>(storage / 2, 1 << 20);
-  ASSIGN_OR_RETURN(auto graph, Graph::Open(graph_dir, open));
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::Open(graph_dir, open));
   TrainOptions resolved = options;
   std::optional<LrChoice> lr_choice;
   if (options.lr_auto) {
     ASSIGN_OR_RETURN(lr_choice, ResolveAutoLr(*graph, &resolved));
   }
-  TrainLoop loop(std::move(graph), resolved);
-  ASSIGN_OR_RETURN(TrainSummary summary, loop.Run());
-  summary.lr = resolved.lr;
-  summary.lr_choice = std::move(lr_choice);
+  absl::StatusOr<TrainSummary> summary;
+  {
+    // The loop's background work ends when it is destroyed; only then may
+    // the graph be closed.
+    TrainLoop loop(graph.get(), resolved);
+    summary = loop.Run();
+  }
+  if (!summary.ok()) return summary;
+  RETURN_IF_ERROR(graph->Close());
+  summary->lr = resolved.lr;
+  summary->lr_choice = std::move(lr_choice);
   return summary;
 }
 

@@ -1,0 +1,119 @@
+#include "storage/atomic_file.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "storage/file_util.h"
+#include "tests/storage/test_graph.h"
+#include "tests/test_process.h"
+
+namespace ember {
+namespace {
+
+using ::ember::testing::ReadWholeFile;
+using ::ember::testing::TempDir;
+
+void Spit(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+std::vector<std::string> Files(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    out.push_back(e.path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(AtomicOutputFileTest, CommitMovesAllBytesIntoPlace) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("out.txt");
+  auto f = AtomicOutputFile::Create(path, /*overwrite=*/false);
+  ASSERT_TRUE(f.ok()) << f.status();
+  const std::string big(3 << 20, 'x');  // larger than the write buffer
+  ASSERT_TRUE((*f)->Append("head:").ok());
+  ASSERT_TRUE((*f)->Append(big).ok());
+  ASSERT_TRUE((*f)->Append(":tail").ok());
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_EQ((*f)->bytes(), big.size() + 10);
+  ASSERT_TRUE((*f)->Commit().ok());
+  EXPECT_EQ(ReadWholeFile(path), "head:" + big + ":tail");
+  EXPECT_EQ(Files(tmp.path()), std::vector<std::string>{"out.txt"});
+  EXPECT_EQ((*f)->Commit().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(AtomicOutputFileTest, ExistingPathNeedsOverwrite) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("out.txt");
+  Spit(path, "old");
+  auto refused = AtomicOutputFile::Create(path, /*overwrite=*/false);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_NE(refused.status().message().find(path), std::string::npos) << refused.status();
+
+  auto f = AtomicOutputFile::Create(path, /*overwrite=*/true);
+  ASSERT_TRUE(f.ok()) << f.status();
+  ASSERT_TRUE((*f)->Append("new").ok());
+  EXPECT_EQ(ReadWholeFile(path), "old");
+  ASSERT_TRUE((*f)->Commit().ok());
+  EXPECT_EQ(ReadWholeFile(path), "new");
+}
+
+TEST(AtomicOutputFileTest, FileAppearingBeforeCommitIsNotReplaced) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("out.txt");
+  {
+    auto f = AtomicOutputFile::Create(path, /*overwrite=*/false);
+    ASSERT_TRUE(f.ok()) << f.status();
+    ASSERT_TRUE((*f)->Append("mine").ok());
+    Spit(path, "theirs");
+    EXPECT_EQ((*f)->Commit().code(), absl::StatusCode::kAlreadyExists);
+  }
+  EXPECT_EQ(ReadWholeFile(path), "theirs");
+  EXPECT_EQ(Files(tmp.path()), std::vector<std::string>{"out.txt"});
+}
+
+TEST(AtomicOutputFileTest, AbandonedFileLeavesNothing) {
+  TempDir tmp;
+  {
+    auto f = AtomicOutputFile::Create(tmp.Sub("out.txt"), false);
+    ASSERT_TRUE(f.ok()) << f.status();
+    ASSERT_TRUE((*f)->Append("half").ok());
+    ASSERT_TRUE((*f)->Close().ok());
+    EXPECT_EQ((*f)->Append("more").code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(Files(tmp.path()).size(), 1u);  // the temporary
+    EXPECT_NE(Files(tmp.path())[0].find(internal::kAtomicWriteTempInfix), std::string::npos);
+  }
+  EXPECT_TRUE(Files(tmp.path()).empty());
+}
+
+TEST(AtomicOutputFileTest, MissingDirectoryNamesTheTemporary) {
+  TempDir tmp;
+  auto f = AtomicOutputFile::Create(tmp.Sub("no/such/dir/out.txt"), false);
+  EXPECT_EQ(f.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(f.status().message().find(tmp.Sub("no/such/dir/out.txt.tmp-")), std::string::npos)
+      << f.status();
+}
+
+TEST(AtomicOutputFileTest, DirectoryIsNotAFile) {
+  TempDir tmp;
+  auto f = AtomicOutputFile::Create(tmp.path(), true);
+  EXPECT_EQ(f.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(ErrnoStatusTest, CodeFollowsErrnoAndMessageNamesThePath) {
+  const absl::Status s = internal::ErrnoStatus(ENOSPC, "cannot write", "/x/y");
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(s.message().find("cannot write /x/y: "), std::string::npos) << s;
+  EXPECT_EQ(internal::ErrnoStatus(ENOENT, "open", "p").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(internal::ErrnoStatus(EACCES, "open", "p").code(),
+            absl::StatusCode::kPermissionDenied);
+}
+
+}  // namespace
+}  // namespace ember

@@ -1,0 +1,104 @@
+// `ember --help` and `ember <command> --help`: each command lists the flags
+// it reads (its own and the shared ones), with defaults, and nothing else.
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/partition/test_util.h"
+#include "tests/storage/test_graph.h"
+#include "tools/cli.h"
+#include "tools/command_help.h"
+
+namespace ember {
+namespace {
+
+using ::ember::import_test::ProcessResult;
+using ::ember::import_test::RunProcess;
+using ::ember::testing::TempDir;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const std::string kEmber = EMBER_BINARY;
+
+TEST(CommandHelpTest, TrainListsItsFlagsAndTheSharedOnesItReads) {
+  const std::string help = tools::CommandHelpText("train");
+  EXPECT_THAT(help, HasSubstr("usage: ember train GRAPH"));
+  EXPECT_THAT(help, HasSubstr("  --epochs=10\n      total epochs"));
+  EXPECT_THAT(help, HasSubstr("  --lr=0.1\n"));
+  EXPECT_THAT(help, HasSubstr("  --devices=\"\"\n"));
+  EXPECT_THAT(help, HasSubstr("  --batch-size=1000\n"));
+  // Defined by import, read by train.
+  EXPECT_THAT(help, HasSubstr("  --memory-budget=2G\n      memory the run may use"));
+  EXPECT_THAT(help, HasSubstr("  --dim=100\n"));
+  EXPECT_THAT(help, HasSubstr("  --threads=0\n"));
+  EXPECT_THAT(help, HasSubstr("  --progress-interval=10\n"));
+  // Import-only and other commands' flags.
+  EXPECT_THAT(help, Not(HasSubstr("--delimiter")));
+  EXPECT_THAT(help, Not(HasSubstr("--partitioner")));
+  EXPECT_THAT(help, Not(HasSubstr("--negatives")));
+  EXPECT_THAT(help, Not(HasSubstr("--scale")));
+  // The command prefix of the help strings is not repeated.
+  EXPECT_THAT(help, Not(HasSubstr("train: total epochs")));
+}
+
+TEST(CommandHelpTest, ImportListsImportFlagsOnly) {
+  const std::string help = tools::CommandHelpText("import");
+  EXPECT_THAT(help, HasSubstr("  --delimiter=auto\n"));
+  EXPECT_THAT(help, HasSubstr("  --memory-budget=2G\n      peak memory target"));
+  EXPECT_THAT(help, HasSubstr("  --partitions=1\n"));
+  EXPECT_THAT(help, Not(HasSubstr("--epochs")));
+  EXPECT_THAT(help, Not(HasSubstr("--devices")));
+}
+
+TEST(CommandHelpTest, EvalShowsSplitAsTheSplitToEvaluate) {
+  const std::string help = tools::CommandHelpText("eval");
+  EXPECT_THAT(help, HasSubstr("  --split=test\n      the split to evaluate"));
+  EXPECT_THAT(help, HasSubstr("  --negatives="));
+  EXPECT_THAT(help, Not(HasSubstr("--delimiter")));
+}
+
+TEST(CommandHelpTest, GenGroupsFlagsByKind) {
+  const std::string help = tools::CommandHelpText("gen");
+  EXPECT_THAT(help, HasSubstr("gen rmat flags:\n"));
+  EXPECT_THAT(help, HasSubstr("gen sbm flags:\n"));
+  EXPECT_THAT(help, HasSubstr("  --scale=16\n"));
+  EXPECT_THAT(help, HasSubstr("  --labels-out=\"\"\n"));
+  EXPECT_THAT(help, Not(HasSubstr("--epochs")));
+}
+
+TEST(CommandHelpTest, EveryCommandHasHelpAndEveryFlagACommand) {
+  for (const std::string& c : tools::CommandNames()) {
+    EXPECT_THAT(tools::CommandHelpText(c), HasSubstr("usage: ember " + c)) << c;
+  }
+  EXPECT_EQ(tools::CommandHelpText("nope"), "");
+  EXPECT_EQ(tools::FlagsShownByNoCommand(tools::CommandNames()), std::vector<std::string>{});
+  // Without train, its own flags are orphans: the check can fail.
+  EXPECT_THAT(tools::FlagsShownByNoCommand({"import"}), ::testing::Contains("epochs"));
+}
+
+TEST(CommandHelpCliTest, CommandHelpExitsZeroOnStdout) {
+  TempDir tmp;
+  for (const std::string& c : tools::CommandNames()) {
+    ProcessResult r = RunProcess({kEmber, c, "--help"}, tmp.path());
+    EXPECT_EQ(r.exit_code, 0) << c << ": " << r.err;
+    EXPECT_EQ(r.out, tools::CommandHelpText(c)) << c;
+  }
+  // Help wins over other flags, even bad ones.
+  ProcessResult r = RunProcess({kEmber, "train", "g", "--epochs", "x", "-h"}, tmp.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("--epochs=10"));
+}
+
+TEST(CommandHelpCliTest, TopLevelHelpListsCommandsOneLineEach) {
+  TempDir tmp;
+  ProcessResult r = RunProcess({kEmber, "--help"}, tmp.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const std::string& c : tools::CommandNames()) {
+    EXPECT_THAT(r.out, ::testing::ContainsRegex("\n  " + c + " +[a-z][^\n]*\n")) << c;
+  }
+  EXPECT_THAT(r.out, HasSubstr("`ember <command> --help`"));
+}
+
+}  // namespace
+}  // namespace ember
