@@ -135,6 +135,9 @@ void PrintLrChoice(const TrainSummary& s) {
     std::fprintf(stderr, "  lr %-5g valid MRR %.4f ± %.4f%s\n", c.candidates[k], f.mrr,
                  f.mrr_ci95, c.candidates[k] == c.lr ? "  <- chosen" : "");
   }
+  if (!c.significant) {
+    std::fprintf(stderr, "  (no probe beat lr %g beyond the intervals: it stands)\n", kLrDefault);
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <utility>
 
@@ -93,16 +94,26 @@ absl::StatusOr<LrChoice> ChooseLr(const Graph& graph, const TrainOptions& train)
   probe.edge_sample = std::min(
       1.0, kLrProbeShare * std::max(train.epochs, 1) / double(choice.candidates.size()));
   choice.edge_sample = probe.edge_sample;
-  double best = -1;
+  const RankMetrics* baseline = nullptr;
   for (float lr : choice.candidates) {
     TrainOptions t = train;
     t.lr = lr;
     ASSIGN_OR_RETURN(ProbeResult r, RunProbe(graph, t, probe));
-    if (r.valid.filtered.mrr > best) {
-      best = r.valid.filtered.mrr;
-      choice.lr = lr;
-    }
     choice.probes.push_back(std::move(r));
+  }
+  for (size_t k = 0; k < choice.candidates.size(); ++k) {
+    if (choice.candidates[k] == kLrDefault) baseline = &choice.probes[k].valid.filtered;
+  }
+  choice.lr = kLrDefault;
+  double best = baseline != nullptr ? baseline->mrr : 0;
+  for (size_t k = 0; k < choice.candidates.size() && baseline != nullptr; ++k) {
+    const RankMetrics& m = choice.probes[k].valid.filtered;
+    const double margin = std::hypot(m.mrr_ci95, baseline->mrr_ci95);
+    if (m.mrr - baseline->mrr > margin && m.mrr > best) {
+      best = m.mrr;
+      choice.lr = choice.candidates[k];
+      choice.significant = true;
+    }
   }
   choice.seconds = SecondsSince(start);
   return choice;

@@ -46,24 +46,31 @@ struct ProbeResult {
 absl::StatusOr<ProbeResult> RunProbe(const Graph& graph, TrainOptions train,
                                      const ProbeOptions& probe);
 
-// `--lr auto`: the step sizes probed, smallest first.
+// `--lr auto`: the step sizes probed, smallest first, and the one kept
+// unless a probe shows another to be better.
 inline constexpr float kLrCandidates[] = {0.01f, 0.03f, 0.1f, 0.3f};
+inline constexpr float kLrDefault = 0.1f;
 // The probes of `--lr auto` together cost at most this share of the run
 // they choose for (in trained edges).
 inline constexpr double kLrProbeShare = 0.1;
 
 struct LrChoice {
   float lr = 0;
+  bool significant = false;  // a probe beat the default; false: the default
   std::vector<float> candidates;
   std::vector<ProbeResult> probes;  // one per candidate
   double edge_sample = 0;           // share of the train edges per probe
   double seconds = 0;               // probes and evaluation, wall time
 };
 
-// Probes every kLrCandidates step size with `train`'s other settings and
-// returns the one of highest validation MRR (on a tie, the smaller). Each
+// Probes every kLrCandidates step size with `train`'s other settings. Each
 // probe trains one epoch on an edge sample sized so that all of them
 // together train at most kLrProbeShare of `train.epochs` epochs' edges.
+// Returns kLrDefault unless some candidates beat its validation MRR by more
+// than the two 95 % intervals combined (sqrt(ci_a² + ci_b²)); then the best
+// of those. Short probes of a graph that needs long training (e.g. a
+// knowledge graph) look alike, and then the default stands; probes that
+// separate (e.g. a graph where large steps overfit at once) decide.
 // FailedPrecondition when the graph has no validation edges.
 absl::StatusOr<LrChoice> ChooseLr(const Graph& graph, const TrainOptions& train);
 
