@@ -2,11 +2,16 @@
 
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "tools/command_help.h"
 
@@ -29,6 +34,8 @@ constexpr Subcommand kSubcommands[] = {
      ExportMain},
     {"neighbors", "GRAPH --node NAME [--k 10] [flags]", "nearest neighbours of nodes (FAISS)",
      NeighborsMain},
+    {"tune", "GRAPH --grid FLAG=V1,V2,... [--grid ...] [train flags]",
+     "short runs over a grid of train settings; writes the best as a flagfile", TuneMain},
     {"inspect", "GRAPH [--json]", "describe a graph", InspectMain},
     {"gen", "KIND --out FILE [flags]", "generate a synthetic graph (KIND: rmat, sbm, features, kg)",
      GenMain},
@@ -76,6 +83,39 @@ void NormalizeFlagNames(int argc, char** argv) {
   }
 }
 
+// Flags that may be repeated, their values joined by ';' into one.
+constexpr const char* kRepeatableFlags[] = {"grid"};
+
+// argv with every repeatable flag's occurrences (`--f=v` or `--f v`, names
+// normalized) merged into one `--f=v1;v2` at the first one's place.
+std::vector<std::string> JoinRepeatedFlags(int argc, char** argv) {
+  std::vector<std::string> out(argv, argv + argc);
+  for (const char* name : kRepeatableFlags) {
+    const std::string bare = absl::StrCat("--", name);
+    const std::string with_value = bare + "=";
+    std::vector<std::string> kept, values;
+    size_t first = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (out[i] == "--") {
+        kept.insert(kept.end(), out.begin() + i, out.end());
+        break;
+      }
+      const bool joined = absl::StartsWith(out[i], with_value);
+      if (!joined && !(out[i] == bare && i + 1 < out.size())) {
+        kept.push_back(out[i]);
+        continue;
+      }
+      if (values.empty()) first = kept.size();
+      values.push_back(joined ? out[i].substr(with_value.size()) : out[++i]);
+    }
+    if (!values.empty()) {
+      kept.insert(kept.begin() + first, with_value + absl::StrJoin(values, ";"));
+    }
+    out = std::move(kept);
+  }
+  return out;
+}
+
 }  // namespace
 
 int ReportStatus(const std::string& command, const absl::Status& status) {
@@ -116,7 +156,11 @@ int RunCli(int argc, char** argv) {
   absl::SetProgramUsageMessage(Usage());
   // Parse the flags after the subcommand; argv[1] stands in as argv[0].
   NormalizeFlagNames(argc, argv);
-  std::vector<char*> positional = absl::ParseCommandLine(argc - 1, argv + 1);
+  std::vector<std::string> joined = JoinRepeatedFlags(argc, argv);
+  std::vector<char*> joined_argv;
+  for (std::string& a : joined) joined_argv.push_back(a.data());
+  std::vector<char*> positional =
+      absl::ParseCommandLine(static_cast<int>(joined_argv.size()) - 1, joined_argv.data() + 1);
   std::vector<std::string> args(positional.begin() + 1, positional.end());
   return c->main(args);
 }

@@ -48,6 +48,11 @@ const std::vector<CommandFlags>& Table() {
        {{"out"}, {"overwrite"}, {"threads"}, {"json"}, {"quiet"}, {"progress_interval"}}},
       {"neighbors",
        {{"seed"}, {"threads"}, {"overwrite"}, {"json"}, {"quiet"}, {"progress_interval"}}},
+      {"tune",
+       {{"epochs", "tune: epochs per run.", "2"},
+        {"eval_max_edges", "tune: validation edges per run, ranked against all nodes."},
+        {"out", "tune: the flagfile to write.", "GRAPH/tune.flags"},
+        {"dim"}, {"seed"}, {"threads"}, {"json"}, {"quiet"}}},
       {"inspect", {{"json"}}},
       {"gen", {{"out"}, {"seed"}, {"threads"}, {"overwrite"}, {"json"}, {"quiet"}}},
   };

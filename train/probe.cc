@@ -85,6 +85,18 @@ absl::StatusOr<ProbeResult> RunProbe(const Graph& graph, TrainOptions train,
   return result;
 }
 
+size_t PickBeyondIntervals(std::span<const RankMetrics> probes, size_t baseline) {
+  const RankMetrics& base = probes[baseline];
+  size_t pick = baseline;
+  for (size_t k = 0; k < probes.size(); ++k) {
+    const RankMetrics& m = probes[k];
+    if (m.mrr - base.mrr > std::hypot(m.mrr_ci95, base.mrr_ci95) && m.mrr > probes[pick].mrr) {
+      pick = k;
+    }
+  }
+  return pick;
+}
+
 absl::StatusOr<LrChoice> ChooseLr(const Graph& graph, const TrainOptions& train) {
   const auto start = std::chrono::steady_clock::now();
   LrChoice choice;
@@ -94,27 +106,19 @@ absl::StatusOr<LrChoice> ChooseLr(const Graph& graph, const TrainOptions& train)
   probe.edge_sample = std::min(
       1.0, kLrProbeShare * std::max(train.epochs, 1) / double(choice.candidates.size()));
   choice.edge_sample = probe.edge_sample;
-  const RankMetrics* baseline = nullptr;
+  std::vector<RankMetrics> metrics;
+  size_t baseline = 0;
   for (float lr : choice.candidates) {
+    if (lr == kLrDefault) baseline = metrics.size();
     TrainOptions t = train;
     t.lr = lr;
     ASSIGN_OR_RETURN(ProbeResult r, RunProbe(graph, t, probe));
+    metrics.push_back(r.valid.filtered);
     choice.probes.push_back(std::move(r));
   }
-  for (size_t k = 0; k < choice.candidates.size(); ++k) {
-    if (choice.candidates[k] == kLrDefault) baseline = &choice.probes[k].valid.filtered;
-  }
-  choice.lr = kLrDefault;
-  double best = baseline != nullptr ? baseline->mrr : 0;
-  for (size_t k = 0; k < choice.candidates.size() && baseline != nullptr; ++k) {
-    const RankMetrics& m = choice.probes[k].valid.filtered;
-    const double margin = std::hypot(m.mrr_ci95, baseline->mrr_ci95);
-    if (m.mrr - baseline->mrr > margin && m.mrr > best) {
-      best = m.mrr;
-      choice.lr = choice.candidates[k];
-      choice.significant = true;
-    }
-  }
+  const size_t pick = PickBeyondIntervals(metrics, baseline);
+  choice.lr = choice.candidates[pick];
+  choice.significant = pick != baseline;
   choice.seconds = SecondsSince(start);
   return choice;
 }

@@ -5,7 +5,9 @@
 #ifndef EMBER_TRAIN_PROBE_H_
 #define EMBER_TRAIN_PROBE_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -73,6 +75,11 @@ struct LrChoice {
 // separate (e.g. a graph where large steps overfit at once) decide.
 // FailedPrecondition when the graph has no validation edges.
 absl::StatusOr<LrChoice> ChooseLr(const Graph& graph, const TrainOptions& train);
+
+// ChooseLr's rule: the index of the probe with the highest MRR among those
+// that beat probe `baseline` by more than sqrt(ci² + ci_baseline²), or
+// `baseline` when none does. REQUIRES: baseline < probes.size().
+size_t PickBeyondIntervals(std::span<const RankMetrics> probes, size_t baseline);
 
 }  // namespace ember
 
