@@ -90,7 +90,9 @@ size_t PickBeyondIntervals(std::span<const RankMetrics> probes, size_t baseline)
   size_t pick = baseline;
   for (size_t k = 0; k < probes.size(); ++k) {
     const RankMetrics& m = probes[k];
-    if (m.mrr - base.mrr > std::hypot(m.mrr_ci95, base.mrr_ci95) && m.mrr > probes[pick].mrr) {
+    const bool beyond = m.mrr - base.mrr > std::hypot(m.mrr_ci95, base.mrr_ci95);
+    const bool wide = k > baseline || m.mrr > kSmallStepFactor * base.mrr;
+    if (beyond && wide && m.mrr > probes[pick].mrr) {
       pick = k;
     }
   }

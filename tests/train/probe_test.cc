@@ -1,0 +1,152 @@
+// Probes (train/probe.h): scratch copies that leave the graph untouched,
+// edge samples, the --lr auto rule, and the lr stored with the checkpoint.
+#include "train/probe.h"
+
+#include <filesystem>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/train/train_test_util.h"
+
+namespace ember {
+namespace {
+
+using train_test::GraphFactory;
+using train_test::ManifestOf;
+using train_test::SmallOptions;
+using train_test::StandardSbm;
+using train_test::TempDir;
+using train_test::WriteSbmEdges;
+
+RankMetrics Mrr(double mrr, double ci) {
+  RankMetrics m;
+  m.mrr = mrr;
+  m.mrr_ci95 = ci;
+  return m;
+}
+
+TEST(PickBeyondIntervalsTest, KeepsTheBaselineWithinTheIntervals) {
+  // 0.012 beats 0.010 but not by sqrt(0.002² + 0.002²) = 0.0028.
+  const std::vector<RankMetrics> probes = {Mrr(0.012, 0.002), Mrr(0.010, 0.002),
+                                           Mrr(0.009, 0.002)};
+  EXPECT_EQ(PickBeyondIntervals(probes, 1), 1u);
+}
+
+TEST(PickBeyondIntervalsTest, TakesTheBestOfThoseBeyond) {
+  const std::vector<RankMetrics> probes = {Mrr(0.030, 0.005), Mrr(0.040, 0.005),
+                                           Mrr(0.010, 0.002), Mrr(0.005, 0.001)};
+  EXPECT_EQ(PickBeyondIntervals(probes, 2), 1u);
+  // A worse candidate never displaces the baseline.
+  EXPECT_EQ(PickBeyondIntervals(probes, 1), 1u);
+}
+
+TEST(PickBeyondIntervalsTest, SmallerStepsMustWinWidely) {
+  // 0.020 vs 0.010: beyond the intervals, but only 2x for a smaller step.
+  std::vector<RankMetrics> probes = {Mrr(0.020, 0.003), Mrr(0.010, 0.003)};
+  EXPECT_EQ(PickBeyondIntervals(probes, 1), 1u);
+  probes[0].mrr = 0.030;  // 3x
+  EXPECT_EQ(PickBeyondIntervals(probes, 1), 0u);
+  // A larger step needs only to be beyond the intervals.
+  probes = {Mrr(0.010, 0.003), Mrr(0.020, 0.003)};
+  EXPECT_EQ(PickBeyondIntervals(probes, 0), 1u);
+}
+
+class ProbeTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    const std::string edges = dir_->path() + "/sbm.tsv";
+    WriteSbmEdges(StandardSbm(), edges);
+    factory_ = new GraphFactory(dir_->path(), {edges});
+  }
+  static void TearDownTestSuite() {
+    delete factory_;
+    delete dir_;
+  }
+  static TempDir* dir_;
+  static GraphFactory* factory_;
+};
+TempDir* ProbeTest::dir_ = nullptr;
+GraphFactory* ProbeTest::factory_ = nullptr;
+
+TEST_F(ProbeTest, TrainsAScratchCopyOfAnEdgeSampleAndLeavesTheGraphAlone) {
+  const std::string graph_dir = factory_->New(2);
+  const uint64_t train_edges = factory_->summary(2).edges.train;
+  auto graph = Graph::Open(graph_dir, GraphOpenOptions{.read_only = false});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ProbeOptions probe;
+  probe.edge_sample = 0.5;
+  probe.epochs = 2;
+  probe.eval_edges = 300;
+  auto result = RunProbe(**graph, SmallOptions(10), probe);
+  ASSERT_TRUE(result.ok()) << result.status();
+  // About half the train edges, each epoch (a hash sample: binomial spread).
+  EXPECT_NEAR(double(result->train_edges) / (2 * train_edges), 0.5, 0.03);
+  EXPECT_EQ(result->valid.edges, 300u);
+  EXPECT_EQ(result->valid.negatives, 0u);  // against every node
+  EXPECT_GT(result->valid.filtered.mrr, 0);
+  // The graph has no checkpoint, and no scratch copy is left beside it.
+  EXPECT_EQ((*graph)->manifest().training.checkpoint_version, 0u);
+  graph->reset();
+  auto m = ManifestOf(graph_dir);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->training.checkpoint_version, 0u);
+  for (const auto& entry : std::filesystem::directory_iterator(dir_->path())) {
+    EXPECT_EQ(entry.path().filename().string().find(".probe-"), std::string::npos)
+        << entry.path();
+  }
+}
+
+TEST_F(ProbeTest, NeedsValidationEdges) {
+  TempDir dir;
+  const std::string edges = dir.path() + "/sbm.tsv";
+  WriteSbmEdges(StandardSbm(), edges);
+  GraphFactory no_splits(dir.path(), {edges}, /*with_splits=*/false);
+  const std::string graph_dir = no_splits.New(1);
+  auto graph = Graph::Open(graph_dir, GraphOpenOptions{.read_only = false});
+  ASSERT_TRUE(graph.ok());
+  auto result = RunProbe(**graph, SmallOptions(1), ProbeOptions{});
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition);
+  // --lr auto then trains with the given lr instead of failing.
+  graph->reset();
+  TrainOptions o = SmallOptions(1);
+  o.lr_auto = true;
+  o.lr = 0.05f;
+  auto summary = TrainGraph(graph_dir, o);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_FALSE(summary->lr_choice.has_value());
+  EXPECT_FLOAT_EQ(summary->lr, 0.05f);
+}
+
+TEST_F(ProbeTest, AutoLrIsChosenOnceAndKeptOnResume) {
+  const std::string graph_dir = factory_->New(1);
+  TrainOptions o = SmallOptions(2);
+  o.lr_auto = true;
+  auto first = TrainGraph(graph_dir, o);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(first->lr_choice.has_value());
+  const LrChoice& choice = *first->lr_choice;
+  ASSERT_EQ(choice.probes.size(), std::size(kLrCandidates));
+  EXPECT_EQ(first->lr, choice.lr);
+  EXPECT_NE(std::find(std::begin(kLrCandidates), std::end(kLrCandidates), choice.lr),
+            std::end(kLrCandidates));
+  // All probes together train at most kLrProbeShare of the run's edges.
+  uint64_t probe_edges = 0, run_edges = 0;
+  for (const ProbeResult& p : choice.probes) probe_edges += p.train_edges;
+  for (const EpochStats& e : first->epochs) run_edges += e.edges;
+  EXPECT_LE(probe_edges, kLrProbeShare * run_edges * 1.1);
+  EXPECT_GT(probe_edges, 0u);
+
+  // A resumed run does not probe again and trains with the stored lr, even
+  // if the stored one differs from what a probe would choose now.
+  o.epochs = 3;
+  o.lr = 123.0f;  // ignored with lr_auto on resume
+  auto resumed = TrainGraph(graph_dir, o);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_TRUE(resumed->resumed);
+  EXPECT_FALSE(resumed->lr_choice.has_value());
+  EXPECT_EQ(resumed->lr, choice.lr);
+}
+
+}  // namespace
+}  // namespace ember
