@@ -1,0 +1,142 @@
+// Knowledge-graph quality end to end on `ember gen kg`: what the defaults
+// (mixed-relation chunks, endpoint negatives, --lr auto) learn per relation
+// kind, against PBG's chunking and against models that theory says must
+// fail; and `ember tune` picking the better of two settings.
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/storage/test_graph.h"
+#include "tests/test_process.h"
+
+namespace ember {
+namespace {
+
+using ::ember::testing::ProcessResult;
+using ::ember::testing::ReadWholeFile;
+using ::ember::testing::RunProcess;
+using ::ember::testing::RunShell;
+using ::ember::testing::TempDir;
+
+const std::string kEmber = EMBER_BINARY;
+
+struct KindMetrics {
+  double mrr = 0, hits1 = 0;
+};
+
+class KgQualityTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    Run({"gen", "kg", "--nodes", "4000", "--seed", "3", "--quiet", "--out", Path("kg.train"),
+         "--valid-out", Path("kg.valid"), "--test-out", Path("kg.test"), "--relations-out",
+         Path("kg.rel")});
+    Run({"import", "--out", Path("kg"), "--valid", Path("kg.valid"), "--test", Path("kg.test"),
+         "--quiet", Path("kg.train")});
+    std::istringstream rel(ReadWholeFile(Path("kg.rel")));
+    std::string line;
+    while (std::getline(rel, line)) {
+      const size_t tab = line.find('\t');
+      (*kinds_)[line.substr(0, tab)] = line.substr(tab + 1, line.find('\t', tab + 1) - tab - 1);
+    }
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  static std::string Path(const std::string& name) { return dir_->path() + "/" + name; }
+
+  static ProcessResult Run(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {kEmber};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ProcessResult r = RunProcess(argv, dir_->path());
+    EXPECT_EQ(r.exit_code, 0) << args[0] << ": " << r.err;
+    return r;
+  }
+
+  // Trains a copy of the graph with `flags` (5 epochs, dim 100, one
+  // thread) and returns filtered test metrics by relation kind, weighted
+  // by edges.
+  static std::map<std::string, KindMetrics> TrainAndEval(const std::string& name,
+                                                         std::vector<std::string> flags) {
+    const std::string graph = Path(name);
+    EXPECT_EQ(RunShell("cp -r " + Path("kg") + " " + graph), 0);
+    std::vector<std::string> train = {"train", graph, "--epochs", "5", "--dim", "100",
+                                      "--threads", "1", "--quiet"};
+    train.insert(train.end(), flags.begin(), flags.end());
+    Run(train);
+    const ProcessResult eval =
+        Run({"eval", graph, "--by-relation", "--max-edges", "0", "--json"});
+    const nlohmann::json j = nlohmann::json::parse(eval.out);
+    std::map<std::string, KindMetrics> sums;
+    std::map<std::string, double> edges;
+    for (const nlohmann::json& r : j.at("relations")) {
+      const std::string kind = kinds_->at(r.at("relation").get<std::string>());
+      const double n = r.at("edges").get<double>();
+      sums[kind].mrr += n * r.at("mrr").get<double>();
+      sums[kind].hits1 += n * r.at("hits@1").get<double>();
+      edges[kind] += n;
+    }
+    for (auto& [kind, m] : sums) {
+      m.mrr /= edges[kind];
+      m.hits1 /= edges[kind];
+    }
+    return sums;
+  }
+
+  static TempDir* dir_;
+  static std::map<std::string, std::string>* kinds_;  // relation -> kind
+};
+TempDir* KgQualityTest::dir_ = nullptr;
+std::map<std::string, std::string>* KgQualityTest::kinds_ =
+    new std::map<std::string, std::string>();
+
+// Measured (seed 3): the defaults reach inverse MRR 0.69 (Hits@1 0.57) and
+// symmetric 0.58 (0.46); PBG's grouped chunks without endpoint negatives
+// reach inverse Hits@1 0.00 (the query entity outranks the answer); TransE
+// reaches symmetric MRR 0.05, as it must (h + r = t and t + r = h force
+// r = 0 and h = t).
+TEST_F(KgQualityTest, DefaultsLearnInversesAndSymmetriesWherePbgChunkingAndTransEFail) {
+  const auto complex = TrainAndEval("complex", {"--operator", "complex_diagonal"});
+  EXPECT_GE(complex.at("inverse").mrr, 0.5);
+  EXPECT_GE(complex.at("inverse").hits1, 0.4);
+  EXPECT_GE(complex.at("symmetric").mrr, 0.4);
+
+  const auto grouped = TrainAndEval(
+      "grouped", {"--operator", "complex_diagonal", "--relation-batching", "grouped",
+                  "--endpoint-negatives=false", "--lr", "0.1"});
+  EXPECT_LT(grouped.at("inverse").hits1, complex.at("inverse").hits1 - 0.3);
+
+  const auto transe =
+      TrainAndEval("transe", {"--operator", "translation", "--comparator", "l2", "--lr", "0.1"});
+  EXPECT_LT(transe.at("symmetric").mrr, 0.2);
+}
+
+TEST_F(KgQualityTest, TunePicksTheBetterOfTwoSettingsAndWritesAFlagfile) {
+  const std::string graph = Path("tuned");
+  ASSERT_EQ(RunShell("cp -r " + Path("kg") + " " + graph), 0);
+  // A step of 1e-4 leaves the model near its random start.
+  const ProcessResult tune =
+      Run({"tune", graph, "--grid", "lr=0.0001,0.1", "--grid", "num-uniform-negs=20",
+           "--operator", "complex_diagonal", "--dim", "32", "--sample-edges", "0", "--threads",
+           "1", "--json"});
+  const nlohmann::json j = nlohmann::json::parse(tune.out);
+  ASSERT_EQ(j.at("runs").size(), 2u);
+  EXPECT_EQ(j.at("best").get<int>(), 1);
+  EXPECT_GT(j["runs"][1]["valid_mrr"].get<double>(), 2 * j["runs"][0]["valid_mrr"].get<double>());
+  const std::string flagfile = j.at("flagfile").get<std::string>();
+  const std::string flags = ReadWholeFile(flagfile);
+  EXPECT_NE(flags.find("--lr=0.1\n"), std::string::npos) << flags;
+  EXPECT_NE(flags.find("--num_uniform_negs=20\n"), std::string::npos) << flags;
+  EXPECT_NE(flags.find("--operator=complex_diagonal\n"), std::string::npos) << flags;
+  // The user's graph has no checkpoint, and train reads the flagfile.
+  const ProcessResult train =
+      Run({"train", graph, "--flagfile=" + flagfile, "--epochs", "1", "--threads", "1", "--json"});
+  const nlohmann::json epoch = nlohmann::json::parse(train.out.substr(0, train.out.find('\n')));
+  EXPECT_NEAR(epoch.at("lr").get<double>(), 0.1, 1e-6);
+  EXPECT_EQ(train.err.find("resumed"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ember
