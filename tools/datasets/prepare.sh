@@ -28,6 +28,8 @@
 #   EMBER=path/to/ember    the binary (default: build/ember, else ember on PATH)
 #   MEMORY_BUDGET=8G       --memory-budget of import and of the printed train
 #                          commands of the large graphs (partitions auto)
+#   EMBER_DATASETS_MIRROR=URL  fetch every file as URL/<file name> instead of
+#                          from its host (a local mirror; file:// works)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -94,6 +96,7 @@ verify() {
 # ($2.part), then verifies it. Offline, verifies it only if present.
 fetch() {
   local url=$1 file=$2
+  [[ -n ${EMBER_DATASETS_MIRROR:-} ]] && url=${EMBER_DATASETS_MIRROR%/}/$file
   if [[ ! -f $dir/$file ]]; then
     [[ $offline == 1 ]] && return 0
     echo "== download $url" >&2
