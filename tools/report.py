@@ -32,7 +32,8 @@ DIR receives, for runs, evals and benches that have the data:
 Images have fixed pixel sizes (figure inches x 100 dpi, no tight cropping):
 800x480 for one-panel figures, 1000x480 for two panels, 1200x800 for the
 overview; bench figures hold one panel per figure in rows of at most four,
-each panel 300 px wide and 400 px high.
+each panel 300 px wide and 400 px high; eval_relations is 480 px high and
+60 px wide per relation and eval, rounded up to whole 100s, 800 at least.
 
 Exit status: 0 on success, 1 on bad input (a message names the file and
 line), 2 on bad usage. Needs python3-matplotlib (tools/install-deps.sh).
@@ -313,11 +314,10 @@ class Report:
     def save(self, fig, name, title):
         """Writes fig as NAME.FMT and records what each panel drew."""
         file = "%s.%s" % (name, self.fmt)
-        width, height = fig.get_size_inches() * DPI
         fig.savefig(os.path.join(self.out_dir, file), dpi=DPI,
                     metadata={"Software": None} if self.fmt == "png" else {"Date": None})
-        self.plots.append({"file": file, "title": title, "width": int(round(width)),
-                           "height": int(round(height)),
+        width, height = fig.canvas.get_width_height()  # pixels, as rendered
+        self.plots.append({"file": file, "title": title, "width": width, "height": height,
                            "panels": [describe_axes(ax) for ax in fig.axes]})
         self.plt.close(fig)
 
@@ -414,7 +414,8 @@ def plot_evals(rep, runs):
         for rel in j["relations"]:
             if rel["relation"] not in names:
                 names.append(rel["relation"])
-    fig, (ax,) = rep.figure((max(8.0, 0.6 * len(names) * len(with_relations)), 4.8))
+    # Whole inches: a fractional width could render a pixel narrower.
+    fig, (ax,) = rep.figure((max(8, math.ceil(0.6 * len(names) * len(with_relations))), 4.8))
     width = 0.8 / len(with_relations)
     for k, (i, r, j) in enumerate(with_relations):
         by_name = {rel["relation"]: rel for rel in j["relations"]}
