@@ -8,7 +8,7 @@ packages=(
   librocksdb-dev libtbb-dev libabsl-dev libgtest-dev libgmock-dev
   libbenchmark-dev libopenblas-dev libopenmpi-dev libfaiss-dev
   libxxhash-dev nlohmann-json3-dev zlib1g-dev
-  python3 python3-numpy time bc
+  python3 python3-numpy python3-matplotlib time bc
 )
 
 missing=()

@@ -9,8 +9,12 @@
 # idle, per-batch feature non-zeros cv, the measured edge cost (in
 # non-zeros), and the final test MRR (1000 sampled
 # negatives), then the speed-up and its bound, 1 / (1 - fixed idle share).
-# Usage: tools/bench/batching.sh [NODES] [EPOCHS] [PARTITIONS]
+# Usage: tools/bench/batching.sh [NODES] [EPOCHS] [PARTITIONS] [--json-out FILE]
+# --json-out FILE also writes the figures as JSON (tools/bench/json_out.sh),
+# with each training run's peak RSS where /usr/bin/time is installed.
 set -euo pipefail
+# shellcheck source=tools/bench/json_out.sh
+source "$(dirname "$0")/json_out.sh" "$@"; set -- "${bench_args[@]+"${bench_args[@]}"}"
 cd "$(dirname "$0")/../.."
 nodes=${1:-100000}
 epochs=${2:-3}
@@ -34,11 +38,13 @@ printf "in [1, 4096]\n%d partitions, --featurized features, --trainers 2 --threa
 printf "%d epochs, batch 1000\n\n" "$epochs"
 printf "%-15s %10s %14s %8s %12s %10s %8s\n" batching "epoch s" "batch time cv" "idle" "batch nnz cv" "edge cost" "MRR"
 
+timed=()  # peak RSS of each training run, for the JSON
+[ -x /usr/bin/time ] && timed=(/usr/bin/time -f %M -o "$work/rss")
 run() {  # batching
   local kind=$1 graph="$work/graph-$1"
-  rm -rf "$graph"
+  rm -rf "$graph" "$work/rss"
   cp -r "$work/graph" "$graph"
-  "$ember" train "$graph" --featurized features --batching "$kind" --trainers 2 --threads 2 \
+  "${timed[@]}" "$ember" train "$graph" --featurized features --batching "$kind" --trainers 2 --threads 2 \
     --epochs "$epochs" --dim 64 --seed 1 --quiet --json > "$work/$kind.train.json"
   "$ember" eval "$graph" --split test --negatives 1000 --max-edges 20000 --seed 1 --quiet --json \
     > "$work/$kind.eval.json"
@@ -55,13 +61,27 @@ nnz = sum(e["batch_nnz_cv"] for e in epochs) / n
 cost = epochs[-1]["edge_cost"]
 print("%-15s %10.2f %14.3f %7.1f%% %12.3f %10d %8.4f" % (kind, secs, cv, 100 * idle, nnz, cost, mrr))
 open(out, "w").write("%f %f %f\n" % (secs, mrr, idle))
+open(out + ".json", "w").write(" ".join("%s=%r" % kv for kv in (
+    ("epoch_seconds", secs), ("batch_seconds_cv", cv), ("idle_share", idle),
+    ("batch_nnz_cv", nnz), ("edge_cost", cost), ("test_mrr", mrr))) + "\n")
 EOF
+  # shellcheck disable=SC2046  # one KEY=VALUE word each
+  bench_json run "$kind" $(cat "$work/$kind.summary.json")
+  [ ! -s "$work/rss" ] || bench_json run "$kind" peak_rss_mib="$(echo "$(tail -1 "$work/rss") / 1024" | bc -l)"
 }
+bench_json config "" nodes="$nodes" blocks=100 avg_degree=20 nnz_alpha="$alpha" vocab=100000 \
+  partitions="$partitions" trainers=2 threads=2 dim=64 epochs="$epochs" batch_size=1000 \
+  mrr_negatives=1000
 run fixed
 run variance-aware
 read -r fixed_s fixed_mrr fixed_idle < "$work/fixed.summary"
 read -r va_s va_mrr va_idle < "$work/variance-aware.summary"
+speedup=$(echo "$fixed_s / $va_s" | bc -l)
+mrr_change=$(echo "$va_mrr - $fixed_mrr" | bc -l)
+bound=$(echo "1 / (1 - $fixed_idle)" | bc -l)
 printf "\nvariance-aware speed-up (fixed epoch s / variance-aware epoch s): %.2fx; MRR change %+.4f\n" \
-  "$(echo "$fixed_s / $va_s" | bc -l)" "$(echo "$va_mrr - $fixed_mrr" | bc -l)"
+  "$speedup" "$mrr_change"
 printf "most a scheduler can gain over fixed by removing its idle time: 1 / (1 - %.3f) = %.2fx\n" \
-  "$fixed_idle" "$(echo "1 / (1 - $fixed_idle)" | bc -l)"
+  "$fixed_idle" "$bound"
+bench_json summary "" speedup="$speedup" mrr_change="$mrr_change" speedup_bound="$bound"
+bench_json_write batching

@@ -4,8 +4,12 @@
 # 2 threads; one epoch in memory and one out of core (--partitions 8
 # --buffer-partitions 3). Prints edges/s, the scoring work's FLOP/s and its
 # ratio to OpenBLAS sgemm FLOP/s at the chunk shape, measured in this run.
-# Usage: tools/bench/train.sh [SCALE] [EPOCHS]
+# Usage: tools/bench/train.sh [SCALE] [EPOCHS] [--json-out FILE]
+# --json-out FILE also writes the figures as JSON (tools/bench/json_out.sh),
+# with each training run's peak RSS where /usr/bin/time is installed.
 set -euo pipefail
+# shellcheck source=tools/bench/json_out.sh
+source "$(dirname "$0")/json_out.sh" "$@"; set -- "${bench_args[@]+"${bench_args[@]}"}"
 cd "$(dirname "$0")/../.."
 scale=${1:-20}
 epochs=${2:-1}
@@ -30,19 +34,31 @@ sgemm=$(echo "$sgemm_json" | python3 -c 'import json,sys; b=json.load(sys.stdin)
 # Scoring FLOPs per positive edge: forward + backward GEMMs of both sides,
 # 12 * (chunk + negs) * dim (see train/chunk_scorer.h).
 flops_per_edge=$(( 12 * (chunk + negs) * dim ))
+timed=()  # peak RSS of each training run, for the JSON
+[ -x /usr/bin/time ] && timed=(/usr/bin/time -f %M -o "$work/rss")
 train() {  # label graph extra flags...
   local label=$1 graph=$2; shift 2
-  local eps
-  eps=$("$ember" train "$graph" --epochs "$epochs" --dim $dim --batch-size 1000 --chunk-size $chunk \
+  local eps gflops share
+  rm -f "$work/rss"
+  eps=$("${timed[@]}" "$ember" train "$graph" --epochs "$epochs" --dim $dim --batch-size 1000 --chunk-size $chunk \
     --num-uniform-negs $negs --loss softmax --comparator dot --threads $threads --quiet --json "$@" \
     | python3 -c 'import json,sys; r=[json.loads(l) for l in sys.stdin]; print("%.1f" % (sum(x["edges"] for x in r)/sum(x["seconds"] for x in r)))')
+  gflops=$(echo "$eps * $flops_per_edge / 1000000000" | bc -l)
+  share=$(echo "$eps * $flops_per_edge / $sgemm" | bc -l)
   printf "%-34s %10.0f edges/s  scoring %6.1f GFLOP/s  = %5.1f%% of sgemm\n" "$label" "$eps" \
-    "$(echo "$eps * $flops_per_edge / 1000000000" | bc -l)" "$(echo "100 * $eps * $flops_per_edge / $sgemm" | bc -l)"
+    "$gflops" "$(echo "100 * $share" | bc -l)"
   echo "$eps" > "$work/$label.eps"
+  bench_json run "$label" edges_per_second="$eps" scoring_gflops="$gflops" sgemm_share="$share"
+  [ ! -s "$work/rss" ] || bench_json run "$label" peak_rss_mib="$(echo "$(tail -1 "$work/rss") / 1024" | bc -l)"
 }
 printf "R-MAT scale %d (%d edges), dim %d, chunk %d, %d negatives, softmax/dot, %d threads\n" \
   "$scale" $(( 16 << scale )) $dim $chunk $negs $threads
 printf "OpenBLAS sgemm at the chunk shape, %d threads: %.1f GFLOP/s\n" $threads "$(echo "$sgemm / 1000000000" | bc -l)"
+bench_json config "" scale="$scale" edges=$(( 16 << scale )) dim=$dim chunk=$chunk negatives=$negs \
+  threads=$threads epochs="$epochs" sgemm_gflops="$(echo "$sgemm / 1000000000" | bc -l)"
 train in-memory "$work/g1"
 train out-of-core "$work/g8" --buffer-partitions 3 --bucket-order beta
-printf "out-of-core / in-memory edges/s: %.2f\n" "$(echo "$(cat "$work/out-of-core.eps") / $(cat "$work/in-memory.eps")" | bc -l)"
+ratio=$(echo "$(cat "$work/out-of-core.eps") / $(cat "$work/in-memory.eps")" | bc -l)
+printf "out-of-core / in-memory edges/s: %.2f\n" "$ratio"
+bench_json summary "" out_of_core_over_in_memory="$ratio"
+bench_json_write train
