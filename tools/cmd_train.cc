@@ -24,8 +24,8 @@ ABSL_DECLARE_FLAG(std::string, memory_budget);
 ABSL_FLAG(int, epochs, 10, "train: total epochs (a resumed run trains the rest).");
 ABSL_FLAG(std::string, lr, "auto",
           "train: Adagrad learning rate, or auto: probe 0.01, 0.03, 0.1 and 0.3 on a sample of "
-          "the train edges and keep the best by validation MRR (at most 10% of the run; 0.1 when "
-          "the graph has no validation edges; a resumed run keeps its lr).");
+          "the train edges (at most 10% of the run) and keep 0.1 unless a probe clearly beats "
+          "it on validation MRR (0.1 without validation edges; a resumed run keeps its lr).");
 ABSL_FLAG(int, batch_size, 1000, "train: positive edges per batch.");
 ABSL_FLAG(int, chunk_size, 50, "train: edges per negative-sharing chunk.");
 ABSL_FLAG(int, num_uniform_negs, 50, "train: uniform negatives per chunk and side.");

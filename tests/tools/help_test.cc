@@ -25,7 +25,7 @@ TEST(CommandHelpTest, TrainListsItsFlagsAndTheSharedOnesItReads) {
   const std::string help = tools::CommandHelpText("train");
   EXPECT_THAT(help, HasSubstr("usage: ember train GRAPH"));
   EXPECT_THAT(help, HasSubstr("  --epochs=10\n      total epochs"));
-  EXPECT_THAT(help, HasSubstr("  --lr=0.1\n"));
+  EXPECT_THAT(help, HasSubstr("  --lr=auto\n"));
   EXPECT_THAT(help, HasSubstr("  --devices=\"\"\n"));
   EXPECT_THAT(help, HasSubstr("  --batch-size=1000\n"));
   // Defined by import, read by train.
