@@ -32,9 +32,10 @@ ABSL_FLAG(int, num_uniform_negs, 50, "train: uniform negatives per chunk and sid
 ABSL_FLAG(std::string, relation_batching, "mixed",
           "train: mixed (chunks of any relations, scored through the operator's adjoint) or "
           "grouped (one relation per chunk, as PBG); models without an adjoint train grouped.");
-ABSL_FLAG(bool, endpoint_negatives, true,
-          "train: also score each chunk's sources as candidate destinations and its "
-          "destinations as candidate sources (every h r t meets h r h and t r t).");
+ABSL_FLAG(std::string, endpoint_negatives, "auto",
+          "train: on, off or auto (on for graphs of several relations): also score each "
+          "chunk's sources as candidate destinations and its destinations as candidate sources "
+          "(every h r t meets h r h and t r t).");
 ABSL_FLAG(std::string, operator, "none",
           "train: relation operator: none, translation, diagonal, complex_diagonal.");
 ABSL_FLAG(std::string, comparator, "dot", "train: dot, cos or l2.");
@@ -85,7 +86,8 @@ absl::StatusOr<TrainOptions> TrainOptionsFromFlags() {
   ASSIGN_OR_RETURN(o.batching, ParseBatchingKind(absl::GetFlag(FLAGS_batching)));
   ASSIGN_OR_RETURN(o.relation_batching,
                    ParseRelationBatching(absl::GetFlag(FLAGS_relation_batching)));
-  o.endpoint_negatives = absl::GetFlag(FLAGS_endpoint_negatives);
+  ASSIGN_OR_RETURN(o.endpoint_negatives,
+                   ParseEndpointNegatives(absl::GetFlag(FLAGS_endpoint_negatives)));
   o.epochs = absl::GetFlag(FLAGS_epochs);
   const std::string lr = absl::GetFlag(FLAGS_lr);
   o.lr_auto = lr == "auto";

@@ -50,6 +50,7 @@ class CpuTrainer final : public Trainer {
       : options_(options),
         mode_(options.model.featurized),
         mixed_(UsesMixedChunks(options)),
+        endpoints_(UsesEndpointNegatives(options, relations.num_relations)),
         features_(features),
         threads_(std::max(1, threads)),
         relations_(relations),
@@ -142,7 +143,7 @@ class CpuTrainer final : public Trainer {
       in.num_src_negs = negs;
       in.num_dst_negs = negs;
       if (mixed_ && rel_size_ > 0) in.rel_slot = s.rel_slot.data();
-      in.endpoint_negs = options_.endpoint_negatives;
+      in.endpoint_negs = endpoints_;
       in.lhs_nodes = s.src_nodes.data();
       in.rhs_nodes = s.dst_nodes.data();
       in.same_node_table = task.src == task.dst;
@@ -277,7 +278,8 @@ class CpuTrainer final : public Trainer {
 
   const TrainOptions options_;
   const FeaturizedMode mode_;
-  const bool mixed_;  // chunks of any relations
+  const bool mixed_;      // chunks of any relations
+  const bool endpoints_;  // endpoint negatives
   FeatureTable* const features_;  // shared by all trainers; Hogwild
   const int threads_;  // slots
   absl::Mutex rel_mu_;

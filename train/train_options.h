@@ -35,6 +35,18 @@ enum class RelationBatching : uint8_t {
 absl::StatusOr<RelationBatching> ParseRelationBatching(std::string_view name);
 std::string_view RelationBatchingName(RelationBatching kind);
 
+// Whether each chunk's endpoints also serve as negatives of the other side.
+enum class EndpointNegatives : uint8_t {
+  kAuto = 0,  // on for graphs of several relations, off for one (README:
+              // on single-relation R-MAT they cost 25 % of the speed and
+              // did not help; on knowledge graphs they double MRR)
+  kOn = 1,
+  kOff = 2,
+};
+// "auto", "on" or "true", "off" or "false".
+absl::StatusOr<EndpointNegatives> ParseEndpointNegatives(std::string_view name);
+std::string_view EndpointNegativesName(EndpointNegatives mode);
+
 struct TrainOptions {
   ModelOptions model;
   // Total epochs to reach; a resumed run trains only the missing ones.
@@ -59,8 +71,8 @@ struct TrainOptions {
   RelationBatching relation_batching = RelationBatching::kMixed;
   // Each chunk's sources also serve as candidate destinations and its
   // destinations as candidate sources, so that every edge h r t meets
-  // h r h and t r t as negatives (chunk_scorer.h). Default: true.
-  bool endpoint_negatives = true;
+  // h r h and t r t as negatives (chunk_scorer.h). Default: kAuto.
+  EndpointNegatives endpoint_negatives = EndpointNegatives::kAuto;
   // Std-dev of the normal init of embeddings. Default: 1e-3 (PBG).
   float init_scale = 1e-3f;
   uint64_t seed = 0;
@@ -120,6 +132,13 @@ struct TrainOptions {
 
   absl::Status Validate() const;
 };
+
+// Whether the trainers score endpoint negatives on a graph of
+// `num_relations` relations.
+inline bool UsesEndpointNegatives(const TrainOptions& options, uint32_t num_relations) {
+  return options.endpoint_negatives == EndpointNegatives::kOn ||
+         (options.endpoint_negatives == EndpointNegatives::kAuto && num_relations > 1);
+}
 
 // Whether the trainers form mixed-relation chunks.
 inline bool UsesMixedChunks(const TrainOptions& options) {
