@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -64,56 +66,87 @@ absl::Status RemoveAtomicWriteLeftovers(const std::string& dir) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::string> MakeTempDir(std::string_view prefix) {
+  std::error_code ec;
+  std::filesystem::path base = std::filesystem::temp_directory_path(ec);
+  if (ec) base = "/tmp";
+  std::string path = (base / absl::StrCat(Sv(prefix), "-XXXXXX")).string();
+  if (::mkdtemp(path.data()) == nullptr) {
+    return ErrnoStatus(errno, "cannot create a temporary directory", path);
+  }
+  return path;
+}
+
+void RaiseOpenFileLimit() {
+  static const bool raised = [] {
+    struct rlimit limit;
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return false;
+    limit.rlim_cur = limit.rlim_max;
+    return ::setrlimit(RLIMIT_NOFILE, &limit) == 0;
+  }();
+  (void)raised;
+}
+
+namespace {
+
+// Closes the descriptor when it goes out of scope.
+struct FdCloser {
+  int fd;
+  ~FdCloser() { ::close(fd); }
+};
+
+}  // namespace
+
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
+  FdCloser closer{fd};
+  return ReadFd(fd, path);
+}
+
+absl::Status ReadFileInto(const std::string& path, std::span<const std::span<char>> parts) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
+  FdCloser closer{fd};
+  return ReadFdInto(fd, path, parts);
+}
+
+absl::StatusOr<std::string> ReadFd(int fd, const std::string& path) {
   std::string contents;
   char buf[1 << 16];
   while (true) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));
+    const ssize_t n = ::pread(fd, buf, sizeof(buf), static_cast<off_t>(contents.size()));
     if (n < 0) {
       if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      return ErrnoStatus(err, "cannot read", path);
+      return ErrnoStatus(errno, "cannot read", path);
     }
     if (n == 0) break;
     contents.append(buf, static_cast<size_t>(n));
   }
-  ::close(fd);
   return contents;
 }
 
-absl::Status ReadFileInto(const std::string& path, std::span<const std::span<char>> parts) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
+absl::Status ReadFdInto(int fd, const std::string& path, std::span<const std::span<char>> parts) {
   struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return ErrnoStatus(err, "cannot stat", path);
-  }
+  if (::fstat(fd, &st) != 0) return ErrnoStatus(errno, "cannot stat", path);
   uint64_t want = 0;
   for (std::span<char> part : parts) want += part.size();
   if (static_cast<uint64_t>(st.st_size) != want) {
-    ::close(fd);
     return absl::DataLossError(
         absl::StrCat(path, " has ", st.st_size, " bytes, expected ", want));
   }
+  uint64_t offset = 0;
   for (std::span<char> part : parts) {
     size_t done = 0;
     while (done < part.size()) {
-      const ssize_t n = ::read(fd, part.data() + done, part.size() - done);
+      const ssize_t n = ::pread(fd, part.data() + done, part.size() - done,
+                                static_cast<off_t>(offset + done));
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        const int err = n < 0 ? errno : EIO;
-        ::close(fd);
-        return ErrnoStatus(err, "cannot read", path);
-      }
+      if (n <= 0) return ErrnoStatus(n < 0 ? errno : EIO, "cannot read", path);
       done += static_cast<size_t>(n);
     }
+    offset += part.size();
   }
-  ::close(fd);
   return absl::OkStatus();
 }
 

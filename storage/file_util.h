@@ -53,11 +53,24 @@ absl::Status WriteFileAtomic(const std::string& path,
 // A missing `dir` is fine.
 absl::Status RemoveAtomicWriteLeftovers(const std::string& dir);
 
+// Creates a new, empty directory "<system temp dir>/<prefix>-XXXXXX" (mkdtemp;
+// TMPDIR or /tmp); its path.
+absl::StatusOr<std::string> MakeTempDir(std::string_view prefix);
+
+// Raises this process's soft limit on open files to its hard limit (once;
+// best effort), for readers that hold every table file of a graph open.
+void RaiseOpenFileLimit();
+
 // Reads the whole file.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 // Reads the file into `parts`, in order, without an intermediate copy.
 // DataLoss naming the file unless its size is exactly the parts' total.
 absl::Status ReadFileInto(const std::string& path, std::span<const std::span<char>> parts);
+// The same for a file already open as `fd` (named `path` in errors): reads
+// from offset 0 with pread, so the descriptor's offset is untouched and
+// several threads may read one descriptor at once.
+absl::StatusOr<std::string> ReadFd(int fd, const std::string& path);
+absl::Status ReadFdInto(int fd, const std::string& path, std::span<const std::span<char>> parts);
 
 }  // namespace ember::internal
 

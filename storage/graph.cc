@@ -1,7 +1,6 @@
 #include "storage/graph.h"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,9 +9,13 @@
 #include <cerrno>
 #include <cstdio>
 #include <charconv>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <map>
+#include <optional>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -26,6 +29,7 @@
 #include "storage/node_hash.h"
 #include "storage/rocks_util.h"
 #include "storage/status_macros.h"
+#include "storage/writer_lock.h"
 
 namespace ember {
 namespace {
@@ -50,6 +54,25 @@ constexpr size_t kBlockCacheBytes = 64 << 20;
 constexpr size_t kWriteBufferBudget = 256 << 20;
 // Table rows are stored in chunks of about this many bytes.
 constexpr uint64_t kTableChunkBytes = 4 << 20;
+
+// Graph::Open's bound on a reader's attempts while a writer churns the
+// graph's files, and the pause after failed attempt `attempt` (1-based):
+// 10 ms doubling up to 400 ms, about 2.6 s in all. Another process's
+// RocksDB gives no event to wait on, so the reader backs off instead.
+constexpr int kReaderOpenAttempts = 12;
+std::chrono::milliseconds ReaderRetryDelay(int attempt) {
+  return std::chrono::milliseconds(std::min(10 << std::min(attempt - 1, 6), 400));
+}
+
+// Errors a reader's open can get from a writer deleting or replacing files
+// under it (RocksDB's MANIFEST-*, table files, WALs): RocksDB reports them as
+// Corruption or IOError (DataLoss, Internal here) or NotFound. Others
+// (a malformed manifest, a missing shard directory, permissions) are not
+// transient.
+bool MayBeWriterChurn(const absl::Status& s) {
+  return absl::IsDataLoss(s) || absl::IsInternal(s) || absl::IsNotFound(s) ||
+         absl::IsUnavailable(s);
+}
 
 // Read-only openers must not write (or rotate) LOG files in a graph that a
 // writer may be using.
@@ -98,6 +121,11 @@ struct Graph::Rep {
   Manifest manifest;
   std::vector<uint64_t> bases;  // P + 1 prefix sums of partition sizes
   int lock_fd = -1;
+  // Readers: the directory holding each DB's secondary-instance files
+  // (under the system temp dir; removed on close), and every blob as of the
+  // open, held open so that a writer's deletions cannot take it away.
+  std::string secondary_dir;
+  std::map<std::string, int, std::less<>> blob_fds;
   std::shared_ptr<rocksdb::Cache> cache;
   std::shared_ptr<rocksdb::WriteBufferManager> write_buffers;
   std::shared_ptr<rocksdb::Logger> null_logger;
@@ -107,6 +135,11 @@ struct Graph::Rep {
   ~Rep() {
     CloseDbs().IgnoreError();  // Graph::Close() is the way to see the error
     if (lock_fd >= 0) ::close(lock_fd);  // releases the flock
+    for (const auto& [name, fd] : blob_fds) ::close(fd);
+    if (!secondary_dir.empty()) {
+      std::error_code ec;
+      fs::remove_all(secondary_dir, ec);
+    }
   }
 
   // Closes every DB (those already closed are skipped); the first error.
@@ -117,8 +150,18 @@ struct Graph::Rep {
     return status;
   }
 
+  // Reads the manifest and opens every DB (and, for readers, the blobs).
+  absl::Status OpenAll();
   absl::Status OpenDb(const std::string& name,
                       const std::vector<std::string>& cfs, Db* out);
+  absl::Status SnapshotBlobs();
+  // Readers: the descriptor of blob `name` as of the open; NotFound naming
+  // `path` if it had none.
+  absl::StatusOr<int> SnapshotBlob(std::string_view name, const std::string& path) const {
+    auto it = blob_fds.find(name);
+    if (it != blob_fds.end()) return it->second;
+    return internal::ErrnoStatus(ENOENT, "cannot open", path);
+  }
   absl::Status CheckPartition(uint32_t p, std::string_view what) const;
   rocksdb::ColumnFamilyHandle* TableCf(Table t, uint32_t p) const {
     return shards[p].handles[t == Table::kEmbeddings ? kEmbeddings
@@ -152,6 +195,9 @@ absl::Status Graph::Rep::OpenDb(const std::string& name,
   db_options.max_log_file_size = 4 << 20;
   if (options.read_only) {
     db_options.info_log = null_logger;
+    // Every table file is opened now and held until close, so that a
+    // writer's compactions, which delete files, cannot pull one away.
+    db_options.max_open_files = -1;
   } else {
     db_options.write_buffer_manager = write_buffers;
   }
@@ -170,11 +216,58 @@ absl::Status Graph::Rep::OpenDb(const std::string& name,
   }
   rocksdb::Status s =
       options.read_only
-          ? rocksdb::DB::OpenForReadOnly(db_options, out->path, descriptors,
-                                         &out->handles, &out->db)
+          ? rocksdb::DB::OpenAsSecondary(db_options, out->path,
+                                         absl::StrCat(secondary_dir, "/", name),
+                                         descriptors, &out->handles, &out->db)
           : rocksdb::DB::Open(db_options, out->path, descriptors,
                               &out->handles, &out->db);
   return FromRocks(s, absl::StrCat("cannot open ", out->path));
+}
+
+absl::Status Graph::Rep::OpenAll() {
+  ASSIGN_OR_RETURN(manifest, ReadManifest(dir + "/MANIFEST.json"));
+  bases.assign(1, 0);
+  for (uint64_t size : manifest.partition_sizes) bases.push_back(bases.back() + size);
+
+  cache = rocksdb::NewLRUCache(
+      options.block_cache_bytes > 0 ? options.block_cache_bytes : kBlockCacheBytes,
+      /*num_shard_bits=*/4);
+  if (options.read_only) {
+    null_logger = std::make_shared<NullLogger>();
+    ASSIGN_OR_RETURN(secondary_dir, internal::MakeTempDir("ember-reader"));
+    internal::RaiseOpenFileLimit();  // max_open_files = -1 holds every table file
+  } else {
+    write_buffers = std::make_shared<rocksdb::WriteBufferManager>(
+        options.write_buffer_bytes > 0 ? options.write_buffer_bytes : kWriteBufferBudget);
+  }
+  RETURN_IF_ERROR(OpenDb(internal::DictDirName(), internal::DictColumnFamilies(), &dict));
+  shards.resize(manifest.num_partitions);
+  for (uint32_t p = 0; p < manifest.num_partitions; ++p) {
+    RETURN_IF_ERROR(OpenDb(internal::ShardDirName(p), internal::ShardColumnFamilies(), &shards[p]));
+  }
+  return options.read_only ? SnapshotBlobs() : absl::OkStatus();
+}
+
+absl::Status Graph::Rep::SnapshotBlobs() {
+  const std::string blob_dir = dir + "/blobs";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(blob_dir, ec)) {
+    std::string name = e.path().filename().string();
+    // A write in progress, not part of any committed state.
+    if (name.find(internal::kAtomicWriteTempInfix) != std::string::npos) continue;
+    const int fd = ::open(e.path().c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      // Deleted since listed: only a writer does that, and Graph::Open then
+      // finds the manifest changed and opens again.
+      if (errno == ENOENT) continue;
+      return internal::ErrnoStatus(errno, "cannot open", e.path().string());
+    }
+    blob_fds.emplace(std::move(name), fd);
+  }
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    return internal::ErrnoStatus(ec.value(), "cannot list", blob_dir);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Graph::Rep::CheckPartition(uint32_t p,
@@ -200,63 +293,65 @@ Graph::~Graph() = default;
 absl::StatusOr<std::unique_ptr<Graph>> Graph::Open(
     const std::string& dir_arg, const GraphOpenOptions& options) {
   RETURN_IF_ERROR(options.Validate());
-  auto rep = std::make_unique<Rep>();
-  rep->dir = dir_arg;
-  while (rep->dir.size() > 1 && rep->dir.back() == '/') rep->dir.pop_back();
-  rep->options = options;
-  const std::string manifest_path = rep->dir + "/MANIFEST.json";
+  std::string dir = dir_arg;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  const std::string manifest_path = dir + "/MANIFEST.json";
   std::error_code ec;
   if (!fs::exists(manifest_path, ec)) {
     return absl::NotFoundError(absl::StrCat(
-        manifest_path, " not found: ", rep->dir, " is not a graph directory"));
+        manifest_path, " not found: ", dir, " is not a graph directory"));
   }
+  auto new_rep = [&] {
+    auto rep = std::make_unique<Rep>();
+    rep->dir = dir;
+    rep->options = options;
+    return rep;
+  };
   if (!options.read_only) {
+    std::unique_ptr<Rep> rep = new_rep();
     // Lock before reading the manifest so that it cannot change under us.
-    const std::string lock_path = rep->dir + "/LOCK";
-    rep->lock_fd =
-        ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (rep->lock_fd < 0) {
-      return internal::ErrnoStatus(errno, "cannot open lock file", lock_path);
-    }
-    if (::flock(rep->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-      if (errno == EWOULDBLOCK) {
-        return absl::FailedPreconditionError(
-            absl::StrCat(rep->dir, " is locked by another writer (",
-                         lock_path, ")"));
-      }
-      return internal::ErrnoStatus(errno, "cannot lock", lock_path);
-    }
+    ASSIGN_OR_RETURN(rep->lock_fd, internal::AcquireWriterLock(dir));
     // The lock makes us the only writer: what a killed writer's atomic
     // writes left half-done (manifest, blobs) can go.
-    RETURN_IF_ERROR(internal::RemoveAtomicWriteLeftovers(rep->dir));
-    RETURN_IF_ERROR(internal::RemoveAtomicWriteLeftovers(rep->dir + "/blobs"));
-  }
-  ASSIGN_OR_RETURN(rep->manifest, ReadManifest(manifest_path));
-  const Manifest& m = rep->manifest;
-  rep->bases.assign(1, 0);
-  for (uint64_t size : m.partition_sizes) {
-    rep->bases.push_back(rep->bases.back() + size);
+    RETURN_IF_ERROR(internal::RemoveAtomicWriteLeftovers(dir));
+    RETURN_IF_ERROR(internal::RemoveAtomicWriteLeftovers(dir + "/blobs"));
+    RETURN_IF_ERROR(rep->OpenAll());
+    return std::unique_ptr<Graph>(new Graph(std::move(rep)));
   }
 
-  rep->cache = rocksdb::NewLRUCache(
-      options.block_cache_bytes > 0 ? options.block_cache_bytes : kBlockCacheBytes,
-      /*num_shard_bits=*/4);
-  if (options.read_only) {
-    rep->null_logger = std::make_shared<NullLogger>();
-  } else {
-    rep->write_buffers = std::make_shared<rocksdb::WriteBufferManager>(
-        options.write_buffer_bytes > 0 ? options.write_buffer_bytes
-                                       : kWriteBufferBudget);
+  // A reader: what it opened is consistent when the manifest read before and
+  // after opening is the same (graph.h says why).
+  absl::Status last_failure;
+  for (int attempt = 1;; ++attempt) {
+    ASSIGN_OR_RETURN(const std::string before, internal::ReadFile(manifest_path));
+    std::unique_ptr<Rep> rep = new_rep();
+    const absl::Status opened = rep->OpenAll();
+    const absl::StatusOr<std::string> after = internal::ReadFile(manifest_path);
+    const bool same_manifest = after.ok() && *after == before;
+    if (opened.ok() && same_manifest) return std::unique_ptr<Graph>(new Graph(std::move(rep)));
+    rep.reset();
+    const std::optional<std::string> writer = internal::LiveWriter(dir);
+    if (same_manifest && !MayBeWriterChurn(opened)) return opened;
+    if (same_manifest && !writer.has_value() && attempt > 1) {
+      // Failed twice with nothing writing (the first try gave a writer that
+      // has just exited the benefit of the doubt): the graph is damaged.
+      // RocksDB's TryAgain here would only mislead.
+      if (!absl::IsUnavailable(opened)) return opened;
+      return absl::DataLossError(
+          absl::StrCat(opened.message(), " (no writer is running: the graph is damaged)"));
+    }
+    last_failure = opened.ok() ? absl::AbortedError(absl::StrCat(manifest_path,
+                                                                 " changed while opening"))
+                               : opened;
+    if (attempt == kReaderOpenAttempts) {
+      return absl::UnavailableError(absl::StrCat(
+          dir, " is being written by ", writer.value_or("another process"),
+          ", whose changes to its files kept this read-only open from finishing (",
+          kReaderOpenAttempts, " attempts; the last: ", last_failure.message(),
+          "). Try again, or once the writer is done."));
+    }
+    std::this_thread::sleep_for(ReaderRetryDelay(attempt));
   }
-  RETURN_IF_ERROR(rep->OpenDb(internal::DictDirName(),
-                              internal::DictColumnFamilies(), &rep->dict));
-  rep->shards.resize(m.num_partitions);
-  for (uint32_t p = 0; p < m.num_partitions; ++p) {
-    RETURN_IF_ERROR(rep->OpenDb(internal::ShardDirName(p),
-                                internal::ShardColumnFamilies(),
-                                &rep->shards[p]));
-  }
-  return std::unique_ptr<Graph>(new Graph(std::move(rep)));
 }
 
 absl::Status Graph::Close() { return rep_->CloseDbs(); }
@@ -812,17 +907,27 @@ absl::Status Graph::WriteBlob(std::string_view name, std::span<const std::string
 
 absl::StatusOr<std::string> Graph::ReadBlob(std::string_view name) const {
   RETURN_IF_ERROR(CheckBlobName(name));
-  return internal::ReadFile(absl::StrCat(rep_->dir, "/blobs/", internal::Sv(name)));
+  const std::string path = absl::StrCat(rep_->dir, "/blobs/", internal::Sv(name));
+  if (!rep_->options.read_only) return internal::ReadFile(path);
+  ASSIGN_OR_RETURN(const int fd, rep_->SnapshotBlob(name, path));
+  return internal::ReadFd(fd, path);
 }
 
 absl::Status Graph::ReadBlobInto(std::string_view name,
                                  std::span<const std::span<char>> parts) const {
   RETURN_IF_ERROR(CheckBlobName(name));
-  return internal::ReadFileInto(absl::StrCat(rep_->dir, "/blobs/", internal::Sv(name)), parts);
+  const std::string path = absl::StrCat(rep_->dir, "/blobs/", internal::Sv(name));
+  if (!rep_->options.read_only) return internal::ReadFileInto(path, parts);
+  ASSIGN_OR_RETURN(const int fd, rep_->SnapshotBlob(name, path));
+  return internal::ReadFdInto(fd, path, parts);
 }
 
 absl::StatusOr<std::vector<std::string>> Graph::ListBlobs() const {
   std::vector<std::string> names;
+  if (rep_->options.read_only) {
+    for (const auto& [name, fd] : rep_->blob_fds) names.push_back(name);
+    return names;  // the map is sorted
+  }
   const std::string dir = rep_->dir + "/blobs";
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {

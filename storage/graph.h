@@ -4,7 +4,8 @@
 //
 // Layout (see docs/storage-format.md):
 //   GRAPH/MANIFEST.json   root, replaced atomically
-//   GRAPH/LOCK            flock()ed by a read-write opener
+//   GRAPH/LOCK            flock()ed by a read-write opener, which writes
+//                         its pid and command into it
 //   GRAPH/dict/           RocksDB, column families by_name, by_id
 //   GRAPH/shard-<p>/      RocksDB, column families nodes, edges, features,
 //                         embeddings, optimizer
@@ -29,9 +30,10 @@ namespace ember {
 
 struct GraphOpenOptions {
   // Read-write takes GRAPH/LOCK exclusively: a second read-write opener gets
-  // FailedPrecondition naming the lock. It then removes the temporaries of
-  // atomic writes (manifest, blobs) that a killed writer left. Read-only
-  // openers take no lock and change nothing.
+  // FailedPrecondition naming the lock (and the writer holding it). It then
+  // removes the temporaries of atomic writes (manifest, blobs) that a killed
+  // writer left. Read-only openers take no lock and change nothing in the
+  // graph; they may run beside a writer (see Graph::Open).
   // Default: true.
   bool read_only = true;
   // Memtable memory of all the graph's DBs together (dict/ and every
@@ -55,6 +57,34 @@ struct GraphOpenOptions {
 class Graph {
  public:
   // NotFound if `dir` has no MANIFEST.json; errors name the path at fault.
+  //
+  // Readers beside a writer. A read-only graph is a snapshot of one
+  // committed state, taken at Open and kept until the graph is destroyed:
+  // manifest() and every table version, edge, name and blob it names, even
+  // while a writer (`ember train`, `import --append`) commits newer
+  // checkpoints and deletes the one this reader holds.
+  //  - Each DB is opened as a RocksDB secondary instance (its own files in a
+  //    temporary directory, removed on close) with max_open_files = -1. A
+  //    secondary instance is RocksDB's supported way to read beside a
+  //    running primary: unlike OpenForReadOnly it tolerates WALs the primary
+  //    purges meanwhile. It never catches up (TryCatchUpWithPrimary is not
+  //    called), and every table file is opened during Open and held, so the
+  //    writer's compactions unlinking files later change nothing it reads.
+  //  - Blobs are opened during Open and held too (ReadBlob, ListBlobs see
+  //    the blobs as of the open, without in-flight temporaries).
+  //  - Consistency: Open reads MANIFEST.json before opening the DBs and
+  //    again after; a writer changes the manifest before it deletes anything
+  //    the old one names (and never returns to an earlier manifest), so an
+  //    unchanged manifest proves that everything opened holds the state it
+  //    names. Otherwise, or when an open fails as a writer's file churn can
+  //    make it (a MANIFEST-* or table file gone between listing and opening)
+  //    while a live writer is recorded in GRAPH/LOCK, Open closes everything
+  //    and starts over against the new manifest, at most 12 times over about
+  //    2.6 s; then Unavailable "<dir> is being written by pid N (<command>)
+  //    ...". Without a live writer and with the manifest unchanged, such
+  //    an error is retried once (a writer may just have exited) and then
+  //    returned (RocksDB's TryAgain as DataLoss: the graph is damaged).
+  // The reader never writes into the graph directory and takes no lock.
   static absl::StatusOr<std::unique_ptr<Graph>> Open(
       const std::string& dir, const GraphOpenOptions& options = {});
   // Destroying a graph closes it as Close() does but drops the error.
@@ -159,6 +189,7 @@ class Graph {
   // Small named files (GRAPH/blobs/<name>) for per-checkpoint state too
   // small for a table, e.g. relation parameters. Names are [A-Za-z0-9._-]+.
   // WriteBlob replaces atomically. REQUIRES (write/delete): read-write.
+  // A read-only graph reads the blobs as they were at Open (see there).
   absl::Status WriteBlob(std::string_view name, std::string_view bytes);
   // A blob whose bytes are the concatenation of `parts`.
   absl::Status WriteBlob(std::string_view name, std::span<const std::string_view> parts);
@@ -168,7 +199,8 @@ class Graph {
   absl::Status ReadBlobInto(std::string_view name, std::span<const std::span<char>> parts) const;
   absl::Status DeleteBlob(std::string_view name);
   // Names of the files in GRAPH/blobs/, sorted; leftovers of interrupted
-  // writes end in ".tmp-<pid>".
+  // writes end in ".tmp-<pid>" (read-write only: a read-only graph lists the
+  // blobs it holds, without them).
   absl::StatusOr<std::vector<std::string>> ListBlobs() const;
 
   // Bytes of files under shard-<p>/.

@@ -3,17 +3,20 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "storage/graph_builder.h"
 #include "storage/keys.h"
 #include "storage/manifest.h"
 #include "tests/storage/test_graph.h"
+#include "tests/test_process.h"
 
 namespace ember {
 namespace {
@@ -83,6 +86,114 @@ TEST_F(GraphTest, LockExcludesSecondWriter) {
     EXPECT_TRUE((*reader)->ReadBucket(Split::kTrain, 0, 0, &edges).ok());
   }
   EXPECT_NE(OpenRw(), nullptr);  // released on close
+}
+
+// The writer records who it is in GRAPH/LOCK, and a second writer's
+// refusal names it.
+TEST_F(GraphTest, WriterRecordsItselfInLock) {
+  std::unique_ptr<Graph> first = OpenRw();
+  ASSERT_NE(first, nullptr);
+  const std::string pid = absl::StrCat("pid ", ::getpid());
+  const std::string lock = ::ember::testing::ReadWholeFile(dir() + "/LOCK");
+  EXPECT_EQ(lock.rfind(pid + "\ncommand ", 0), 0u) << lock;
+  EXPECT_NE(lock.find("storage_test"), std::string::npos) << lock;
+  auto second = Graph::Open(dir(), {.read_only = false});
+  EXPECT_NE(second.status().message().find(pid + " ("), std::string::npos) << second.status();
+}
+
+// A reader keeps the committed state it opened: the writer's next
+// checkpoint, its deletion of the old table version and blob, and a reopen
+// of its DBs (new MANIFEST-* files, obsolete files deleted) change nothing
+// the reader reads.
+TEST_F(GraphTest, ReaderKeepsItsSnapshotWhileWriterReplacesIt) {
+  const uint64_t rows = expected_.manifest.partition_sizes[0];
+  const std::vector<float> v1 = RandomRows(rows, 4, 1), v2 = RandomRows(rows, 4, 2);
+  auto commit = [&](Graph& g, uint64_t version, const std::vector<float>& rows_of_p0) {
+    ASSERT_TRUE(g.WriteTable(Table::kEmbeddings, 0, version, rows_of_p0.data(), rows, 4).ok());
+    ASSERT_TRUE(g.WriteBlob(absl::StrCat("relations-", version), absl::StrCat("v", version)).ok());
+    ASSERT_TRUE(g.SyncTables().ok());
+    Manifest m = g.manifest();
+    m.training.checkpoint_version = version;
+    ASSERT_TRUE(g.CommitManifest(m).ok());
+  };
+  std::unique_ptr<Graph> writer = OpenRw();
+  ASSERT_NE(writer, nullptr);
+  commit(*writer, 1, v1);
+  auto reader = Graph::Open(dir());
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  commit(*writer, 2, v2);
+  ASSERT_TRUE(writer->DeleteTableVersion(Table::kEmbeddings, 0, 1).ok());
+  ASSERT_TRUE(writer->DeleteBlob("relations-1").ok());
+  ASSERT_TRUE(writer->SyncTables().ok());
+  ASSERT_TRUE(writer->Close().ok());
+  writer.reset();
+  writer = OpenRw();
+  ASSERT_NE(writer, nullptr);
+
+  EXPECT_EQ((*reader)->manifest().training.checkpoint_version, 1u);
+  std::vector<float> got(rows * 4);
+  ASSERT_TRUE((*reader)->ReadTable(Table::kEmbeddings, 0, 1, got.data(), rows, 4).ok());
+  EXPECT_EQ(got, v1);
+  EXPECT_EQ((*reader)->ReadBlob("relations-1").value_or("gone"), "v1");
+  EXPECT_EQ((*reader)->ReadBlob("relations-2").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ((*reader)->ListBlobs().value_or(std::vector<std::string>{}),
+            std::vector<std::string>{"relations-1"});
+  // A reader opened now sees the new checkpoint only.
+  auto later = Graph::Open(dir());
+  ASSERT_TRUE(later.ok()) << later.status();
+  EXPECT_EQ((*later)->manifest().training.checkpoint_version, 2u);
+  EXPECT_EQ((*later)->ReadTable(Table::kEmbeddings, 0, 1, got.data(), rows, 4).code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_TRUE((*later)->ReadTable(Table::kEmbeddings, 0, 2, got.data(), rows, 4).ok());
+  EXPECT_EQ(got, v2);
+}
+
+// A reader's RocksDB secondary files live in a temporary directory of their
+// own that closing removes; the graph directory gains nothing.
+TEST_F(GraphTest, ReaderLeavesNoFilesBehind) {
+  const std::string tmpdir = tmp_.Sub("tmpdir");
+  fs::create_directory(tmpdir);
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old != nullptr ? old : "";
+  ::setenv("TMPDIR", tmpdir.c_str(), 1);
+  std::vector<std::string> before;
+  for (const auto& e : fs::recursive_directory_iterator(dir())) before.push_back(e.path());
+  {
+    auto g = Graph::Open(dir());
+    ASSERT_TRUE(g.ok()) << g.status();
+    EXPECT_FALSE(fs::is_empty(tmpdir));
+  }
+  old != nullptr ? ::setenv("TMPDIR", saved.c_str(), 1) : ::unsetenv("TMPDIR");
+  EXPECT_TRUE(fs::is_empty(tmpdir));
+  std::vector<std::string> after;
+  for (const auto& e : fs::recursive_directory_iterator(dir())) after.push_back(e.path());
+  EXPECT_EQ(after, before);
+}
+
+// A damaged DB with no live writer is reported after one retry as DataLoss
+// naming the DB; beside a live writer the reader retries longer, then names
+// the writer.
+TEST_F(GraphTest, ReaderNamesLiveWriterWhenOpenKeepsFailing) {
+  const std::string current = dir() + "/shard-1/CURRENT";
+  const std::string good = ::ember::testing::ReadWholeFile(current);
+  std::ofstream(current, std::ios::trunc) << "MANIFEST-999999\n";
+  auto alone = Graph::Open(dir());
+  ASSERT_FALSE(alone.ok());
+  EXPECT_EQ(alone.status().code(), absl::StatusCode::kDataLoss) << alone.status();
+  EXPECT_NE(alone.status().message().find("shard-1"), std::string::npos) << alone.status();
+
+  std::ofstream(current, std::ios::trunc) << good;
+  std::unique_ptr<Graph> writer = OpenRw();
+  ASSERT_NE(writer, nullptr);
+  std::ofstream(current, std::ios::trunc) << "MANIFEST-999999\n";
+  auto beside = Graph::Open(dir());
+  ASSERT_FALSE(beside.ok());
+  EXPECT_EQ(beside.status().code(), absl::StatusCode::kUnavailable) << beside.status();
+  EXPECT_NE(beside.status().message().find(
+                absl::StrCat(dir(), " is being written by pid ", ::getpid(), " (")),
+            std::string::npos)
+      << beside.status();
+  EXPECT_NE(beside.status().message().find("shard-1"), std::string::npos) << beside.status();
 }
 
 TEST_F(GraphTest, ReadOnlyRefusesWrites) {
