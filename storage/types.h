@@ -41,6 +41,14 @@ inline NodeRef UnpackNodeRef(uint64_t v) {
   return NodeRef{static_cast<uint32_t>(v >> 32), static_cast<uint32_t>(v)};
 }
 
+// One sparse feature of a node: an id into the graph's feature vocabulary
+// and its weight. A node's list is sorted by feature id, each id at most once.
+struct FeatureEntry {
+  uint32_t feature = 0;
+  float weight = 0;
+  friend bool operator==(const FeatureEntry&, const FeatureEntry&) = default;
+};
+
 // Dense float tables kept per partition and checkpoint version.
 enum class Table : uint8_t { kEmbeddings = 0, kOptimizer = 1 };
 
