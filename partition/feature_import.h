@@ -33,9 +33,9 @@
 // features) and a row buffer of about a quarter of the memory budget, which
 // is flushed as one sorted run per partition whenever it fills.
 //
-// Storage: rows go to shard-<p>/features (storage/keys.h: FeatureKey,
-// EncodeFeatureList) and the vocabulary to the blob `feature-vocab` (one
-// name per line; line i is feature id i).
+// Storage: rows go through GraphBuilder::NewFeatureRun and the vocabulary
+// through GraphBuilder::WriteFeatureVocabulary (one name per line; line i is
+// feature id i).
 #ifndef EMBER_PARTITION_FEATURE_IMPORT_H_
 #define EMBER_PARTITION_FEATURE_IMPORT_H_
 

@@ -55,6 +55,7 @@ std::string DictIdKey(uint64_t packed_ref);
 // Generation 0 is the initial import; each `import --append` adds one.
 // Readers ignore generations above Manifest::edge_generation (an append
 // that did not commit).
+inline constexpr uint32_t kMaxEdgeGeneration = 0xffff;
 inline constexpr uint64_t kMaxEdgeChunk = (uint64_t{1} << 28) - 1;
 inline constexpr uint64_t kMaxEdgeBlock = (uint64_t{1} << 20) - 1;
 inline uint64_t EdgeBlockSeq(uint32_t generation, uint64_t chunk, uint64_t block) {
