@@ -28,10 +28,8 @@
 #include "partition/train_memory.h"
 #include "storage/graph.h"
 #include "storage/graph_builder.h"
-#include "storage/json_reader.h"
 #include "storage/node_hash.h"
 #include "storage/status_macros.h"
-#include "nlohmann/json.hpp"
 
 namespace ember {
 namespace {
@@ -801,15 +799,7 @@ absl::StatusOr<ImportSummary> Importer::Run() {
     }
     m.edge_generation = builder_->edge_generation();
     // Keep the checkpoint; a new epoch count starts for the grown graph.
-    m.training.epochs_done = 0;
-    nlohmann::json state = nlohmann::json::parse(m.training.state_json, nullptr, false);
-    if (JsonReader::Find(state, "trainer") != nullptr) {
-      nlohmann::json& trainer = state["trainer"];
-      RETURN_IF_ERROR(JsonReader(graph_->dir() + "/MANIFEST.json", absl::StatusCode::kDataLoss)
-                          .Object(trainer, "training.state.trainer"));
-      trainer["next_round"] = 0;
-      m.training.state_json = state.dump();
-    }
+    RETURN_IF_ERROR(m.training.RestartEpochs(graph_->dir() + "/MANIFEST.json"));
   } else {
     m.train_bucket_edges = train_bucket_edges_;
     m.edges = summary_.edges;
