@@ -21,8 +21,8 @@
 #include "nlohmann/json.hpp"
 #include "storage/status_macros.h"
 #include "tools/exporter.h"
+#include "train/candidate_scorer.h"
 #include "train/checkpoint.h"
-#include "train/operators.h"
 
 namespace ember::tools {
 namespace {
@@ -39,23 +39,6 @@ float NormalizeRow(float* x, int dim) {
   const float inv = 1.0f / norm;
   for (int j = 0; j < dim; ++j) x[j] *= inv;
   return norm;
-}
-
-void ApplyOperator(Operator op, const float* param, const float* x, int dim, float* out) {
-  switch (op) {
-    case Operator::kNone:
-      OpForward<Operator::kNone>(param, x, 1, dim, out);
-      return;
-    case Operator::kTranslation:
-      OpForward<Operator::kTranslation>(param, x, 1, dim, out);
-      return;
-    case Operator::kDiagonal:
-      OpForward<Operator::kDiagonal>(param, x, 1, dim, out);
-      return;
-    case Operator::kComplexDiagonal:
-      OpForward<Operator::kComplexDiagonal>(param, x, 1, dim, out);
-      return;
-  }
 }
 
 // faiss::write_index into an AtomicOutputFile.
@@ -327,7 +310,7 @@ absl::StatusOr<std::vector<NeighborList>> NeighborIndex::Search(
       if (relation.empty()) {
         std::copy(raw.begin(), raw.end(), q);
       } else {
-        ApplyOperator(r.model.model.op, param, raw.data(), d, q);
+        ApplyOperator(r.model.model.op, param, raw.data(), 1, d, q);
       }
       if (r.normalize) NormalizeRow(q, d);
     }
