@@ -59,26 +59,6 @@ double Since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-absl::StatusOr<IndexKind> ParseIndexKind(std::string_view name) {
-  if (name == "flat") return IndexKind::kFlat;
-  if (name == "ivf") return IndexKind::kIvf;
-  if (name == "hnsw") return IndexKind::kHnsw;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown index '", std::string(name), "' (accepted: flat, ivf, hnsw)"));
-}
-
-std::string_view IndexKindName(IndexKind kind) {
-  switch (kind) {
-    case IndexKind::kFlat:
-      return "flat";
-    case IndexKind::kIvf:
-      return "ivf";
-    case IndexKind::kHnsw:
-      return "hnsw";
-  }
-  return "?";
-}
-
 absl::Status NeighborIndexOptions::Validate() const {
   if (nlist < 0 || nprobe < 0 || ef_search < 0) {
     return absl::InvalidArgumentError("nlist, nprobe and ef-search must be >= 0");

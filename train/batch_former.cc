@@ -9,16 +9,6 @@
 
 namespace ember {
 
-absl::StatusOr<BatchingKind> ParseBatchingKind(std::string_view name) {
-  if (name == "fixed") return BatchingKind::kFixed;
-  if (name == "variance-aware") return BatchingKind::kVarianceAware;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown batching '", std::string(name), "'; expected fixed or variance-aware"));
-}
-
-std::string_view BatchingKindName(BatchingKind kind) {
-  return kind == BatchingKind::kFixed ? "fixed" : "variance-aware";
-}
 namespace {
 
 std::vector<uint32_t> ShuffledIndices(size_t n, uint64_t seed) {

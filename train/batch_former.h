@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "storage/enum_names.h"
 
 namespace ember {
 
@@ -35,9 +36,19 @@ enum class BatchingKind : uint8_t {
   // scaled by StepScale, dealt dynamically to whichever trainer is free.
   kVarianceAware = 1,
 };
-// "fixed" | "variance-aware"; InvalidArgument naming the bad value otherwise.
-absl::StatusOr<BatchingKind> ParseBatchingKind(std::string_view name);
-std::string_view BatchingKindName(BatchingKind kind);
+template <>
+struct EnumNames<BatchingKind> {
+  static constexpr std::string_view kWhat = "batching";
+  static constexpr EnumNameTable<BatchingKind, 2> kTable = {{
+      {BatchingKind::kFixed, "fixed"},
+      {BatchingKind::kVarianceAware, "variance-aware"},
+  }};
+};
+// InvalidArgument naming the bad value and the accepted ones.
+inline absl::StatusOr<BatchingKind> ParseBatchingKind(std::string_view name) {
+  return EnumFromName<BatchingKind>(name);
+}
+inline std::string_view BatchingKindName(BatchingKind kind) { return EnumToName(kind); }
 
 // The work of one edge is the cost units it adds to a batch, counted in
 // feature non-zeros: nnz(src) + nnz(dst), plus `edge_cost` for what every

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "partition/bucket_order.h"
+#include "storage/enum_names.h"
 #include "train/batch_former.h"
 #include "train/model_options.h"
 
@@ -32,8 +33,18 @@ enum class RelationBatching : uint8_t {
                  // GEMMs); models without SupportsMixedChunks train grouped
   kGrouped = 1,  // one relation per chunk (PBG)
 };
-absl::StatusOr<RelationBatching> ParseRelationBatching(std::string_view name);
-std::string_view RelationBatchingName(RelationBatching kind);
+template <>
+struct EnumNames<RelationBatching> {
+  static constexpr std::string_view kWhat = "relation batching";
+  static constexpr EnumNameTable<RelationBatching, 2> kTable = {{
+      {RelationBatching::kMixed, "mixed"},
+      {RelationBatching::kGrouped, "grouped"},
+  }};
+};
+inline absl::StatusOr<RelationBatching> ParseRelationBatching(std::string_view name) {
+  return EnumFromName<RelationBatching>(name);
+}
+inline std::string_view RelationBatchingName(RelationBatching kind) { return EnumToName(kind); }
 
 struct TrainOptions {
   ModelOptions model;
