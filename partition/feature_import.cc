@@ -324,6 +324,13 @@ std::string_view FeatureRejectReasonName(FeatureRejectReason reason) {
   return "unknown";
 }
 
+absl::Status FeatureImportOptions::Validate() const {
+  if (memory_budget == 0) {
+    return absl::InvalidArgumentError("feature import: memory_budget must be positive");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<FeatureImportSummary> ImportNodeFeatures(
     GraphBuilder* builder, const std::string& slot_file,
     const std::vector<uint64_t>& partition_sizes,

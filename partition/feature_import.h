@@ -82,6 +82,9 @@ struct FeatureImportOptions {
   // 1 MiB). Tests set it small to get several runs per partition.
   // Default: 0.
   uint64_t buffer_bytes = 0;
+
+  // InvalidArgument for a zero memory_budget.
+  absl::Status Validate() const;
 };
 
 struct FeatureImportSummary {

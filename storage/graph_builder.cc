@@ -256,6 +256,13 @@ GraphBuilder::~GraphBuilder() {
   if (!rep_->committed) Abandon();
 }
 
+absl::Status GraphBuilderOptions::Validate() const {
+  if (num_partitions == 0) {
+    return absl::InvalidArgumentError("graph builder: num_partitions must be at least 1");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<GraphBuilder>> GraphBuilder::Create(
     const std::string& out_arg, const GraphBuilderOptions& options) {
   std::string out = out_arg;

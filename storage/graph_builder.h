@@ -42,10 +42,14 @@ enum class RunTarget {
 };
 
 struct GraphBuilderOptions {
+  // Node partitions of the new graph, >= 1. Default: 1.
   uint32_t num_partitions = 1;
   // Replace an existing graph at `out`; else Create fails with
   // AlreadyExists. Default: false.
   bool overwrite = false;
+
+  // InvalidArgument for num_partitions 0.
+  absl::Status Validate() const;
 };
 
 class GraphBuilder {

@@ -9,6 +9,14 @@
 
 namespace ember {
 
+absl::Status VarianceAwareOptions::Validate() const {
+  if (!(tolerance >= 0) || std::isinf(tolerance)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "variance-aware batching: tolerance must be finite and >= 0, got ", tolerance));
+  }
+  return absl::OkStatus();
+}
+
 namespace {
 
 std::vector<uint32_t> ShuffledIndices(size_t n, uint64_t seed) {

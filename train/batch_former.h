@@ -89,11 +89,16 @@ BatchPlan FixedBatches(std::span<const uint32_t> edge_work, uint32_t batch_size,
 
 struct VarianceAwareOptions {
   // Width of the closing window relative to the target: a regular batch's
-  // work lies in [T, T (1 + tolerance)], T = target_work.
+  // work lies in [T, T (1 + tolerance)], T = target_work; finite, >= 0.
+  // Default: 0.1.
   double tolerance = 0.1;
   // Most edges held back at once because they would overshoot the window.
   // Reaching it closes the current batch early (counted as short).
+  // Default: 64.
   uint32_t max_deferred = 64;
+
+  // InvalidArgument for a negative or non-finite tolerance.
+  absl::Status Validate() const;
 };
 
 // Variance-aware batching: batches whose total work is close to

@@ -75,8 +75,9 @@ struct TrainOptions {
   // Std-dev of the normal init of embeddings. Default: 1e-3 (PBG).
   float init_scale = 1e-3f;
   uint64_t seed = 0;
-  // Total worker threads, split among trainers. 0: all cores. Default: 0.
-  int threads = 0;
+  // Total worker threads, split among trainers; >= 1 (the CLI resolves
+  // --threads 0 to all cores). Default: 1.
+  int threads = 1;
   // Trainers working at once on buckets with disjoint partitions, as CPU
   // trainers sharing `threads` (shorthand for `devices`). Default: 1.
   int trainers = 1;
