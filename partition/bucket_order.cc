@@ -147,29 +147,6 @@ std::vector<Bucket> RandomOrder(uint32_t p, uint64_t seed) {
 
 }  // namespace
 
-absl::StatusOr<BucketOrderKind> ParseBucketOrderKind(std::string_view name) {
-  if (name == "inside-out") return BucketOrderKind::kInsideOut;
-  if (name == "beta") return BucketOrderKind::kBeta;
-  if (name == "sequential") return BucketOrderKind::kSequential;
-  if (name == "random") return BucketOrderKind::kRandom;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown bucket order '", std::string(name), "' (inside-out|beta|sequential|random)"));
-}
-
-std::string_view BucketOrderName(BucketOrderKind kind) {
-  switch (kind) {
-    case BucketOrderKind::kInsideOut:
-      return "inside-out";
-    case BucketOrderKind::kBeta:
-      return "beta";
-    case BucketOrderKind::kSequential:
-      return "sequential";
-    case BucketOrderKind::kRandom:
-      return "random";
-  }
-  return "unknown";
-}
-
 std::vector<Bucket> BucketOrder(BucketOrderKind kind, uint32_t num_partitions,
                                 uint32_t buffer_capacity, uint64_t seed) {
   switch (kind) {

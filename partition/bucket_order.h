@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "storage/enum_names.h"
 
 namespace ember {
 
@@ -49,11 +50,22 @@ enum class BucketOrderKind {
   kRandom,      // a seeded uniform shuffle of all P*P buckets
 };
 
-// Accepts "inside-out", "beta", "sequential", "random"; anything else is
-// InvalidArgument.
-absl::StatusOr<BucketOrderKind> ParseBucketOrderKind(std::string_view name);
+template <>
+struct EnumNames<BucketOrderKind> {
+  static constexpr std::string_view kWhat = "bucket order";
+  static constexpr EnumNameTable<BucketOrderKind, 4> kTable = {{
+      {BucketOrderKind::kInsideOut, "inside-out"},
+      {BucketOrderKind::kBeta, "beta"},
+      {BucketOrderKind::kSequential, "sequential"},
+      {BucketOrderKind::kRandom, "random"},
+  }};
+};
+// Anything but the table's names is InvalidArgument.
+inline absl::StatusOr<BucketOrderKind> ParseBucketOrderKind(std::string_view name) {
+  return EnumFromName<BucketOrderKind>(name);
+}
 // The name ParseBucketOrderKind accepts for `kind`.
-std::string_view BucketOrderName(BucketOrderKind kind);
+inline std::string_view BucketOrderName(BucketOrderKind kind) { return EnumToName(kind); }
 
 // All P*P buckets, each exactly once, in training order for one epoch.
 // Deterministic in (kind, num_partitions, buffer_capacity, seed); the caller

@@ -14,7 +14,6 @@
 #include "partition/node_slots.h"
 #include "partition/record_file.h"
 #include "storage/graph_builder.h"
-#include "storage/keys.h"
 #include "storage/node_hash.h"
 #include "storage/status_macros.h"
 
@@ -268,13 +267,10 @@ absl::Status FeatureImporter::Flush() {
               [](const PendingRow& a, const PendingRow& b) {
                 return a.offset < b.offset;
               });
-    ASSIGN_OR_RETURN(auto run,
-                     builder_->NewRun(RunTarget::kShardFeatures, p));
+    ASSIGN_OR_RETURN(auto run, builder_->NewFeatureRun(p));
     for (const PendingRow& r : rows) {
-      RETURN_IF_ERROR(run->Add(
-          FeatureKey(r.offset),
-          EncodeFeatureList(std::span<const FeatureEntry>(
-              entries_[p].data() + r.start, r.count))));
+      RETURN_IF_ERROR(run->AddFeatures(
+          r.offset, std::span<const FeatureEntry>(entries_[p].data() + r.start, r.count)));
     }
     RETURN_IF_ERROR(run->Finish());
     ++summary_.runs_written;
@@ -299,7 +295,7 @@ absl::StatusOr<FeatureImportSummary> FeatureImporter::Run(
                       : std::max<uint64_t>(options_.memory_budget / 4, 1 << 20);
   for (const std::string& path : options_.files) RETURN_IF_ERROR(ReadFile(path));
   RETURN_IF_ERROR(Flush());
-  RETURN_IF_ERROR(builder_->WriteBlob(kFeatureVocabBlob, vocab_blob_));
+  RETURN_IF_ERROR(builder_->WriteFeatureVocabulary(vocab_blob_));
   summary_.vocab_size = vocab_.size();
   return summary_;
 }
@@ -326,6 +322,13 @@ std::string_view FeatureRejectReasonName(FeatureRejectReason reason) {
       break;
   }
   return "unknown";
+}
+
+absl::Status FeatureImportOptions::Validate() const {
+  if (memory_budget == 0) {
+    return absl::InvalidArgumentError("feature import: memory_budget must be positive");
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<FeatureImportSummary> ImportNodeFeatures(

@@ -33,9 +33,9 @@
 // features) and a row buffer of about a quarter of the memory budget, which
 // is flushed as one sorted run per partition whenever it fills.
 //
-// Storage: rows go to shard-<p>/features (storage/keys.h: FeatureKey,
-// EncodeFeatureList) and the vocabulary to the blob `feature-vocab` (one
-// name per line; line i is feature id i).
+// Storage: rows go through GraphBuilder::NewFeatureRun and the vocabulary
+// through GraphBuilder::WriteFeatureVocabulary (one name per line; line i is
+// feature id i).
 #ifndef EMBER_PARTITION_FEATURE_IMPORT_H_
 #define EMBER_PARTITION_FEATURE_IMPORT_H_
 
@@ -82,6 +82,9 @@ struct FeatureImportOptions {
   // 1 MiB). Tests set it small to get several runs per partition.
   // Default: 0.
   uint64_t buffer_bytes = 0;
+
+  // InvalidArgument for a zero memory_budget.
+  absl::Status Validate() const;
 };
 
 struct FeatureImportSummary {

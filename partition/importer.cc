@@ -28,11 +28,8 @@
 #include "partition/train_memory.h"
 #include "storage/graph.h"
 #include "storage/graph_builder.h"
-#include "storage/json_reader.h"
-#include "storage/keys.h"
 #include "storage/node_hash.h"
 #include "storage/status_macros.h"
-#include "nlohmann/json.hpp"
 
 namespace ember {
 namespace {
@@ -146,7 +143,6 @@ class Importer {
   const Clock::time_point start_;
   std::unique_ptr<Graph> graph_;  // the graph being appended to
   std::unique_ptr<GraphBuilder> builder_;
-  uint32_t generation_ = 0;       // edge generation being written
   std::vector<InputFile> inputs_;
   uint64_t input_bytes_ = 0;
   uint64_t bytes_before_current_ = 0;
@@ -164,7 +160,7 @@ class Importer {
   DegreeStats degree_;
   int range_bits_ = 0;
   NodeSlotTable slots_;
-  uint64_t chunk_id_ = 0;
+  uint64_t chunk_id_ = 0;  // names Distribute's spill files
   uint64_t chunk_edges_ = 1 << 20;
   uint64_t edges_translated_ = 0;
   std::vector<uint64_t> train_bucket_edges_;
@@ -423,13 +419,7 @@ absl::Status Importer::ChoosePartitions() {
 }
 
 absl::Status Importer::AssignNodes() {
-  std::vector<std::unique_ptr<SortedRunWriter>> node_runs(num_partitions_);
-  std::vector<std::unique_ptr<SortedRunWriter>> by_id(num_partitions_);
-  for (uint32_t p = 0; p < num_partitions_; ++p) {
-    ASSIGN_OR_RETURN(node_runs[p], builder_->NewRun(RunTarget::kShardNodes, p));
-    ASSIGN_OR_RETURN(by_id[p], builder_->NewRun(RunTarget::kDictById, p));
-  }
-  ASSIGN_OR_RETURN(auto by_name, builder_->NewRun(RunTarget::kDictByName, 0));
+  ASSIGN_OR_RETURN(auto node_writer, builder_->NewNodeWriter());
   ASSIGN_OR_RETURN(auto slot_writer, RecordWriter::Create(Scratch("slots")));
   if (graph_ == nullptr) partition_sizes_.assign(num_partitions_, 0);
   std::optional<DegreeBalancer> balancer;
@@ -467,10 +457,7 @@ absl::Status Importer::AssignNodes() {
     }
     SlotRecord rec{n.key, PackSlot(p, offset, n.in_train || graph_ != nullptr)};
     RETURN_IF_ERROR(slot_writer->Append(&rec, sizeof(rec)));
-    const uint64_t packed = PackNodeRef({p, static_cast<uint32_t>(offset)});
-    RETURN_IF_ERROR(node_runs[p]->Add(NodeOffsetKey(offset), name));
-    RETURN_IF_ERROR(by_name->Add(DictNameKey(n.key, name), EncodeU64(packed)));
-    RETURN_IF_ERROR(by_id[p]->Add(DictIdKey(packed), name));
+    RETURN_IF_ERROR(node_writer->AddNode(n.key, name, {p, static_cast<uint32_t>(offset)}));
     ++histogram[std::bit_width(n.degree)];
     min_degree = std::min(min_degree, n.degree);
     max_degree = std::max(max_degree, n.degree);
@@ -480,11 +467,7 @@ absl::Status Importer::AssignNodes() {
   }));
   nodes_.reset();
   RETURN_IF_ERROR(slot_writer->Close());
-  RETURN_IF_ERROR(by_name->Finish());
-  for (uint32_t p = 0; p < num_partitions_; ++p) {
-    RETURN_IF_ERROR(node_runs[p]->Finish());
-    RETURN_IF_ERROR(by_id[p]->Finish());
-  }
+  RETURN_IF_ERROR(node_writer->Finish());
   if (graph_ != nullptr) return absl::OkStatus();  // degree stats: initial import's
   degree_.min = num_nodes_ ? min_degree : 0;
   degree_.max = max_degree;
@@ -514,12 +497,8 @@ absl::Status Importer::OpenForAppend() {
         options_.out, " was imported ", m.integer_ids ? "with" : "without",
         " --integer-ids; append with the same setting"));
   }
-  if (m.edge_generation + 1 > 0xffff) {
-    return absl::ResourceExhaustedError(absl::StrCat(options_.out, " has too many appends"));
-  }
   num_partitions_ = m.num_partitions;
   partition_sizes_ = m.partition_sizes;
-  generation_ = m.edge_generation + 1;
   for (const std::string& r : m.relations) {
     relation_ids_.emplace(r, relations_.size());
     relations_.push_back(r);
@@ -629,22 +608,16 @@ absl::Status Importer::EmitChunk(std::vector<EdgeRecord>* records) {
       }
     }
   }
-  const uint64_t chunk = chunk_id_++;
-  if (chunk > kMaxEdgeChunk) return absl::ResourceExhaustedError("too many edge chunks");
   std::vector<absl::Status> statuses(P);
   tbb::parallel_for(uint32_t{0}, P, [&](uint32_t ps) {
     statuses[ps] = [&]() -> absl::Status {
-      ASSIGN_OR_RETURN(auto run, builder_->NewRun(RunTarget::kShardEdges, ps));
+      ASSIGN_OR_RETURN(auto run, builder_->NewEdgeRun(ps));
       for (int s = 0; s < kNumSplits; ++s) {
         for (uint32_t pd = 0; pd < P; ++pd) {
           const uint64_t g = (uint64_t{ps} * 3 + s) * P + pd;
-          uint64_t block = 0;
-          for (uint64_t b = start[g]; b < end[g]; b += kMaxEdgesPerBlock, ++block) {
-            const uint64_t n = std::min<uint64_t>(kMaxEdgesPerBlock, end[g] - b);
-            RETURN_IF_ERROR(run->Add(
-                EdgeBlockKey(static_cast<Split>(s), pd, EdgeBlockSeq(generation_, chunk, block)),
-                EncodeEdgeBlock(std::span<const Edge>(edges.data() + b, n))));
-          }
+          RETURN_IF_ERROR(run->AddEdges(
+              static_cast<Split>(s), pd,
+              std::span<const Edge>(edges.data() + start[g], end[g] - start[g])));
         }
       }
       return run->Finish();
@@ -824,17 +797,9 @@ absl::StatusOr<ImportSummary> Importer::Run() {
     for (size_t i = 0; i < m.train_bucket_edges.size(); ++i) {
       m.train_bucket_edges[i] += train_bucket_edges_[i];
     }
-    m.edge_generation = generation_;
+    m.edge_generation = builder_->edge_generation();
     // Keep the checkpoint; a new epoch count starts for the grown graph.
-    m.training.epochs_done = 0;
-    nlohmann::json state = nlohmann::json::parse(m.training.state_json, nullptr, false);
-    if (JsonReader::Find(state, "trainer") != nullptr) {
-      nlohmann::json& trainer = state["trainer"];
-      RETURN_IF_ERROR(JsonReader(graph_->dir() + "/MANIFEST.json", absl::StatusCode::kDataLoss)
-                          .Object(trainer, "training.state.trainer"));
-      trainer["next_round"] = 0;
-      m.training.state_json = state.dump();
-    }
+    RETURN_IF_ERROR(m.training.RestartEpochs(graph_->dir() + "/MANIFEST.json"));
   } else {
     m.train_bucket_edges = train_bucket_edges_;
     m.edges = summary_.edges;

@@ -80,6 +80,14 @@ struct NodeAggregator::Shard {
   }
 };
 
+absl::Status NodeAggregatorOptions::Validate() const {
+  if (memory_bytes == 0) {
+    return absl::InvalidArgumentError("node aggregator: memory_bytes must be positive");
+  }
+  if (spill_dir.empty()) return absl::InvalidArgumentError("node aggregator: spill_dir is required");
+  return absl::OkStatus();
+}
+
 NodeAggregator::NodeAggregator(const NodeAggregatorOptions& options)
     : options_(options) {
   for (int i = 0; i < kNumShards; ++i) shards_.push_back(std::make_unique<Shard>());

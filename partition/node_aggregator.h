@@ -32,11 +32,15 @@ struct MergedNode {
 };
 
 struct NodeAggregatorOptions {
+  // Nodes are integer ids (keys from IntegerNodeKey). Default: false.
   bool integer_ids = false;
   // Memory for the in-memory shards (the spill threshold). Default: 256 MiB.
   uint64_t memory_bytes = 256ull << 20;
-  // Where run files go. Required.
+  // Where run files go. Required: no default.
   std::string spill_dir;
+
+  // InvalidArgument for a zero memory_bytes or a missing spill_dir.
+  absl::Status Validate() const;
 };
 
 class NodeAggregator {

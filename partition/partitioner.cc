@@ -21,17 +21,6 @@ uint32_t Reduce(uint64_t x, uint32_t n) {
 
 }  // namespace
 
-absl::StatusOr<PartitionerKind> ParsePartitionerKind(std::string_view name) {
-  if (name == "hash") return PartitionerKind::kHash;
-  if (name == "degree") return PartitionerKind::kDegree;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown partitioner '", std::string(name), "' (hash|degree)"));
-}
-
-std::string_view PartitionerName(PartitionerKind kind) {
-  return kind == PartitionerKind::kHash ? "hash" : "degree";
-}
-
 uint32_t HashPartition(uint64_t node_key, uint32_t num_partitions) {
   return Reduce(Mix64(node_key, kPartitionSalt), num_partitions);
 }

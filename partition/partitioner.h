@@ -12,13 +12,24 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "storage/enum_names.h"
 #include "storage/types.h"
 
 namespace ember {
 
 enum class PartitionerKind { kHash, kDegree };
-absl::StatusOr<PartitionerKind> ParsePartitionerKind(std::string_view name);
-std::string_view PartitionerName(PartitionerKind kind);
+template <>
+struct EnumNames<PartitionerKind> {
+  static constexpr std::string_view kWhat = "partitioner";
+  static constexpr EnumNameTable<PartitionerKind, 2> kTable = {{
+      {PartitionerKind::kHash, "hash"},
+      {PartitionerKind::kDegree, "degree"},
+  }};
+};
+inline absl::StatusOr<PartitionerKind> ParsePartitionerKind(std::string_view name) {
+  return EnumFromName<PartitionerKind>(name);
+}
+inline std::string_view PartitionerName(PartitionerKind kind) { return EnumToName(kind); }
 
 // Partition of a node under the hash partitioner: uniform in [0, P) over
 // node keys, independent of the key's range (see node_hash.h).

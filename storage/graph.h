@@ -22,7 +22,6 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "storage/keys.h"
 #include "storage/manifest.h"
 #include "storage/types.h"
 

@@ -26,6 +26,7 @@
 #include "rocksdb/db.h"
 #include "rocksdb/sst_file_writer.h"
 #include "storage/file_util.h"
+#include "storage/keys.h"
 #include "storage/rocks_util.h"
 #include "storage/status_macros.h"
 
@@ -192,6 +193,10 @@ struct GraphBuilder::Rep {
   GraphBuilderOptions options;
   bool committed = false;
   Graph* append = nullptr;  // set for CreateAppend builders
+  uint32_t edge_generation = 0;
+
+  // Next edge chunk number of each partition (grown on demand).
+  std::vector<uint64_t> next_edge_chunk ABSL_GUARDED_BY(mu);
 
   absl::Mutex mu;
   uint64_t next_run ABSL_GUARDED_BY(mu) = 0;
@@ -249,6 +254,13 @@ GraphBuilder::GraphBuilder(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
 
 GraphBuilder::~GraphBuilder() {
   if (!rep_->committed) Abandon();
+}
+
+absl::Status GraphBuilderOptions::Validate() const {
+  if (num_partitions == 0) {
+    return absl::InvalidArgumentError("graph builder: num_partitions must be at least 1");
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<GraphBuilder>> GraphBuilder::Create(
@@ -313,6 +325,11 @@ absl::StatusOr<std::unique_ptr<GraphBuilder>> GraphBuilder::CreateAppend(
   rep->out = graph->dir();
   rep->append = graph;
   rep->options.num_partitions = graph->manifest().num_partitions;
+  if (graph->manifest().edge_generation >= kMaxEdgeGeneration) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(graph->dir(), " has too many appends"));
+  }
+  rep->edge_generation = graph->manifest().edge_generation + 1;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(graph->dir(), ec)) {
     const std::string name = entry.path().filename().string();
@@ -354,6 +371,47 @@ absl::StatusOr<std::unique_ptr<SortedRunWriter>> GraphBuilder::NewRun(
     rep_->runs.push_back(state);
   }
   return std::unique_ptr<SortedRunWriter>(new SstRunWriter(std::move(state)));
+}
+
+absl::StatusOr<std::unique_ptr<NodeWriter>> GraphBuilder::NewNodeWriter() {
+  const uint32_t num_p = rep_->options.num_partitions;
+  std::vector<std::unique_ptr<SortedRunWriter>> nodes(num_p), by_id(num_p);
+  for (uint32_t p = 0; p < num_p; ++p) {
+    ASSIGN_OR_RETURN(nodes[p], NewRun(RunTarget::kShardNodes, p));
+    ASSIGN_OR_RETURN(by_id[p], NewRun(RunTarget::kDictById, p));
+  }
+  ASSIGN_OR_RETURN(auto by_name, NewRun(RunTarget::kDictByName, 0));
+  return std::make_unique<NodeWriter>(std::move(nodes), std::move(by_id), std::move(by_name));
+}
+
+absl::StatusOr<std::unique_ptr<EdgeRunWriter>> GraphBuilder::NewEdgeRun(
+    uint32_t src_partition) {
+  ASSIGN_OR_RETURN(auto run, NewRun(RunTarget::kShardEdges, src_partition));
+  uint64_t chunk;
+  {
+    absl::MutexLock lock(&rep_->mu);
+    std::vector<uint64_t>& next = rep_->next_edge_chunk;
+    if (next.size() <= src_partition) next.resize(src_partition + 1, 0);
+    chunk = next[src_partition]++;
+  }
+  if (chunk > kMaxEdgeChunk) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "too many edge chunks for partition ", src_partition, " of ", rep_->out));
+  }
+  return std::make_unique<EdgeRunWriter>(std::move(run),
+                                         EdgeBlockSeq(rep_->edge_generation, chunk, 0));
+}
+
+absl::StatusOr<std::unique_ptr<FeatureRunWriter>> GraphBuilder::NewFeatureRun(
+    uint32_t partition) {
+  ASSIGN_OR_RETURN(auto run, NewRun(RunTarget::kShardFeatures, partition));
+  return std::make_unique<FeatureRunWriter>(std::move(run));
+}
+
+uint32_t GraphBuilder::edge_generation() const { return rep_->edge_generation; }
+
+absl::Status GraphBuilder::WriteFeatureVocabulary(std::string_view names) {
+  return WriteBlob(kFeatureVocabBlob, names);
 }
 
 absl::Status GraphBuilder::SetNumPartitions(uint32_t num_partitions) {

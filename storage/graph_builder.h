@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "storage/graph_run_writers.h"
 #include "storage/manifest.h"
 
 namespace ember {
@@ -41,10 +42,14 @@ enum class RunTarget {
 };
 
 struct GraphBuilderOptions {
+  // Node partitions of the new graph, >= 1. Default: 1.
   uint32_t num_partitions = 1;
   // Replace an existing graph at `out`; else Create fails with
   // AlreadyExists. Default: false.
   bool overwrite = false;
+
+  // InvalidArgument for num_partitions 0.
+  absl::Status Validate() const;
 };
 
 class GraphBuilder {
@@ -56,7 +61,8 @@ class GraphBuilder {
   GraphBuilder& operator=(const GraphBuilder&) = delete;
 
   // Runs to append to `graph` (opened read-write; the caller keeps it
-  // open). The staging directory is GRAPH/append-<pid>. Commit ingests the
+  // open). ResourceExhausted when the graph has used every edge generation
+  // (0xffff appends). The staging directory is GRAPH/append-<pid>. Commit ingests the
   // runs into the graph — dictionary by_id before by_name, node tables,
   // then edges — and commits `manifest` through Graph::CommitManifest: the
   // manifest is the commit point. What a crash before it leaves behind,
@@ -74,8 +80,29 @@ class GraphBuilder {
   // target but the dictionary's) exists. Not thread-safe with NewRun.
   absl::Status SetNumPartitions(uint32_t num_partitions);
 
-  // A new sorted run for `target`. Runs of one target may overlap in key
-  // range; a key must not appear in two runs. Thread-safe.
+  // Typed runs (storage/graph_run_writers.h): the way to write a graph
+  // without knowing its key encodings. Thread-safe; each writer is used by
+  // one thread. InvalidArgument for a partition at or above the partition
+  // count; FailedPrecondition after Commit.
+  //
+  // The nodes of the whole graph (or of the append), in one writer.
+  absl::StatusOr<std::unique_ptr<NodeWriter>> NewNodeWriter();
+  // Edges with source in `src_partition`. Runs get consecutive chunk
+  // numbers per partition in edge_generation(); ResourceExhausted past
+  // kMaxEdgeChunk runs of one partition.
+  absl::StatusOr<std::unique_ptr<EdgeRunWriter>> NewEdgeRun(uint32_t src_partition);
+  // Feature lists of nodes in `partition`.
+  absl::StatusOr<std::unique_ptr<FeatureRunWriter>> NewFeatureRun(uint32_t partition);
+
+  // The edge generation that this builder's edge runs write: 0 for a new
+  // graph, one above the graph's Manifest::edge_generation for an append.
+  // The manifest given to Commit should carry it as edge_generation.
+  uint32_t edge_generation() const;
+
+  // A new sorted run for `target`, taking keys and values already encoded
+  // as storage/keys.h describes (for storage itself and its tests; other
+  // modules use the typed runs above). Runs of one target may overlap in
+  // key range; a key must not appear in two runs. Thread-safe.
   absl::StatusOr<std::unique_ptr<SortedRunWriter>> NewRun(RunTarget target,
                                                           uint32_t partition);
 
@@ -85,6 +112,10 @@ class GraphBuilder {
   // an earlier blob of the same name. Names are [A-Za-z0-9._-]{1,200}.
   // Unimplemented for CreateAppend builders. Not thread-safe with itself.
   absl::Status WriteBlob(std::string_view name, std::string_view bytes);
+  // The feature vocabulary: `names` holds one line per feature id (line i,
+  // ending in '\n', is the name of id i). Written as the blob
+  // `feature-vocab` (storage/keys.h kFeatureVocabBlob), as WriteBlob.
+  absl::Status WriteFeatureVocabulary(std::string_view names);
 
   // Ingests every finished run, compacts nothing, writes MANIFEST.json,
   // fsyncs and renames into place (replacing `out` when overwrite is set).

@@ -34,12 +34,8 @@ std::string NodeOffsetKey(uint32_t offset);
 // shard-<p> / `features`: [offset u32] -> [count u32][count x (feature id
 // u32, weight f32)] (values little-endian). Entries are sorted by feature id,
 // each id at most once; a node without features has no key. Feature ids
-// index the vocabulary blob `feature-vocab` (kFeatureVocabBlob).
-struct FeatureEntry {
-  uint32_t feature = 0;
-  float weight = 0;
-  friend bool operator==(const FeatureEntry&, const FeatureEntry&) = default;
-};
+// index the vocabulary blob `feature-vocab` (kFeatureVocabBlob). Entries
+// are FeatureEntry (storage/types.h).
 inline constexpr char kFeatureVocabBlob[] = "feature-vocab";
 std::string FeatureKey(uint32_t offset);
 // Inverse of FeatureKey; DataLoss unless the key has exactly 4 bytes.
@@ -59,6 +55,7 @@ std::string DictIdKey(uint64_t packed_ref);
 // Generation 0 is the initial import; each `import --append` adds one.
 // Readers ignore generations above Manifest::edge_generation (an append
 // that did not commit).
+inline constexpr uint32_t kMaxEdgeGeneration = 0xffff;
 inline constexpr uint64_t kMaxEdgeChunk = (uint64_t{1} << 28) - 1;
 inline constexpr uint64_t kMaxEdgeBlock = (uint64_t{1} << 20) - 1;
 inline uint64_t EdgeBlockSeq(uint32_t generation, uint64_t chunk, uint64_t block) {

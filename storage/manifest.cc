@@ -159,6 +159,19 @@ uint64_t SplitCounts::operator[](Split s) const {
   return const_cast<SplitCounts&>(*this)[s];
 }
 
+absl::Status TrainingState::RestartEpochs(const std::string& manifest_path) {
+  Json state = Json::parse(state_json, nullptr, false);
+  if (JsonReader::Find(state, "trainer") != nullptr) {
+    Json& trainer = state["trainer"];
+    RETURN_IF_ERROR(JsonReader(manifest_path, absl::StatusCode::kDataLoss)
+                        .Object(trainer, "training.state.trainer"));
+    trainer["next_round"] = 0;
+    state_json = state.dump();
+  }
+  epochs_done = 0;
+  return absl::OkStatus();
+}
+
 uint64_t Manifest::PartitionBase(uint32_t p) const {
   EMBER_CHECK(p <= partition_sizes.size());
   uint64_t base = 0;

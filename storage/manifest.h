@@ -35,12 +35,20 @@ struct DegreeStats {
 };
 
 // Where training stands. The trainer owns `state_json` (options, position in
-// the epoch, RNG state); storage only keeps it.
+// the epoch, RNG state); storage keeps it and knows one field of it:
+// `trainer.next_round`, the round the next run resumes at within its epoch.
 struct TrainingState {
   uint64_t checkpoint_version = 0;  // 0: no checkpoint yet
   uint32_t epochs_done = 0;
   uint32_t dim = 0;
   std::string state_json = "{}";
+
+  // Keeps the checkpoint but starts the epoch count over: epochs_done = 0
+  // and, where the state has a `trainer` object, trainer.next_round = 0 (a
+  // grown graph's bucket rounds no longer match the saved position). Other
+  // fields are kept. DataLoss naming `manifest_path` when `trainer` is not
+  // an object; then nothing changes.
+  absl::Status RestartEpochs(const std::string& manifest_path);
 };
 
 // How `ember import --partitions auto` chose num_partitions: the smallest P

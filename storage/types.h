@@ -6,13 +6,24 @@
 #include <cstdint>
 #include <string_view>
 
+#include "storage/enum_names.h"
+
 namespace ember {
 
 enum class Split : uint8_t { kTrain = 0, kValid = 1, kTest = 2 };
 inline constexpr int kNumSplits = 3;
 inline constexpr std::array<Split, kNumSplits> kAllSplits = {
     Split::kTrain, Split::kValid, Split::kTest};
-std::string_view SplitName(Split split);  // "train", "valid", "test"
+template <>
+struct EnumNames<Split> {
+  static constexpr std::string_view kWhat = "split";
+  static constexpr EnumNameTable<Split, kNumSplits> kTable = {{
+      {Split::kTrain, "train"},
+      {Split::kValid, "valid"},
+      {Split::kTest, "test"},
+  }};
+};
+inline std::string_view SplitName(Split split) { return EnumToName(split); }
 
 // One edge inside a bucket (i, j): `src` is an offset in partition i, `dst`
 // an offset in partition j, `rel` an index into Manifest::relations.
@@ -40,6 +51,14 @@ inline uint64_t PackNodeRef(NodeRef n) {
 inline NodeRef UnpackNodeRef(uint64_t v) {
   return NodeRef{static_cast<uint32_t>(v >> 32), static_cast<uint32_t>(v)};
 }
+
+// One sparse feature of a node: an id into the graph's feature vocabulary
+// and its weight. A node's list is sorted by feature id, each id at most once.
+struct FeatureEntry {
+  uint32_t feature = 0;
+  float weight = 0;
+  friend bool operator==(const FeatureEntry&, const FeatureEntry&) = default;
+};
 
 // Dense float tables kept per partition and checkpoint version.
 enum class Table : uint8_t { kEmbeddings = 0, kOptimizer = 1 };

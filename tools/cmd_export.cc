@@ -13,7 +13,7 @@
 #include "tools/exporter.h"
 #include "tools/progress.h"
 
-ABSL_FLAG(std::string, format, "tsv",
+ABSL_FLAG(ember::tools::ExportFormat, format, ember::tools::ExportFormat::kTsv,
           "export: tsv (PBG: name<TAB>v1..vd), npy (NumPy float32 (n, d) + "
           "PATH.names.tsv), w2v (word2vec text) or fvecs (+ PATH.names.tsv). "
           "Rows in global-id order; PATH.meta.json describes the model. "
@@ -25,7 +25,7 @@ namespace {
 absl::StatusOr<ExportOptions> OptionsFromFlags() {
   ExportOptions o;
   o.out = absl::GetFlag(FLAGS_out);
-  ASSIGN_OR_RETURN(o.format, ParseExportFormat(absl::GetFlag(FLAGS_format)));
+  o.format = absl::GetFlag(FLAGS_format);
   o.relations_out = absl::GetFlag(FLAGS_relations_out);
   o.overwrite = absl::GetFlag(FLAGS_overwrite);
   o.threads = ThreadCount();

@@ -14,7 +14,7 @@
 #include "tools/common_flags.h"
 #include "tools/progress.h"
 
-ABSL_FLAG(std::string, partitioner, "hash",
+ABSL_FLAG(ember::PartitionerKind, partitioner, ember::PartitionerKind::kHash,
           "import: node partitioner: hash (uniform) or degree (evens out "
           "edges per partition).");
 ABSL_FLAG(std::string, split, "1",
@@ -75,7 +75,7 @@ absl::StatusOr<ImportOptions> OptionsFromFlags(const std::vector<std::string>& f
     return absl::InvalidArgumentError(
         "--partitions does not apply to --append: the graph keeps its partition count");
   }
-  ASSIGN_OR_RETURN(o.partitioner, ParsePartitionerKind(absl::GetFlag(FLAGS_partitioner)));
+  o.partitioner = absl::GetFlag(FLAGS_partitioner);
   ASSIGN_OR_RETURN(o.split, ParseSplitFractions(absl::GetFlag(FLAGS_split)));
   ASSIGN_OR_RETURN(o.delimiter, ParseDelimiterFlag(absl::GetFlag(FLAGS_delimiter)));
   if (!absl::GetFlag(FLAGS_columns).empty()) {

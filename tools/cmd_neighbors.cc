@@ -22,7 +22,7 @@ ABSL_FLAG(std::string, relation, "",
           "neighbors: apply this relation's operator to the query: what would NODE "
           "link to through it.");
 ABSL_FLAG(int, k, 10, "neighbors: neighbours per query (the query itself excluded).");
-ABSL_FLAG(std::string, index, "flat",
+ABSL_FLAG(ember::tools::IndexKind, index, ember::tools::IndexKind::kFlat,
           "neighbors: FAISS index: flat (exact), ivf (IndexIVFFlat) or hnsw "
           "(IndexHNSWFlat). The index holds ALL embeddings in memory "
           "(n x dim floats), unlike export and train.");
@@ -55,9 +55,7 @@ int NeighborsMain(const std::vector<std::string>& args) {
   if (k < 1) return ReportStatus("neighbors", absl::InvalidArgumentError("--k must be >= 1"));
 
   NeighborIndexOptions options;
-  auto kind = ParseIndexKind(absl::GetFlag(FLAGS_index));
-  if (!kind.ok()) return ReportStatus("neighbors", kind.status());
-  options.kind = *kind;
+  options.kind = absl::GetFlag(FLAGS_index);
   options.nlist = absl::GetFlag(FLAGS_nlist);
   options.nprobe = absl::GetFlag(FLAGS_nprobe);
   options.ef_search = absl::GetFlag(FLAGS_ef_search);

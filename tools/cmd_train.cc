@@ -29,17 +29,17 @@ ABSL_FLAG(std::string, lr, "auto",
 ABSL_FLAG(int, batch_size, 1000, "train: positive edges per batch.");
 ABSL_FLAG(int, chunk_size, 50, "train: edges per negative-sharing chunk.");
 ABSL_FLAG(int, num_uniform_negs, 50, "train: uniform negatives per chunk and side.");
-ABSL_FLAG(std::string, relation_batching, "mixed",
+ABSL_FLAG(ember::RelationBatching, relation_batching, ember::RelationBatching::kMixed,
           "train: mixed (chunks of any relations, scored through the operator's adjoint) or "
           "grouped (one relation per chunk, as PBG); models without an adjoint train grouped.");
-ABSL_FLAG(std::string, endpoint_negatives, "auto",
+ABSL_FLAG(ember::EndpointNegatives, endpoint_negatives, ember::EndpointNegatives::kAuto,
           "train: on, off or auto (on for graphs of several relations): also score each "
           "chunk's sources as candidate destinations and its destinations as candidate sources "
           "(every h r t meets h r h and t r t).");
-ABSL_FLAG(std::string, operator, "none",
+ABSL_FLAG(ember::Operator, operator, ember::Operator::kNone,
           "train: relation operator: none, translation, diagonal, complex_diagonal.");
-ABSL_FLAG(std::string, comparator, "dot", "train: dot, cos or l2.");
-ABSL_FLAG(std::string, loss, "softmax", "train: ranking, logistic or softmax.");
+ABSL_FLAG(ember::Comparator, comparator, ember::Comparator::kDot, "train: dot, cos or l2.");
+ABSL_FLAG(ember::Loss, loss, ember::Loss::kSoftmax, "train: ranking, logistic or softmax.");
 ABSL_FLAG(double, margin, 0.1, "train: margin of the ranking loss.");
 ABSL_FLAG(double, init_scale, 1e-3, "train: std-dev of the initial embeddings.");
 ABSL_FLAG(int, trainers, 1,
@@ -52,7 +52,7 @@ ABSL_FLAG(int, buffer_partitions, 0,
           "train: partitions held in memory (0: as many as --memory-budget allows).");
 ABSL_FLAG(uint64_t, window_edges, 0,
           "train: edges per shuffled window of a bucket (0: sized from --memory-budget).");
-ABSL_FLAG(std::string, bucket_order, "inside-out",
+ABSL_FLAG(ember::BucketOrderKind, bucket_order, ember::BucketOrderKind::kInsideOut,
           "train: inside-out (PBG), beta (Marius), sequential or random.");
 ABSL_FLAG(int, checkpoint_every, 0,
           "train: also checkpoint every N buckets (0: at epoch ends only).");
@@ -62,10 +62,10 @@ ABSL_FLAG(bool, deterministic, false,
 ABSL_FLAG(bool, only_new_edges, false,
           "train: after `ember import --append`, train only the new edges and "
           "update only the new nodes (old embeddings stay frozen).");
-ABSL_FLAG(std::string, featurized, "off",
+ABSL_FLAG(ember::FeaturizedMode, featurized, ember::FeaturizedMode::kOff,
           "train: off (id embeddings), features (weighted mean of the node's feature "
           "embeddings; needs import --node-features) or id+features (both, summed).");
-ABSL_FLAG(std::string, batching, "fixed",
+ABSL_FLAG(ember::BatchingKind, batching, ember::BatchingKind::kFixed,
           "train: fixed (--batch-size edges per batch) or variance-aware (batches of equal "
           "work, i.e. feature non-zeros, dealt to whichever trainer is free).");
 ABSL_FLAG(bool, eval_valid, false,
@@ -77,17 +77,15 @@ namespace ember::tools {
 
 absl::StatusOr<TrainOptions> TrainOptionsFromFlags() {
   TrainOptions o;
-  ASSIGN_OR_RETURN(o.model.op, ParseOperator(absl::GetFlag(FLAGS_operator)));
-  ASSIGN_OR_RETURN(o.model.comparator, ParseComparator(absl::GetFlag(FLAGS_comparator)));
-  ASSIGN_OR_RETURN(o.model.loss, ParseLoss(absl::GetFlag(FLAGS_loss)));
+  o.model.op = absl::GetFlag(FLAGS_operator);
+  o.model.comparator = absl::GetFlag(FLAGS_comparator);
+  o.model.loss = absl::GetFlag(FLAGS_loss);
   o.model.margin = absl::GetFlag(FLAGS_margin);
   o.model.dim = absl::GetFlag(FLAGS_dim);
-  ASSIGN_OR_RETURN(o.model.featurized, ParseFeaturizedMode(absl::GetFlag(FLAGS_featurized)));
-  ASSIGN_OR_RETURN(o.batching, ParseBatchingKind(absl::GetFlag(FLAGS_batching)));
-  ASSIGN_OR_RETURN(o.relation_batching,
-                   ParseRelationBatching(absl::GetFlag(FLAGS_relation_batching)));
-  ASSIGN_OR_RETURN(o.endpoint_negatives,
-                   ParseEndpointNegatives(absl::GetFlag(FLAGS_endpoint_negatives)));
+  o.model.featurized = absl::GetFlag(FLAGS_featurized);
+  o.batching = absl::GetFlag(FLAGS_batching);
+  o.relation_batching = absl::GetFlag(FLAGS_relation_batching);
+  o.endpoint_negatives = absl::GetFlag(FLAGS_endpoint_negatives);
   o.epochs = absl::GetFlag(FLAGS_epochs);
   const std::string lr = absl::GetFlag(FLAGS_lr);
   o.lr_auto = lr == "auto";
@@ -109,7 +107,7 @@ absl::StatusOr<TrainOptions> TrainOptionsFromFlags() {
     return absl::InvalidArgumentError("--buffer-partitions must be >= 0");
   }
   o.buffer_partitions = absl::GetFlag(FLAGS_buffer_partitions);
-  ASSIGN_OR_RETURN(o.bucket_order, ParseBucketOrderKind(absl::GetFlag(FLAGS_bucket_order)));
+  o.bucket_order = absl::GetFlag(FLAGS_bucket_order);
   if (absl::GetFlag(FLAGS_checkpoint_every) < 0) {
     return absl::InvalidArgumentError("--checkpoint-every must be >= 0");
   }

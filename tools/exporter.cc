@@ -88,29 +88,6 @@ absl::Status CheckName(std::string_view name, ExportFormat format, uint64_t glob
 
 }  // namespace
 
-absl::StatusOr<ExportFormat> ParseExportFormat(std::string_view name) {
-  if (name == "tsv") return ExportFormat::kTsv;
-  if (name == "npy") return ExportFormat::kNpy;
-  if (name == "w2v") return ExportFormat::kW2v;
-  if (name == "fvecs") return ExportFormat::kFvecs;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown export format '", std::string(name), "' (accepted: tsv, npy, w2v, fvecs)"));
-}
-
-std::string_view ExportFormatName(ExportFormat format) {
-  switch (format) {
-    case ExportFormat::kTsv:
-      return "tsv";
-    case ExportFormat::kNpy:
-      return "npy";
-    case ExportFormat::kW2v:
-      return "w2v";
-    case ExportFormat::kFvecs:
-      return "fvecs";
-  }
-  return "?";
-}
-
 bool FormatHasNamesSidecar(ExportFormat format) {
   return format == ExportFormat::kNpy || format == ExportFormat::kFvecs;
 }

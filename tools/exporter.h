@@ -39,16 +39,36 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "storage/atomic_file.h"
+#include "storage/enum_names.h"
 #include "storage/graph.h"
 #include "train/checkpoint.h"
 
 namespace ember::tools {
 
 enum class ExportFormat : uint8_t { kTsv = 0, kNpy = 1, kW2v = 2, kFvecs = 3 };
+using ::ember::AbslParseFlag;
+using ::ember::AbslUnparseFlag;
 
-// "tsv", "npy", "w2v", "fvecs"; InvalidArgument lists the accepted names.
-absl::StatusOr<ExportFormat> ParseExportFormat(std::string_view name);
-std::string_view ExportFormatName(ExportFormat format);
+}  // namespace ember::tools
+
+template <>
+struct ember::EnumNames<ember::tools::ExportFormat> {
+  static constexpr std::string_view kWhat = "export format";
+  static constexpr EnumNameTable<tools::ExportFormat, 4> kTable = {{
+      {tools::ExportFormat::kTsv, "tsv"},
+      {tools::ExportFormat::kNpy, "npy"},
+      {tools::ExportFormat::kW2v, "w2v"},
+      {tools::ExportFormat::kFvecs, "fvecs"},
+  }};
+};
+
+namespace ember::tools {
+
+// InvalidArgument lists the accepted names.
+inline absl::StatusOr<ExportFormat> ParseExportFormat(std::string_view name) {
+  return EnumFromName<ExportFormat>(name);
+}
+inline std::string_view ExportFormatName(ExportFormat format) { return EnumToName(format); }
 // Whether the format carries no names and gets a PATH.names.tsv sidecar.
 bool FormatHasNamesSidecar(ExportFormat format);
 

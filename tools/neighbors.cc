@@ -21,8 +21,8 @@
 #include "nlohmann/json.hpp"
 #include "storage/status_macros.h"
 #include "tools/exporter.h"
+#include "train/candidate_scorer.h"
 #include "train/checkpoint.h"
-#include "train/operators.h"
 
 namespace ember::tools {
 namespace {
@@ -39,23 +39,6 @@ float NormalizeRow(float* x, int dim) {
   const float inv = 1.0f / norm;
   for (int j = 0; j < dim; ++j) x[j] *= inv;
   return norm;
-}
-
-void ApplyOperator(Operator op, const float* param, const float* x, int dim, float* out) {
-  switch (op) {
-    case Operator::kNone:
-      OpForward<Operator::kNone>(param, x, 1, dim, out);
-      return;
-    case Operator::kTranslation:
-      OpForward<Operator::kTranslation>(param, x, 1, dim, out);
-      return;
-    case Operator::kDiagonal:
-      OpForward<Operator::kDiagonal>(param, x, 1, dim, out);
-      return;
-    case Operator::kComplexDiagonal:
-      OpForward<Operator::kComplexDiagonal>(param, x, 1, dim, out);
-      return;
-  }
 }
 
 // faiss::write_index into an AtomicOutputFile.
@@ -75,26 +58,6 @@ double Since(std::chrono::steady_clock::time_point t) {
 }
 
 }  // namespace
-
-absl::StatusOr<IndexKind> ParseIndexKind(std::string_view name) {
-  if (name == "flat") return IndexKind::kFlat;
-  if (name == "ivf") return IndexKind::kIvf;
-  if (name == "hnsw") return IndexKind::kHnsw;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown index '", std::string(name), "' (accepted: flat, ivf, hnsw)"));
-}
-
-std::string_view IndexKindName(IndexKind kind) {
-  switch (kind) {
-    case IndexKind::kFlat:
-      return "flat";
-    case IndexKind::kIvf:
-      return "ivf";
-    case IndexKind::kHnsw:
-      return "hnsw";
-  }
-  return "?";
-}
 
 absl::Status NeighborIndexOptions::Validate() const {
   if (nlist < 0 || nprobe < 0 || ef_search < 0) {
@@ -327,7 +290,7 @@ absl::StatusOr<std::vector<NeighborList>> NeighborIndex::Search(
       if (relation.empty()) {
         std::copy(raw.begin(), raw.end(), q);
       } else {
-        ApplyOperator(r.model.model.op, param, raw.data(), d, q);
+        ApplyOperator(r.model.model.op, param, raw.data(), 1, d, q);
       }
       if (r.normalize) NormalizeRow(q, d);
     }

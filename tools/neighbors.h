@@ -25,6 +25,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "storage/enum_names.h"
 #include "storage/graph.h"
 #include "train/model_options.h"
 
@@ -35,9 +36,27 @@ enum class IndexKind : uint8_t {
   kIvf = 1,   // IndexIVFFlat, nlist ~ 4 sqrt(n)
   kHnsw = 2,  // IndexHNSWFlat, M = 32
 };
-// "flat", "ivf", "hnsw".
-absl::StatusOr<IndexKind> ParseIndexKind(std::string_view name);
-std::string_view IndexKindName(IndexKind kind);
+using ::ember::AbslParseFlag;
+using ::ember::AbslUnparseFlag;
+
+}  // namespace ember::tools
+
+template <>
+struct ember::EnumNames<ember::tools::IndexKind> {
+  static constexpr std::string_view kWhat = "index";
+  static constexpr EnumNameTable<tools::IndexKind, 3> kTable = {{
+      {tools::IndexKind::kFlat, "flat"},
+      {tools::IndexKind::kIvf, "ivf"},
+      {tools::IndexKind::kHnsw, "hnsw"},
+  }};
+};
+
+namespace ember::tools {
+
+inline absl::StatusOr<IndexKind> ParseIndexKind(std::string_view name) {
+  return EnumFromName<IndexKind>(name);
+}
+inline std::string_view IndexKindName(IndexKind kind) { return EnumToName(kind); }
 
 struct NeighborIndexOptions {
   // Default: kFlat.

@@ -9,16 +9,14 @@
 
 namespace ember {
 
-absl::StatusOr<BatchingKind> ParseBatchingKind(std::string_view name) {
-  if (name == "fixed") return BatchingKind::kFixed;
-  if (name == "variance-aware") return BatchingKind::kVarianceAware;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown batching '", std::string(name), "'; expected fixed or variance-aware"));
+absl::Status VarianceAwareOptions::Validate() const {
+  if (!(tolerance >= 0) || std::isinf(tolerance)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "variance-aware batching: tolerance must be finite and >= 0, got ", tolerance));
+  }
+  return absl::OkStatus();
 }
 
-std::string_view BatchingKindName(BatchingKind kind) {
-  return kind == BatchingKind::kFixed ? "fixed" : "variance-aware";
-}
 namespace {
 
 std::vector<uint32_t> ShuffledIndices(size_t n, uint64_t seed) {

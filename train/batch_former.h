@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "storage/enum_names.h"
 
 namespace ember {
 
@@ -35,9 +36,19 @@ enum class BatchingKind : uint8_t {
   // scaled by StepScale, dealt dynamically to whichever trainer is free.
   kVarianceAware = 1,
 };
-// "fixed" | "variance-aware"; InvalidArgument naming the bad value otherwise.
-absl::StatusOr<BatchingKind> ParseBatchingKind(std::string_view name);
-std::string_view BatchingKindName(BatchingKind kind);
+template <>
+struct EnumNames<BatchingKind> {
+  static constexpr std::string_view kWhat = "batching";
+  static constexpr EnumNameTable<BatchingKind, 2> kTable = {{
+      {BatchingKind::kFixed, "fixed"},
+      {BatchingKind::kVarianceAware, "variance-aware"},
+  }};
+};
+// InvalidArgument naming the bad value and the accepted ones.
+inline absl::StatusOr<BatchingKind> ParseBatchingKind(std::string_view name) {
+  return EnumFromName<BatchingKind>(name);
+}
+inline std::string_view BatchingKindName(BatchingKind kind) { return EnumToName(kind); }
 
 // The work of one edge is the cost units it adds to a batch, counted in
 // feature non-zeros: nnz(src) + nnz(dst), plus `edge_cost` for what every
@@ -78,11 +89,16 @@ BatchPlan FixedBatches(std::span<const uint32_t> edge_work, uint32_t batch_size,
 
 struct VarianceAwareOptions {
   // Width of the closing window relative to the target: a regular batch's
-  // work lies in [T, T (1 + tolerance)], T = target_work.
+  // work lies in [T, T (1 + tolerance)], T = target_work; finite, >= 0.
+  // Default: 0.1.
   double tolerance = 0.1;
   // Most edges held back at once because they would overshoot the window.
   // Reaching it closes the current batch early (counted as short).
+  // Default: 64.
   uint32_t max_deferred = 64;
+
+  // InvalidArgument for a negative or non-finite tolerance.
+  absl::Status Validate() const;
 };
 
 // Variance-aware batching: batches whose total work is close to

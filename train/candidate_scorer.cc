@@ -106,7 +106,20 @@ constexpr std::array<std::array<ScoreFn, kNumComparators>, kNumOperators>
                    RowFor<Operator::kDiagonal>(),
                    RowFor<Operator::kComplexDiagonal>()};
 
+using OpFn = void (*)(const float*, const float*, int, int, float*);
+
+// Indexed by operator.
+constexpr std::array<OpFn, kNumOperators> kOpTable = {
+    &OpForward<Operator::kNone>, &OpForward<Operator::kTranslation>,
+    &OpForward<Operator::kDiagonal>, &OpForward<Operator::kComplexDiagonal>};
+
 }  // namespace
+
+void ApplyOperator(Operator op, const float* rel, const float* rows,
+                   int num_rows, int dim, float* out) {
+  EMBER_CHECK(static_cast<int>(op) < kNumOperators && num_rows >= 0);
+  kOpTable[static_cast<int>(op)](rel, rows, num_rows, dim, out);
+}
 
 void ScoreCandidates(const ModelOptions& model, const float* rel,
                      CorruptSide side, const float* queries, int num_queries,

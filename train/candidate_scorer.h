@@ -65,6 +65,14 @@ void ScoreCandidates(const ModelOptions& model, const float* rel,
                      const float* candidates, int num_candidates, float* scores,
                      CandidateWorkspace* ws);
 
+// out[r] = op_r(rows[r]) for each of num_rows rows of dim floats: the
+// operator of model_options.h chosen at run time (for callers that score
+// outside ScoreCandidates, e.g. a nearest-neighbour index).
+// REQUIRES: rel holds RelationParamSize(op, dim) floats (may be null for
+// kNone); rows and out hold num_rows × dim floats and do not overlap.
+void ApplyOperator(Operator op, const float* rel, const float* rows,
+                   int num_rows, int dim, float* out);
+
 // The score of one edge, computed directly (double accumulation): the
 // reference that ScoreCandidates is tested against.
 // REQUIRES: as ScoreCandidates; src and dst hold model.dim floats.

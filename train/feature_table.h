@@ -16,7 +16,6 @@
 
 #include "absl/status/statusor.h"
 #include "storage/graph.h"
-#include "storage/keys.h"
 #include "train/featurized.h"
 
 namespace ember {

@@ -13,9 +13,6 @@
 namespace ember {
 namespace {
 
-constexpr std::array<std::string_view, 3> kModeNames = {"off", "features",
-                                                        "id+features"};
-
 // Most feature rows of one node prefetched ahead.
 constexpr uint64_t kPrefetchEntries = 16;
 
@@ -44,19 +41,6 @@ inline void ForEachMeanTerm(const uint64_t* row_start, const FeatureEntry* entri
 
 }  // namespace
 
-absl::StatusOr<FeaturizedMode> ParseFeaturizedMode(std::string_view name) {
-  for (size_t i = 0; i < kModeNames.size(); ++i) {
-    if (kModeNames[i] == name) return static_cast<FeaturizedMode>(i);
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown featurized mode '", std::string(name),
-                   "'; expected one of: off, features, id+features"));
-}
-
-std::string_view FeaturizedModeName(FeaturizedMode mode) {
-  const size_t i = static_cast<size_t>(mode);
-  return i < kModeNames.size() ? kModeNames[i] : std::string_view("?");
-}
 
 float FeatureMeanScale(std::span<const FeatureEntry> node_entries) {
   double sum = 0;  // double: many small weights add up without drift

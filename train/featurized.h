@@ -69,7 +69,8 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
-#include "storage/keys.h"
+#include "storage/enum_names.h"
+#include "storage/types.h"
 
 namespace ember {
 
@@ -79,10 +80,20 @@ enum class FeaturizedMode : uint8_t {
   kIdPlusFeatures = 2,  // out_i = id row + weighted mean of feature rows
 };
 
-// "off" | "features" | "id+features"; InvalidArgument naming the bad value
-// otherwise.
-absl::StatusOr<FeaturizedMode> ParseFeaturizedMode(std::string_view name);
-std::string_view FeaturizedModeName(FeaturizedMode mode);
+template <>
+struct EnumNames<FeaturizedMode> {
+  static constexpr std::string_view kWhat = "featurized mode";
+  static constexpr EnumNameTable<FeaturizedMode, 3> kTable = {{
+      {FeaturizedMode::kOff, "off"},
+      {FeaturizedMode::kFeatures, "features"},
+      {FeaturizedMode::kIdPlusFeatures, "id+features"},
+  }};
+};
+// InvalidArgument naming the bad value and the accepted ones.
+inline absl::StatusOr<FeaturizedMode> ParseFeaturizedMode(std::string_view name) {
+  return EnumFromName<FeaturizedMode>(name);
+}
+inline std::string_view FeaturizedModeName(FeaturizedMode mode) { return EnumToName(mode); }
 
 // Whether the mode has per-node id rows (kOff and kIdPlusFeatures).
 inline bool HasIdRows(FeaturizedMode mode) {

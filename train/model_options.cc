@@ -9,52 +9,6 @@
 #include "storage/status_macros.h"
 
 namespace ember {
-namespace {
-
-constexpr std::array<std::string_view, kNumOperators> kOperatorNames = {
-    "none", "translation", "diagonal", "complex_diagonal"};
-constexpr std::array<std::string_view, kNumComparators> kComparatorNames = {
-    "dot", "cos", "l2"};
-constexpr std::array<std::string_view, kNumLosses> kLossNames = {
-    "ranking", "logistic", "softmax"};
-
-template <typename Enum, size_t N>
-absl::StatusOr<Enum> ParseEnum(std::string_view what, std::string_view name,
-                               const std::array<std::string_view, N>& names) {
-  for (size_t i = 0; i < N; ++i) {
-    if (names[i] == name) return static_cast<Enum>(i);
-  }
-  std::string choices;
-  for (std::string_view n : names) {
-    if (!choices.empty()) choices += ", ";
-    choices += n;
-  }
-  return absl::InvalidArgumentError(absl::StrFormat(
-      "unknown %s '%s'; expected one of: %s", what, name, choices));
-}
-
-}  // namespace
-
-absl::StatusOr<Operator> ParseOperator(std::string_view name) {
-  return ParseEnum<Operator>("operator", name, kOperatorNames);
-}
-absl::StatusOr<Comparator> ParseComparator(std::string_view name) {
-  return ParseEnum<Comparator>("comparator", name, kComparatorNames);
-}
-absl::StatusOr<Loss> ParseLoss(std::string_view name) {
-  return ParseEnum<Loss>("loss", name, kLossNames);
-}
-
-std::string_view OperatorName(Operator op) {
-  return kOperatorNames.at(static_cast<size_t>(op));
-}
-std::string_view ComparatorName(Comparator cmp) {
-  return kComparatorNames.at(static_cast<size_t>(cmp));
-}
-std::string_view LossName(Loss loss) {
-  return kLossNames.at(static_cast<size_t>(loss));
-}
-
 absl::Status ModelOptions::Validate() const {
   if (static_cast<int>(op) >= kNumOperators ||
       static_cast<int>(comparator) >= kNumComparators ||

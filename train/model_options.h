@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "storage/enum_names.h"
 #include "train/featurized.h"
 
 namespace ember {
@@ -42,16 +43,49 @@ enum class Loss : uint8_t {
 };
 inline constexpr int kNumLosses = 3;
 
-// Parse the CLI spellings ("none", "translation", "diagonal",
-// "complex_diagonal"; "dot", "cos", "l2"; "ranking", "logistic", "softmax").
+// The CLI spellings, one table each (storage/enum_names.h): also the typed
+// flags' names.
+template <>
+struct EnumNames<Operator> {
+  static constexpr std::string_view kWhat = "operator";
+  static constexpr EnumNameTable<Operator, kNumOperators> kTable = {{
+      {Operator::kNone, "none"},
+      {Operator::kTranslation, "translation"},
+      {Operator::kDiagonal, "diagonal"},
+      {Operator::kComplexDiagonal, "complex_diagonal"},
+  }};
+};
+template <>
+struct EnumNames<Comparator> {
+  static constexpr std::string_view kWhat = "comparator";
+  static constexpr EnumNameTable<Comparator, kNumComparators> kTable = {{
+      {Comparator::kDot, "dot"},
+      {Comparator::kCos, "cos"},
+      {Comparator::kL2, "l2"},
+  }};
+};
+template <>
+struct EnumNames<Loss> {
+  static constexpr std::string_view kWhat = "loss";
+  static constexpr EnumNameTable<Loss, kNumLosses> kTable = {{
+      {Loss::kRanking, "ranking"},
+      {Loss::kLogistic, "logistic"},
+      {Loss::kSoftmax, "softmax"},
+  }};
+};
+
 // Unknown names give InvalidArgument listing the accepted ones.
-absl::StatusOr<Operator> ParseOperator(std::string_view name);
-absl::StatusOr<Comparator> ParseComparator(std::string_view name);
-absl::StatusOr<Loss> ParseLoss(std::string_view name);
+inline absl::StatusOr<Operator> ParseOperator(std::string_view name) {
+  return EnumFromName<Operator>(name);
+}
+inline absl::StatusOr<Comparator> ParseComparator(std::string_view name) {
+  return EnumFromName<Comparator>(name);
+}
+inline absl::StatusOr<Loss> ParseLoss(std::string_view name) { return EnumFromName<Loss>(name); }
 // Inverse of the parse functions.
-std::string_view OperatorName(Operator op);
-std::string_view ComparatorName(Comparator cmp);
-std::string_view LossName(Loss loss);
+inline std::string_view OperatorName(Operator op) { return EnumToName(op); }
+inline std::string_view ComparatorName(Comparator cmp) { return EnumToName(cmp); }
+inline std::string_view LossName(Loss loss) { return EnumToName(loss); }
 
 struct ModelOptions {
   // Default: kNone.

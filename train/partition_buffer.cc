@@ -1,12 +1,25 @@
 #include "train/partition_buffer.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "storage/status_macros.h"
 #include "train/init.h"
 
 namespace ember {
+
+absl::Status PartitionBufferOptions::Validate() const {
+  if (capacity < 1) return absl::InvalidArgumentError("partition buffer: capacity must be >= 1");
+  if (dim < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("partition buffer: dim must be >= 1, got ", dim));
+  }
+  if (!(init_scale >= 0) || std::isinf(init_scale)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "partition buffer: init_scale must be finite and >= 0, got ", init_scale));
+  }
+  return absl::OkStatus();
+}
 
 PartitionBuffer::PartitionBuffer(Graph* graph, const PartitionBufferOptions& options,
                                  std::vector<uint64_t> locations, uint64_t write_version)

@@ -25,18 +25,28 @@
 namespace ember {
 
 struct PartitionBufferOptions {
-  uint32_t capacity = 2;  // partitions in memory; >= 1
+  // Partitions in memory; >= 1. Default: 2.
+  uint32_t capacity = 2;
+  // Floats per row; >= 1. Default: 100.
   int dim = 100;
-  float init_scale = 1e-3f;  // normal init of never-trained partitions
+  // Std-dev of the normal init of never-trained partitions; finite, >= 0.
+  // Default: 1e-3.
+  float init_scale = 1e-3f;
+  // Seed of that init. Default: 0.
   uint64_t seed = 0;
-  // Rows below frozen_rows[p] are never updated (empty: none frozen).
+  // Rows below frozen_rows[p] are never updated. Default: empty (none
+  // frozen).
   std::vector<uint64_t> frozen_rows;
   // Whether partitions have id rows (kept in Table::kEmbeddings and
   // kOptimizer); false for FeaturizedMode::kFeatures, whose partitions
   // hold only their features and write no tables.
   bool id_rows = true;
   // Load each partition's node features with it (featurized models).
+  // Default: false.
   bool features = false;
+
+  // InvalidArgument naming the first field out of range.
+  absl::Status Validate() const;
 };
 
 class PartitionBuffer {

@@ -1,5 +1,6 @@
 #include "train/round_source.h"
 
+#include "absl/strings/str_cat.h"
 #include "storage/node_hash.h"
 #include "storage/status_macros.h"
 #include "train/partition_buffer.h"
@@ -27,6 +28,19 @@ struct RoundBatchSource::Active {
   size_t cursor = 0;
   uint64_t emitted = 0;  // batches handed out
 };
+
+absl::Status RoundSourceOptions::Validate() const {
+  if (batch_size < 1 || window_edges < 1 || reader_depth < 1 || trainers < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "round source: batch_size, window_edges, reader_depth and trainers must be >= 1, got ",
+        batch_size, ", ", window_edges, ", ", reader_depth, ", ", trainers));
+  }
+  if (!(edge_sample > 0 && edge_sample <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("round source: edge_sample must be in (0, 1], got ", edge_sample));
+  }
+  return absl::OkStatus();
+}
 
 RoundBatchSource::RoundBatchSource(const Graph* graph, PartitionBuffer* buffer,
                                    BucketScheduler* scheduler, RoundHooks* hooks,

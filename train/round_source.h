@@ -43,17 +43,21 @@ class RoundHooks {
   virtual void Emitted(const Round& done, uint64_t batches) = 0;
 };
 
+// Each field's default is the value shown.
 struct RoundSourceOptions {
   BatchingKind batching = BatchingKind::kFixed;
-  uint32_t batch_size = 1000;
-  uint64_t window_edges = 1 << 20;  // edges per shuffled window
-  int reader_depth = 1;             // windows read ahead per bucket
+  uint32_t batch_size = 1000;       // >= 1
+  uint64_t window_edges = 1 << 20;  // edges per shuffled window; >= 1
+  int reader_depth = 1;             // windows read ahead per bucket; >= 1
   uint64_t seed = 0;
   int epoch = 0;
   uint32_t min_generation = 0;
-  double edge_sample = 1.0;  // BucketReadSpec::sample
+  double edge_sample = 1.0;  // BucketReadSpec::sample; in (0, 1]
   bool group_by_relation = false;
-  size_t trainers = 1;
+  size_t trainers = 1;  // >= 1
+
+  // InvalidArgument naming the first field out of range.
+  absl::Status Validate() const;
 };
 
 class RoundBatchSource final : public BatchSource {

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "partition/bucket_order.h"
+#include "storage/enum_names.h"
 #include "train/batch_former.h"
 #include "train/model_options.h"
 
@@ -32,8 +33,18 @@ enum class RelationBatching : uint8_t {
                  // GEMMs); models without SupportsMixedChunks train grouped
   kGrouped = 1,  // one relation per chunk (PBG)
 };
-absl::StatusOr<RelationBatching> ParseRelationBatching(std::string_view name);
-std::string_view RelationBatchingName(RelationBatching kind);
+template <>
+struct EnumNames<RelationBatching> {
+  static constexpr std::string_view kWhat = "relation batching";
+  static constexpr EnumNameTable<RelationBatching, 2> kTable = {{
+      {RelationBatching::kMixed, "mixed"},
+      {RelationBatching::kGrouped, "grouped"},
+  }};
+};
+inline absl::StatusOr<RelationBatching> ParseRelationBatching(std::string_view name) {
+  return EnumFromName<RelationBatching>(name);
+}
+inline std::string_view RelationBatchingName(RelationBatching kind) { return EnumToName(kind); }
 
 // Whether each chunk's endpoints also serve as negatives of the other side.
 enum class EndpointNegatives : uint8_t {
@@ -44,8 +55,17 @@ enum class EndpointNegatives : uint8_t {
   kOff = 2,
 };
 // "auto", "on" or "true", "off" or "false".
-absl::StatusOr<EndpointNegatives> ParseEndpointNegatives(std::string_view name);
-std::string_view EndpointNegativesName(EndpointNegatives mode);
+template <>
+struct EnumNames<EndpointNegatives> {
+  static constexpr std::string_view kWhat = "endpoint negatives";
+  static constexpr EnumNameTable<EndpointNegatives, 5> kTable = {{
+      {EndpointNegatives::kAuto, "auto"},
+      {EndpointNegatives::kOn, "on"},
+      {EndpointNegatives::kOff, "off"},
+      {EndpointNegatives::kOn, "true"},
+      {EndpointNegatives::kOff, "false"},
+  }};
+};
 
 struct TrainOptions {
   ModelOptions model;
@@ -76,8 +96,9 @@ struct TrainOptions {
   // Std-dev of the normal init of embeddings. Default: 1e-3 (PBG).
   float init_scale = 1e-3f;
   uint64_t seed = 0;
-  // Total worker threads, split among trainers. 0: all cores. Default: 0.
-  int threads = 0;
+  // Total worker threads, split among trainers; >= 1 (the CLI resolves
+  // --threads 0 to all cores). Default: 1.
+  int threads = 1;
   // Trainers working at once on buckets with disjoint partitions, as CPU
   // trainers sharing `threads` (shorthand for `devices`). Default: 1.
   int trainers = 1;

@@ -302,5 +302,32 @@ TEST(ManifestTest, MalformedPartitionsAutoIsDataLoss) {
   }
 }
 
+TEST(ManifestTest, RestartEpochsResetsCountAndPositionOnly) {
+  TrainingState t = SampleManifest().training;
+  t.state_json = R"({"model":{"dim":64},"trainer":{"next_round":7,"seed":5}})";
+  ASSERT_TRUE(t.RestartEpochs("/g/MANIFEST.json").ok());
+  EXPECT_EQ(t.epochs_done, 0u);
+  EXPECT_EQ(t.checkpoint_version, 4u);
+  EXPECT_EQ(t.dim, 64u);
+  const nlohmann::json state = nlohmann::json::parse(t.state_json);
+  EXPECT_EQ(state["trainer"]["next_round"], 0);
+  EXPECT_EQ(state["trainer"]["seed"], 5);
+  EXPECT_EQ(state["model"]["dim"], 64);
+
+  // Without a trainer object only the count restarts; the state is kept.
+  TrainingState no_trainer = SampleManifest().training;
+  ASSERT_TRUE(no_trainer.RestartEpochs("/g/MANIFEST.json").ok());
+  EXPECT_EQ(no_trainer.epochs_done, 0u);
+  EXPECT_EQ(no_trainer.state_json, SampleManifest().training.state_json);
+
+  TrainingState bad = SampleManifest().training;
+  bad.state_json = R"({"trainer":3})";
+  const absl::Status s = bad.RestartEpochs("/g/MANIFEST.json");
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("/g/MANIFEST.json"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("training.state.trainer"), std::string::npos) << s;
+  EXPECT_EQ(bad.epochs_done, 3u);
+}
+
 }  // namespace
 }  // namespace ember

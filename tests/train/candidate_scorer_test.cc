@@ -80,6 +80,21 @@ TEST(ScorePairTest, HandComputed) {
   EXPECT_FLOAT_EQ(ScorePair(model, w, s, d), -19);
 }
 
+TEST(ApplyOperatorTest, HandComputedPerOperator) {
+  // Two rows of dim 2; rel (2, 3).
+  const float x[4] = {1, 2, -1, 0.5f}, w[2] = {2, 3};
+  float out[4];
+  ApplyOperator(Operator::kNone, nullptr, x, 2, 2, out);
+  EXPECT_EQ(std::vector<float>(out, out + 4), (std::vector<float>{1, 2, -1, 0.5f}));
+  ApplyOperator(Operator::kTranslation, w, x, 2, 2, out);
+  EXPECT_EQ(std::vector<float>(out, out + 4), (std::vector<float>{3, 5, 1, 3.5f}));
+  ApplyOperator(Operator::kDiagonal, w, x, 2, 2, out);
+  EXPECT_EQ(std::vector<float>(out, out + 4), (std::vector<float>{2, 6, -2, 1.5f}));
+  // (1 + 2i)(2 + 3i) = -4 + 7i; (-1 + 0.5i)(2 + 3i) = -3.5 - 2i.
+  ApplyOperator(Operator::kComplexDiagonal, w, x, 2, 2, out);
+  EXPECT_EQ(std::vector<float>(out, out + 4), (std::vector<float>{-4, 7, -3.5f, -2}));
+}
+
 TEST(CandidateScorerTest, EmptyInputsWriteNothing) {
   ModelOptions model;
   model.dim = 4;

@@ -18,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "storage/keys.h"
 #include "storage/manifest.h"
 #include "tests/train/train_test_util.h"
 #include "tools/features_generator.h"

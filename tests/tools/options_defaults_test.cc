@@ -1,0 +1,106 @@
+// Every options struct of ember validates itself, and its defaults pass.
+// Structs with required inputs (paths) get just those set; without them
+// Validate must fail.
+#include <string>
+
+#include "gtest/gtest.h"
+#include "partition/feature_import.h"
+#include "partition/importer.h"
+#include "partition/node_aggregator.h"
+#include "storage/graph.h"
+#include "storage/graph_builder.h"
+#include "tools/exporter.h"
+#include "tools/features_generator.h"
+#include "tools/gen_output.h"
+#include "tools/kg_generator.h"
+#include "tools/neighbors.h"
+#include "tools/rmat_generator.h"
+#include "tools/sbm_generator.h"
+#include "train/batch_former.h"
+#include "train/evaluator.h"
+#include "train/model_options.h"
+#include "train/partition_buffer.h"
+#include "train/probe.h"
+#include "train/round_source.h"
+#include "train/train_options.h"
+
+namespace ember {
+namespace {
+
+template <typename Options>
+void ExpectDefaultsValid(const char* name) {
+  const absl::Status s = Options{}.Validate();
+  EXPECT_TRUE(s.ok()) << name << ": " << s;
+}
+
+TEST(OptionsDefaultsTest, DefaultsPassValidate) {
+  ExpectDefaultsValid<GraphBuilderOptions>("GraphBuilderOptions");
+  ExpectDefaultsValid<GraphOpenOptions>("GraphOpenOptions");
+  ExpectDefaultsValid<FeatureImportOptions>("FeatureImportOptions");
+  ExpectDefaultsValid<VarianceAwareOptions>("VarianceAwareOptions");
+  ExpectDefaultsValid<ModelOptions>("ModelOptions");
+  ExpectDefaultsValid<EvalOptions>("EvalOptions");
+  ExpectDefaultsValid<PartitionBufferOptions>("PartitionBufferOptions");
+  ExpectDefaultsValid<TrainOptions>("TrainOptions");
+  ExpectDefaultsValid<ProbeOptions>("ProbeOptions");
+  ExpectDefaultsValid<RoundSourceOptions>("RoundSourceOptions");
+  ExpectDefaultsValid<tools::NeighborIndexOptions>("NeighborIndexOptions");
+  ExpectDefaultsValid<tools::gen::RmatOptions>("RmatOptions");
+  ExpectDefaultsValid<tools::gen::FeaturesOptions>("FeaturesOptions");
+  ExpectDefaultsValid<tools::gen::SbmOptions>("SbmOptions");
+  ExpectDefaultsValid<tools::gen::KgOptions>("KgOptions");
+}
+
+TEST(OptionsDefaultsTest, DefaultsPassOnceRequiredInputsAreSet) {
+  ImportOptions import;
+  EXPECT_FALSE(import.Validate().ok());
+  import.out = "/tmp/g";
+  import.files = {"edges.tsv"};
+  EXPECT_TRUE(import.Validate().ok()) << import.Validate();
+
+  tools::ExportOptions export_options;
+  EXPECT_FALSE(export_options.Validate().ok());
+  export_options.out = "/tmp/e.tsv";
+  EXPECT_TRUE(export_options.Validate().ok()) << export_options.Validate();
+
+  tools::gen::GenOutputOptions gen_output;
+  EXPECT_FALSE(gen_output.Validate().ok());
+  gen_output.path = "/tmp/out.tsv";
+  EXPECT_TRUE(gen_output.Validate().ok()) << gen_output.Validate();
+
+  NodeAggregatorOptions aggregator;
+  EXPECT_FALSE(aggregator.Validate().ok());
+  aggregator.spill_dir = "/tmp/spill";
+  EXPECT_TRUE(aggregator.Validate().ok()) << aggregator.Validate();
+}
+
+TEST(OptionsDefaultsTest, NewValidatorsRejectWhatTheyDocument) {
+  GraphBuilderOptions builder;
+  builder.num_partitions = 0;
+  EXPECT_EQ(builder.Validate().code(), absl::StatusCode::kInvalidArgument);
+  FeatureImportOptions features;
+  features.memory_budget = 0;
+  EXPECT_EQ(features.Validate().code(), absl::StatusCode::kInvalidArgument);
+  NodeAggregatorOptions aggregator;
+  aggregator.spill_dir = "/tmp/spill";
+  aggregator.memory_bytes = 0;
+  EXPECT_EQ(aggregator.Validate().code(), absl::StatusCode::kInvalidArgument);
+  VarianceAwareOptions variance;
+  variance.tolerance = -0.5;
+  EXPECT_EQ(variance.Validate().code(), absl::StatusCode::kInvalidArgument);
+  PartitionBufferOptions buffer;
+  buffer.capacity = 0;
+  EXPECT_EQ(buffer.Validate().code(), absl::StatusCode::kInvalidArgument);
+  buffer = PartitionBufferOptions{};
+  buffer.dim = 0;
+  EXPECT_EQ(buffer.Validate().code(), absl::StatusCode::kInvalidArgument);
+  RoundSourceOptions round;
+  round.batch_size = 0;
+  EXPECT_EQ(round.Validate().code(), absl::StatusCode::kInvalidArgument);
+  round = RoundSourceOptions{};
+  round.edge_sample = 0;
+  EXPECT_EQ(round.Validate().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace ember
