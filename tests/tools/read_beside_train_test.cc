@@ -31,7 +31,7 @@ using ::ember::testing::TempDir;
 using ::testing::HasSubstr;
 
 const std::string kEmber = EMBER_BINARY;
-constexpr int kDim = 16;
+constexpr int kDim = 128;
 
 uint64_t CheckpointVersion(const std::string& graph) {
   absl::StatusOr<Manifest> m = ReadManifest(graph + "/MANIFEST.json");
@@ -80,8 +80,10 @@ TEST(ReadBesideTrainTest, ReadersGetCompleteResultsOrNameTheWriter) {
   TempDir tmp;
   const std::string edges = tmp.Sub("edges.tsv");
   tools::gen::SbmOptions sbm = train_test::StandardSbm();
-  sbm.nodes = 600;
-  sbm.blocks = 6;
+  // Epochs long enough (a few tenths of a second) that a reader can open
+  // between two checkpoints, as between a real run's epochs.
+  sbm.nodes = 8000;
+  sbm.blocks = 20;
   train_test::WriteSbmEdges(sbm, edges);
   const std::string graph = tmp.Sub("g");
   absl::StatusOr<ImportSummary> imported = train_test::ImportEdges(graph, {edges}, 4);
@@ -99,7 +101,7 @@ TEST(ReadBesideTrainTest, ReadersGetCompleteResultsOrNameTheWriter) {
 
   // Long enough to outlast the reads; killed once they are done.
   std::vector<std::string> endless = train;
-  endless.insert(endless.end(), {"--epochs", "100000", "--checkpoint-every", "1"});
+  endless.insert(endless.end(), {"--epochs", "100000"});
   ChildProcess writer(endless, tmp.Sub("train"));
   ASSERT_TRUE(writer.started());
   ASSERT_TRUE(PollUntil(
