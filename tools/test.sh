@@ -7,6 +7,9 @@ tools/install-deps.sh
 jobs=$(nproc)
 tools/build.sh release
 (cd build && ctest --output-on-failure -j "$jobs")
+# libFuzzer targets (line parser, manifest reader, edge-block decoder), a
+# bounded 5 s each from their seed corpora (clang builds them in build-fuzz/).
+tools/fuzz.sh 5
 tools/build.sh sanitize
 # Leak reports from third-party libraries' static state are not ours.
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
