@@ -9,7 +9,7 @@ packages=(
   libbenchmark-dev libopenblas-dev libopenmpi-dev libfaiss-dev
   libxxhash-dev nlohmann-json3-dev zlib1g-dev
   python3 python3-numpy python3-matplotlib time bc
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev curl
 )
 
 missing=()
