@@ -177,23 +177,7 @@ int TrainMain(const std::vector<std::string>& args) {
   }
   for (const EpochStats& e : summary->epochs) {
     if (absl::GetFlag(FLAGS_json)) {
-      nlohmann::json j = {{"epoch", e.epoch}, {"lr", summary->lr}, {"loss", e.loss},
-                          {"edges", e.edges},
-                          {"seconds", e.seconds}, {"edges_per_second", e.edges_per_second},
-                          {"partition_loads", e.partition_loads},
-                          {"batches", e.batches},
-                          {"batch_seconds_cv", e.batch_seconds_cv},
-                          {"batch_nnz_cv", e.batch_nnz_cv},
-                          {"batch_nnz_max_over_mean", e.batch_nnz_max_over_mean},
-                          {"edge_cost", e.edge_cost},
-                          {"idle_share", e.idle_share}};
-      if (e.valid) {
-        j["valid_mrr"] = e.valid->filtered.mrr;
-        j["valid_mrr_ci95"] = e.valid->filtered.mrr_ci95;
-        j["valid_edges"] = e.valid->edges;
-        j["valid_protocol"] = DescribeProtocol(*e.valid);
-      }
-      std::printf("%s\n", j.dump().c_str());
+      std::printf("%s\n", EpochJsonLine(e).c_str());
     } else {
       std::string line = absl::StrFormat(
           "epoch %d: loss %.4f, %s edges in %.2f s (%s edges/s), %llu partition loads", e.epoch,

@@ -48,10 +48,9 @@ struct ProbeResult {
 absl::StatusOr<ProbeResult> RunProbe(const Graph& graph, TrainOptions train,
                                      const ProbeOptions& probe);
 
-// `--lr auto`: the step sizes probed, smallest first, and the one kept
-// unless a probe shows another to be better.
-inline constexpr float kLrCandidates[] = {0.01f, 0.03f, 0.1f, 0.3f};
-inline constexpr float kLrDefault = 0.1f;
+// `--lr auto`: the step sizes probed, smallest first; kLrDefault
+// (train_options.h) is kept unless a probe shows another to be better.
+inline constexpr float kLrCandidates[] = {0.01f, 0.03f, kLrDefault, 0.3f};
 // The probes of `--lr auto` together cost at most this share of the run
 // they choose for (in trained edges).
 inline constexpr double kLrProbeShare = 0.1;

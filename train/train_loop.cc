@@ -344,8 +344,11 @@ absl::Status TrainLoop::Checkpoint(int epoch, uint64_t next_round, int epochs_do
   return absl::OkStatus();
 }
 
-absl::Status TrainLoop::AppendMetrics(const EpochStats& s) {
+}  // namespace
+
+std::string EpochJsonLine(const EpochStats& s) {
   nlohmann::json j = {{"epoch", s.epoch},
+                      {"lr", s.lr},
                       {"loss", s.loss},
                       {"edges", s.edges},
                       {"seconds", s.seconds},
@@ -364,10 +367,16 @@ absl::Status TrainLoop::AppendMetrics(const EpochStats& s) {
     j["valid_edges"] = s.valid->edges;
     j["valid_protocol"] = DescribeProtocol(*s.valid);
   }
+  return j.dump();
+}
+
+namespace {
+
+absl::Status TrainLoop::AppendMetrics(const EpochStats& s) {
   const std::string path = graph_->dir() + "/metrics.jsonl";
   std::FILE* f = std::fopen(path.c_str(), "a");
   if (f == nullptr) return absl::InternalError(absl::StrCat("cannot append to ", path));
-  const std::string line = j.dump() + "\n";
+  const std::string line = EpochJsonLine(s) + "\n";
   const bool ok = std::fwrite(line.data(), 1, line.size(), f) == line.size();
   if (std::fclose(f) != 0 || !ok) return absl::InternalError(absl::StrCat("write failed: ", path));
   return absl::OkStatus();
@@ -559,6 +568,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     }
     EpochStats stats;
     stats.epoch = epoch + 1;
+    stats.lr = options_.lr;
     {
       absl::MutexLock lock(&progress_mu_);
       stats.edges = progress_.edges_done;

@@ -18,6 +18,7 @@ namespace ember {
 
 struct EpochStats {
   int epoch = 0;  // 1-based: epochs done after this one
+  float lr = 0;   // the step size trained with
   double loss = 0;  // mean loss per edge (both sides) over the epoch
   uint64_t edges = 0;
   double seconds = 0;
@@ -55,6 +56,10 @@ struct TrainSummary {
 
 // Trains the graph at `graph_dir` (opened read-write, so one trainer at a
 // time). Appends one JSON line per epoch to GRAPH/metrics.jsonl.
+// One epoch as its JSON line in GRAPH/metrics.jsonl (and `train --json`),
+// without the newline.
+std::string EpochJsonLine(const EpochStats& s);
+
 absl::StatusOr<TrainSummary> TrainGraph(const std::string& graph_dir,
                                         const TrainOptions& options);
 

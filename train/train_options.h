@@ -67,13 +67,18 @@ struct EnumNames<EndpointNegatives> {
   }};
 };
 
+// PBG's step size: the default, and what --lr auto keeps unless its probes
+// show another to be better (train/probe.h).
+inline constexpr float kLrDefault = 0.1f;
+
 struct TrainOptions {
   ModelOptions model;
   // Total epochs to reach; a resumed run trains only the missing ones.
   // Default: 10.
   int epochs = 10;
-  // Adagrad learning rate (embeddings and relation parameters). Default: 0.1.
-  float lr = 0.1f;
+  // Adagrad learning rate (embeddings and relation parameters). Default:
+  // kLrDefault.
+  float lr = kLrDefault;
   // Choose `lr` by probes (train/probe.h ChooseLr) when the run starts from
   // scratch and the graph has validation edges; a resumed run keeps the lr
   // stored with its checkpoint. Default: false (the CLI's --lr auto sets it).
