@@ -6,13 +6,13 @@ cd "$(dirname "$0")/.."
 kind=${1:-release}
 case "$kind" in
   release) dir=build; extra=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
-  sanitize) dir=build-sanitize; extra=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=ON) ;;
+  sanitize) dir=build-sanitize; extra=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=ON -DEMBER_CUDA=OFF) ;;
   *) echo "usage: $0 [release|sanitize]" >&2; exit 2 ;;
 esac
 gen=()
 command -v ninja >/dev/null && gen=(-G Ninja)
 # ccache, where installed, makes rebuilds in fresh checkouts cheap.
-command -v ccache >/dev/null && gen+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+command -v ccache >/dev/null && gen+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 if [ ! -f "$dir/CMakeCache.txt" ]; then
   cmake -S . -B "$dir" "${gen[@]}" "${extra[@]}" >/dev/null
 fi
