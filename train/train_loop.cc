@@ -386,7 +386,7 @@ absl::Status TrainLoop::PlanMemory(const std::vector<DeviceSpec>& devices) {
   const Manifest& m = graph_->manifest();
   const FeaturizedMode mode = options_.model.featurized;
   size_t slots = 0;
-  for (const DeviceSpec& d : devices) slots += d.kind == "cpu" ? d.threads : 1;
+  for (const DeviceSpec& d : devices) slots += DeviceSlots(d);
   tokens_ = options_.deterministic ? 1 : 2 * slots;
   TrainMemoryInput in;
   in.graph_dir = graph_->dir();
@@ -477,6 +477,9 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
     trainer_available_seconds_ += wall * trainers_.size();
     RETURN_IF_ERROR(sync_->SyncRelations(trainer_ptrs_, &relations_));
     RETURN_IF_ERROR(sync_->SyncFeatures(trainer_ptrs_, features_.get()));
+    // Rows trained on a device back to the host copies: validation reads them,
+    // and with several trainers the next round may train them elsewhere.
+    RETURN_IF_ERROR(buffer_->SyncToHost(/*release=*/trainers_.size() > 1));
     if (StopDue()) {
       RETURN_IF_ERROR(buffer_->Quiesce());
       *stopped = true;

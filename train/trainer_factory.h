@@ -6,6 +6,8 @@
 //   cpu          a CPU trainer (threads: an equal share of --threads)
 //   cpu:T        a CPU trainer with T threads
 //   cuda:N       the CUDA trainer on GPU N (needs a build with CUDA)
+//   emulated[:S] the CUDA trainer's algorithm run on the host, S slots
+//                (device_ops.h; for tests on machines without a GPU)
 // `--trainers K` is shorthand for K `cpu` entries.
 #ifndef EMBER_TRAIN_TRAINER_FACTORY_H_
 #define EMBER_TRAIN_TRAINER_FACTORY_H_
@@ -30,6 +32,13 @@ struct DeviceSpec {
   int threads = 0;   // cpu:T (0: a share of the run's threads)
   std::string Name() const;
 };
+
+// Batches a CUDA trainer trains at once (one stream each).
+inline constexpr int kCudaSlots = 4;
+
+// Batches the device's trainer trains at once: a CPU trainer's threads,
+// kCudaSlots for a GPU.
+int DeviceSlots(const DeviceSpec& device);
 
 // InvalidArgument naming the bad entry.
 absl::StatusOr<std::vector<DeviceSpec>> ParseDevices(std::string_view text);
