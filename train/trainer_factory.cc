@@ -7,6 +7,7 @@
 #include "absl/strings/str_split.h"
 #include "storage/status_macros.h"
 #include "train/cpu_trainer.h"
+#include "train/slowed_trainer.h"
 
 namespace ember {
 namespace {
@@ -115,6 +116,12 @@ absl::StatusOr<std::vector<DeviceSpec>> ResolveDevices(const TrainOptions& optio
 absl::StatusOr<std::vector<std::unique_ptr<Trainer>>> MakeTrainers(
     std::span<const DeviceSpec> devices, const TrainOptions& options,
     const RelationParams& relations, FeatureTable* features) {
+  const TrainerSlowdown& slow = options.bench_slow_trainer;
+  if (slow.active() && static_cast<size_t>(slow.trainer) >= devices.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("--bench-slow-trainer ", slow.trainer,
+                                                   ": the run has ", devices.size(),
+                                                   " trainers (indices from 0)"));
+  }
   std::vector<std::unique_ptr<Trainer>> out;
   for (const DeviceSpec& d : devices) {
     const Kind* kind = FindKind(d.kind);
@@ -122,6 +129,9 @@ absl::StatusOr<std::vector<std::unique_ptr<Trainer>>> MakeTrainers(
       return absl::InvalidArgumentError(absl::StrCat("unknown device kind '", d.kind, "'"));
     }
     ASSIGN_OR_RETURN(auto trainer, kind->make(d, options, relations, features));
+    if (slow.active() && out.size() == static_cast<size_t>(slow.trainer)) {
+      trainer = MakeSlowedTrainer(std::move(trainer), slow.factor);
+    }
     out.push_back(std::move(trainer));
   }
   return out;
