@@ -156,7 +156,8 @@ absl::StatusOr<bool> RoundBatchSource::Next(PipelineBatch* out) {
       out->task = s.task;
       out->range = s.batches[s.next++];
       ++a.emitted;
-      out->trainer = options_.batching == BatchingKind::kFixed && options_.trainers > 1
+      out->trainer = options_.batching == BatchingKind::kFixed && options_.trainers > 1 &&
+                             options_.static_split
                          ? static_cast<int>(FixedTrainerOf(i, k, out->range.index,
                                                            options_.trainers))
                          : -1;

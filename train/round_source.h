@@ -55,6 +55,11 @@ struct RoundSourceOptions {
   double edge_sample = 1.0;  // BucketReadSpec::sample; in (0, 1]
   bool group_by_relation = false;
   size_t trainers = 1;  // >= 1
+  // Fixed batching with several trainers: each batch goes to the trainer a
+  // static split names when true (trainers of one kind, equal speed), to
+  // whichever is free when false (kinds of unequal speed, e.g. a GPU
+  // beside the CPU, where a static split would idle the faster one).
+  bool static_split = true;
 
   // InvalidArgument naming the first field out of range.
   absl::Status Validate() const;

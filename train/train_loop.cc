@@ -133,6 +133,7 @@ class TrainLoop final : public RoundHooks {
   uint32_t capacity_ = 1;
   uint32_t round_size_ = 1;
   size_t tokens_ = 1;
+  bool one_device_kind_ = true;  // every trainer of one kind (static splits)
   RelationParams relations_;
   std::vector<uint64_t> committed_locations_;  // what the manifest references
   uint64_t committed_version_ = 0;
@@ -468,6 +469,7 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
   so.edge_sample = options_.edge_sample;
   so.group_by_relation = relations_.num_relations > 1 && !UsesMixedChunks(options_);
   so.trainers = trainers_.size();
+  so.static_split = one_device_kind_;
   RoundBatchSource source(graph_, buffer_.get(), scheduler_.get(), this, so, &edge_cost_);
   while (const Round* next = source.PeekNext()) {
     RETURN_IF_ERROR(buffer_->Acquire(next->partitions, scheduler_->Upcoming(kLookaheadRounds)));
@@ -522,6 +524,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     return absl::FailedPreconditionError(absl::StrCat(graph_->dir(), " has no train edges"));
   }
   ASSIGN_OR_RETURN(const std::vector<DeviceSpec> devices, ResolveDevices(options_));
+  for (const DeviceSpec& d : devices) one_device_kind_ &= d.kind == devices[0].kind;
   RETURN_IF_ERROR(PlanMemory(devices));
   RETURN_IF_ERROR(RestoreOrInit());
 
