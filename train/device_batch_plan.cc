@@ -1,6 +1,7 @@
 #include "train/device_batch_plan.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "storage/splitmix.h"
 
@@ -26,8 +27,28 @@ int32_t DeviceBatchPlanner::Distinct(int table, uint32_t node) {
   if (added) {
     plan_.u_table.push_back(static_cast<uint8_t>(table));
     plan_.u_node.push_back(node);
+    if (in_.featurized != 0) AddFeatures(table, node);
   }
   return it->second;
+}
+
+void DeviceBatchPlanner::AddFeatures(int table, uint32_t node) {
+  const uint64_t lo = in_.feature_row_start[table][node];
+  const uint64_t hi = in_.feature_row_start[table][node + 1];
+  const FeatureEntry* entries = in_.feature_entries[table];
+  float sum = 0.0f;
+  for (uint64_t e = lo; e < hi; ++e) sum += entries[e].weight;
+  const float inv = 1.0f / sum;
+  if (hi > lo && sum != 0.0f && std::isfinite(inv)) {
+    for (uint64_t e = lo; e < hi; ++e) {
+      const uint32_t f = entries[e].feature;
+      const auto [it, added] = features_.try_emplace(f, static_cast<int32_t>(plan_.f_id.size()));
+      if (added) plan_.f_id.push_back(f);
+      plan_.u_feat.push_back(it->second);
+      plan_.u_weight.push_back(entries[e].weight * inv);
+    }
+  }
+  plan_.u_feat_start.push_back(static_cast<int64_t>(plan_.u_feat.size()));
 }
 
 const DeviceBatchPlan& DeviceBatchPlanner::Plan(std::span<const Edge> edges,
@@ -44,8 +65,14 @@ const DeviceBatchPlan& DeviceBatchPlanner::Plan(std::span<const Edge> edges,
   plan_.u_table.clear();
   plan_.u_node.clear();
   plan_.slot_relation.clear();
+  plan_.u_feat_start.assign(1, 0);
+  plan_.u_feat.clear();
+  plan_.u_weight.clear();
+  plan_.f_id.clear();
   distinct_.clear();
   slots_.clear();
+  features_.clear();
+  in_ = in;
   const int src_table = 0;
   const int dst_table = in.same_partition ? 0 : 1;
   SplitMix64 rng(in.seed);
@@ -99,6 +126,7 @@ device::StepShape ShapeOf(const DeviceBatchPlan& plan, const DeviceBatchInput& i
   sh.loss = loss;
   sh.margin = margin;
   sh.rel_size = rel_size;
+  sh.featurized = in.featurized;
   return sh;
 }
 

@@ -31,6 +31,12 @@ struct DeviceBatchInput {
   bool same_partition = true;  // the bucket's src and dst partitions are one
   uint64_t src_rows = 0, dst_rows = 0;
   uint64_t seed = 0;  // Mix64(task seed, batch index)
+  // Featurized models (StepShape::featurized != 0): each table's feature CSR
+  // (PartitionData::feature_row_start and feature_entries; table 1 unused
+  // when same_partition).
+  int featurized = 0;
+  const uint64_t* feature_row_start[2] = {nullptr, nullptr};
+  const FeatureEntry* feature_entries[2] = {nullptr, nullptr};
 };
 
 struct DeviceBatchPlan {
@@ -39,6 +45,13 @@ struct DeviceBatchPlan {
   std::vector<uint8_t> u_table;               // per distinct row
   std::vector<uint32_t> u_node;
   std::vector<uint32_t> slot_relation;  // the relation of each slot
+  // Featurized models, as in StepArgs: each distinct row's features (their
+  // weights divided by the row's weight sum; none when that sum is 0 or
+  // its inverse is not finite) and each distinct feature's table row.
+  std::vector<int64_t> u_feat_start;  // distinct rows + 1
+  std::vector<int32_t> u_feat;
+  std::vector<float> u_weight;
+  std::vector<uint32_t> f_id;
 };
 
 // Reusable planner (keeps its buffers' capacity). Not thread-safe.
@@ -50,10 +63,13 @@ class DeviceBatchPlanner {
 
  private:
   int32_t Distinct(int table, uint32_t node);
+  void AddFeatures(int table, uint32_t node);
 
+  DeviceBatchInput in_;
   DeviceBatchPlan plan_;
   absl::flat_hash_map<uint64_t, int32_t> distinct_;
   absl::flat_hash_map<uint32_t, int32_t> slots_;
+  absl::flat_hash_map<uint32_t, int32_t> features_;
   std::vector<uint32_t> src_negs_, dst_negs_;
 };
 

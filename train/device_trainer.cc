@@ -57,6 +57,7 @@ class DeviceTrainer final : public Trainer {
   DeviceTrainer(std::unique_ptr<DeviceOps> ops, const TrainOptions& options,
                 const RelationParams& relations)
       : ops_(std::move(ops)),
+        mode_(options.model.featurized),
         options_(options),
         endpoints_(UsesEndpointNegatives(options, relations.num_relations)),
         relations_(relations),
@@ -79,6 +80,44 @@ class DeviceTrainer final : public Trainer {
       ops_->Free(s.work.ptr);
     }
     for (auto& [p, part] : partitions_) FreePartition(part);
+    ops_->Free(features_.rows);
+    ops_->Free(features_.state);
+  }
+
+  // The device's copy of the feature table (featurized models).
+  absl::Status InitFeatures(const FeatureTable& table) {
+    void* rows = nullptr;
+    void* state = nullptr;
+    RETURN_IF_ERROR(DeviceError(ops_->Alloc(sizeof(float) * table.embeddings.size(), &rows)));
+    features_.rows = static_cast<float*>(rows);
+    RETURN_IF_ERROR(DeviceError(ops_->Alloc(sizeof(float) * table.optimizer.size(), &state)));
+    features_.state = static_cast<float*>(state);
+    return RefreshFeatures(table);
+  }
+
+  absl::Status MergeFeatures(FeatureTable* table) override {
+    if (features_.rows == nullptr) return absl::OkStatus();
+    std::vector<float> rows(table->embeddings.size()), state(table->optimizer.size());
+    RETURN_IF_ERROR(DeviceError(ops_->CopyToHost(move_stream_, rows.data(), features_.rows,
+                                                 sizeof(float) * rows.size())));
+    RETURN_IF_ERROR(DeviceError(ops_->CopyToHost(move_stream_, state.data(), features_.state,
+                                                 sizeof(float) * state.size())));
+    RETURN_IF_ERROR(DeviceError(ops_->Synchronize(move_stream_)));
+    for (size_t i = 0; i < rows.size(); ++i) table->embeddings[i] += rows[i] - feature_base_.embeddings[i];
+    for (size_t i = 0; i < state.size(); ++i) table->optimizer[i] += state[i] - feature_base_.optimizer[i];
+    return absl::OkStatus();
+  }
+
+  absl::Status RefreshFeatures(const FeatureTable& table) override {
+    if (features_.rows == nullptr) return absl::OkStatus();
+    feature_base_ = table;
+    RETURN_IF_ERROR(DeviceError(ops_->CopyToDevice(move_stream_, features_.rows,
+                                                   feature_base_.embeddings.data(),
+                                                   sizeof(float) * table.embeddings.size())));
+    RETURN_IF_ERROR(DeviceError(ops_->CopyToDevice(move_stream_, features_.state,
+                                                   feature_base_.optimizer.data(),
+                                                   sizeof(float) * table.optimizer.size())));
+    return DeviceError(ops_->Synchronize(move_stream_));
   }
 
   std::string device() const override { return ops_->name(); }
@@ -134,13 +173,15 @@ class DeviceTrainer final : public Trainer {
   // Offsets of one step's arrays in the slot's buffers.
   struct Layout {
     Packing in, out, work;
-    size_t q_row, k_row, q_slot, u_node, u_table, rel;  // in (pinned and device)
-    size_t row_loss_out, drel_out;                       // out (pinned, after in)
-    size_t x, dx, q, k, q_aux, k_aux, s, dq, dk, coef_q, coef_k, row_loss, drel;  // work
+    // In (pinned and device).
+    size_t q_row, k_row, q_slot, u_node, u_table, rel, u_feat_start, u_feat, u_weight, f_id;
+    size_t row_loss_out, drel_out;  // out (pinned, after in)
+    size_t x, dx, q, k, q_aux, k_aux, s, dq, dk, coef_q, coef_k, row_loss, drel, dfeat;  // work
   };
 
-  static size_t RowBytes(const PartitionData& p) { return sizeof(float) * p.rows * p.dim; }
-  static size_t StateBytes(const PartitionData& p) { return sizeof(float) * p.rows; }
+  // Id rows and their state (empty for kFeatures models).
+  static size_t RowBytes(const PartitionData& p) { return sizeof(float) * p.embeddings.size(); }
+  static size_t StateBytes(const PartitionData& p) { return sizeof(float) * p.optimizer.size(); }
 
   void FreePartition(DevicePartition& part) {
     ops_->Free(part.rows);
@@ -203,7 +244,8 @@ class DeviceTrainer final : public Trainer {
     return absl::OkStatus();
   }
 
-  static Layout LayOut(const device::StepShape& sh, int64_t distinct, int64_t slots) {
+  static Layout LayOut(const device::StepShape& sh, const DeviceBatchPlan& plan, int64_t slots) {
+    const int64_t distinct = static_cast<int64_t>(plan.u_node.size());
     Layout l;
     const int64_t qr = sh.query_rows(), kr = sh.candidate_rows(), d = sh.dim;
     const int64_t rel = slots * sh.rel_size;
@@ -213,6 +255,10 @@ class DeviceTrainer final : public Trainer {
     l.u_node = l.in.Add<uint32_t>(distinct);
     l.u_table = l.in.Add<uint8_t>(distinct);
     l.rel = l.in.Add<float>(rel);
+    l.u_feat_start = l.in.Add<int64_t>(plan.u_feat_start.size());
+    l.u_feat = l.in.Add<int32_t>(plan.u_feat.size());
+    l.u_weight = l.in.Add<float>(plan.u_weight.size());
+    l.f_id = l.in.Add<uint32_t>(plan.f_id.size());
     l.row_loss_out = l.out.Add<float>(qr);
     l.drel_out = l.out.Add<float>(rel);
     l.x = l.work.Add<float>(distinct * d);
@@ -228,6 +274,7 @@ class DeviceTrainer final : public Trainer {
     l.coef_k = l.work.Add<float>(kr);
     l.s = l.work.Add<float>(sh.matrices() * sh.chunk * sh.candidates());
     l.drel = l.work.Add<float>(rel);
+    l.dfeat = l.work.Add<float>(static_cast<int64_t>(plan.f_id.size()) * d);
     return l;
   }
 
@@ -247,6 +294,11 @@ class DeviceTrainer final : public Trainer {
     in.src_rows = task.src->rows;
     in.dst_rows = task.dst->rows;
     in.seed = Mix64(task.seed, batch.index);
+    in.featurized = static_cast<int>(mode_);
+    in.feature_row_start[0] = task.src->feature_row_start.data();
+    in.feature_entries[0] = task.src->feature_entries.data();
+    in.feature_row_start[1] = task.dst->feature_row_start.data();
+    in.feature_entries[1] = task.dst->feature_entries.data();
     const DeviceBatchPlan& plan = slot.planner.Plan(edges, in);
     const ModelOptions& m = options_.model;
     const device::StepShape sh =
@@ -254,7 +306,7 @@ class DeviceTrainer final : public Trainer {
                 static_cast<int>(m.loss), m.margin, rel_size_);
     const int64_t distinct = static_cast<int64_t>(plan.u_node.size());
     const int64_t rel_slots = rel_size_ > 0 ? static_cast<int64_t>(plan.slot_relation.size()) : 0;
-    const Layout l = LayOut(sh, distinct, rel_slots);
+    const Layout l = LayOut(sh, plan, rel_slots);
     RETURN_IF_ERROR(Reserve(*ops_, &slot.pinned, l.in.bytes() + l.out.bytes(), true));
     RETURN_IF_ERROR(Reserve(*ops_, &slot.device_in, l.in.bytes(), false));
     RETURN_IF_ERROR(Reserve(*ops_, &slot.work, l.work.bytes(), false));
@@ -269,6 +321,10 @@ class DeviceTrainer final : public Trainer {
     put(l.q_slot, plan.q_slot);
     put(l.u_node, plan.u_node);
     put(l.u_table, plan.u_table);
+    put(l.u_feat_start, plan.u_feat_start);
+    put(l.u_feat, plan.u_feat);
+    put(l.u_weight, plan.u_weight);
+    put(l.f_id, plan.f_id);
     if (rel_slots > 0) {
       absl::ReaderMutexLock lock(&rel_mu_);
       float* rel = At<float>(up, l.rel);
@@ -294,6 +350,16 @@ class DeviceTrainer final : public Trainer {
     a.frozen[0] = task.src->frozen_rows;
     a.frozen[1] = task.dst->frozen_rows;
     a.lr = options_.lr * batch.lr_scale;
+    if (mode_ != FeaturizedMode::kOff) {
+      a.u_feat_start = At<int64_t>(dev_in, l.u_feat_start);
+      a.u_feat = At<int32_t>(dev_in, l.u_feat);
+      a.u_weight = At<float>(dev_in, l.u_weight);
+      a.f_id = At<uint32_t>(dev_in, l.f_id);
+      a.distinct_features = static_cast<int64_t>(plan.f_id.size());
+      a.features = features_.rows;
+      a.feature_state = features_.state;
+      a.dfeat = At<float>(work, l.dfeat);
+    }
     for (auto [field, offset] : {std::pair{&a.x, l.x}, {&a.dx, l.dx}, {&a.q, l.q}, {&a.k, l.k},
                                  {&a.q_aux, l.q_aux}, {&a.k_aux, l.k_aux}, {&a.s, l.s},
                                  {&a.dq, l.dq}, {&a.dk, l.dk}, {&a.coef_q, l.coef_q},
@@ -336,6 +402,9 @@ class DeviceTrainer final : public Trainer {
   }
 
   const std::unique_ptr<DeviceOps> ops_;
+  const FeaturizedMode mode_;
+  DevicePartition features_;     // the feature table's copy (featurized models)
+  FeatureTable feature_base_;    // the table as of the last RefreshFeatures
   const TrainOptions options_;
   const bool endpoints_;
   absl::Mutex rel_mu_;
@@ -354,11 +423,6 @@ class DeviceTrainer final : public Trainer {
 
 absl::Status CheckDeviceModel(const TrainOptions& options) {
   const ModelOptions& m = options.model;
-  if (m.featurized != FeaturizedMode::kOff) {
-    return absl::FailedPreconditionError(
-        "the CUDA trainer trains id-only models; featurized models (--featurized) train on "
-        "--devices cpu");
-  }
   if (!SupportsMixedChunks(m)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the CUDA trainer trains the models whose chunks can mix relations (op none with any "
@@ -380,7 +444,13 @@ absl::StatusOr<std::unique_ptr<Trainer>> MakeDeviceTrainer(std::unique_ptr<Devic
   if (relations.param_size != RelationParamSize(options.model.op, options.model.dim)) {
     return absl::InvalidArgumentError("relation parameters do not match the model");
   }
-  return std::unique_ptr<Trainer>(new DeviceTrainer(std::move(ops), options, relations));
+  if ((options.model.featurized != FeaturizedMode::kOff) !=
+      (features != nullptr && features->dim == options.model.dim)) {
+    return absl::InvalidArgumentError("feature table does not match the model");
+  }
+  auto trainer = std::make_unique<DeviceTrainer>(std::move(ops), options, relations);
+  if (features != nullptr) RETURN_IF_ERROR(trainer->InitFeatures(*features));
+  return std::unique_ptr<Trainer>(std::move(trainer));
 }
 
 size_t DevicePeakBytes(const Trainer& trainer) {

@@ -18,9 +18,15 @@
 // Slots: each slot has its own stream and buffers; one more stream moves
 // partitions.
 //
-// Models: id rows only (no featurized models yet), and the combinations
-// that train in mixed form (SupportsMixedChunks): chunks always mix
-// relations in batch order.
+// Featurized models: the device holds its own copy of the feature table;
+// each step composes its distinct rows from it (featurized.h) and applies
+// one row-wise Adagrad step per distinct feature. The copy's changes are
+// merged into the host table between stretches (Trainer::MergeFeatures),
+// as relation parameters are: stale by at most a stretch, as Hogwild
+// trainers' reads are by a few steps.
+//
+// Models: the combinations that train in mixed form (SupportsMixedChunks):
+// chunks always mix relations in batch order.
 #ifndef EMBER_TRAIN_DEVICE_TRAINER_H_
 #define EMBER_TRAIN_DEVICE_TRAINER_H_
 

@@ -1,5 +1,7 @@
 #include "train/parameter_sync.h"
 
+#include "storage/status_macros.h"
+
 namespace ember {
 namespace {
 
@@ -28,7 +30,10 @@ class InProcessSync final : public ParameterSync {
     return absl::OkStatus();
   }
 
-  absl::Status SyncFeatures(std::span<Trainer* const>, FeatureTable*) override {
+  absl::Status SyncFeatures(std::span<Trainer* const> trainers, FeatureTable* table) override {
+    if (table == nullptr) return absl::OkStatus();
+    for (Trainer* t : trainers) RETURN_IF_ERROR(t->MergeFeatures(table));
+    for (Trainer* t : trainers) RETURN_IF_ERROR(t->RefreshFeatures(*table));
     return absl::OkStatus();
   }
 

@@ -37,8 +37,9 @@ class ParameterSync {
 
 // In-process sync for trainers sharing host memory: relations merged as
 // above (trainers meet every round when there are several); the feature
-// table is one host object that every trainer updates in place (Hogwild), so
-// it needs no sync.
+// table is one host object that CPU trainers update in place (Hogwild),
+// into which trainers with their own copy (device trainers) merge their
+// changes the same way, then take the result.
 std::unique_ptr<ParameterSync> MakeInProcessSync(size_t trainers);
 
 }  // namespace ember

@@ -89,6 +89,13 @@ class Trainer : public RowResidency {
   // This trainer's copy of the relation parameters (parameter_sync.h reads
   // and replaces it between stretches, never during TrainBatch).
   virtual RelationParams& relations() = 0;
+  // Featurized models, between stretches (parameter_sync.h): adds the
+  // changes this trainer made to its own copy of the feature table since
+  // the last RefreshFeatures into *table; then RefreshFeatures makes that
+  // copy equal *table. Trainers that update the shared host table in place
+  // (the CPU trainer) keep no copy: both are no-ops.
+  virtual absl::Status MergeFeatures(FeatureTable* table) { return absl::OkStatus(); }
+  virtual absl::Status RefreshFeatures(const FeatureTable& table) { return absl::OkStatus(); }
 };
 
 }  // namespace ember

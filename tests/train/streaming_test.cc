@@ -209,20 +209,6 @@ TEST(TrainerFactoryTest, ResolvesThreads) {
   EXPECT_EQ((*d)[1].threads, 4);
 }
 
-TEST(TrainerFactoryTest, CudaWithoutCudaIsAClearError) {
-  TrainOptions o;
-  o.threads = 1;
-  o.devices = "cuda:0";
-  auto d = ResolveDevices(o);
-  ASSERT_TRUE(d.ok());
-  RelationParams r;
-  auto t = MakeTrainers(*d, o, r, nullptr);
-  ASSERT_FALSE(t.ok());
-  EXPECT_EQ(t.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(t.status().message().find("without the CUDA trainer"), std::string::npos)
-      << t.status();
-}
-
 // A trainer whose copy of a partition is newer than the host's: the buffer
 // must sync it back before writing the partition (eviction, checkpoint)
 // and release it before eviction.

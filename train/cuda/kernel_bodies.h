@@ -53,7 +53,12 @@ struct StepShape {
   int op = kOpNone, cmp = kCmpDot, loss = kLossSoftmax;
   float margin = 0.1f;
   int rel_size = 0;  // floats per relation (0 for op none)
+  // FeaturizedMode (featurized.h): 0 id rows, 1 feature mean, 2 id row plus
+  // feature mean.
+  int featurized = 0;
 
+  EMBER_HD bool has_id_rows() const { return featurized != 1; }
+  EMBER_HD bool has_features() const { return featurized != 0; }
   EMBER_HD int candidates() const { return chunk + negs + endpoints; }
   EMBER_HD int64_t matrices() const { return 2 * int64_t{chunks}; }
   EMBER_HD int64_t query_rows() const { return matrices() * chunk; }
@@ -76,6 +81,18 @@ struct StepArgs {
   const float* rel = nullptr;       // slots × rel_size relation parameters
   int64_t slots = 0;                // relation slots (0 for op none)
   int64_t distinct = 0;             // rows of X
+  // Featurized models: distinct row u's features are entries
+  // [u_feat_start[u], u_feat_start[u + 1]) of u_feat (a distinct feature)
+  // and u_weight (its weight over the row's weight sum); distinct feature f
+  // is row f_id[f] of the feature table.
+  const int64_t* u_feat_start = nullptr;
+  const int32_t* u_feat = nullptr;
+  const float* u_weight = nullptr;
+  const uint32_t* f_id = nullptr;
+  int64_t distinct_features = 0;
+  float* features = nullptr;       // the feature table's rows (this device's replica)
+  float* feature_state = nullptr;  // and their row-wise Adagrad state
+  float* dfeat = nullptr;          // distinct_features × dim, zeroed before the step
   // The bucket's partitions (table 0 and 1; the same when src == dst).
   float* rows[2] = {nullptr, nullptr};
   float* state[2] = {nullptr, nullptr};  // row-wise Adagrad state
@@ -181,7 +198,9 @@ EMBER_HD inline bool QueryIsAdjoint(const StepShape& sh, int64_t r) {
   return r >= int64_t{sh.chunks} * sh.chunk;
 }
 
-// X[u] = the partition row of distinct row u; size distinct · dim.
+// X[u] = the row of distinct row u as the model composes it (featurized.h):
+// its id row, the weighted mean of its feature rows, or their sum; size
+// distinct · dim.
 struct GatherDistinct {
   StepShape sh;
   StepArgs a;
@@ -189,7 +208,13 @@ struct GatherDistinct {
     const int64_t u = i / sh.dim;
     const int k = static_cast<int>(i % sh.dim);
     const int t = a.u_table[u];
-    a.x[i] = a.rows[t][int64_t{a.u_node[u]} * sh.dim + k];
+    float x = sh.has_id_rows() ? a.rows[t][int64_t{a.u_node[u]} * sh.dim + k] : 0.0f;
+    if (sh.has_features()) {
+      for (int64_t e = a.u_feat_start[u]; e < a.u_feat_start[u + 1]; ++e) {
+        x += a.u_weight[e] * a.features[int64_t{a.f_id[a.u_feat[e]]} * sh.dim + k];
+      }
+    }
+    a.x[i] = x;
   }
   int64_t size() const { return a.distinct * sh.dim; }
 };
@@ -414,8 +439,47 @@ struct ScatterCandidates {
   int64_t size() const { return sh.candidate_rows() * sh.dim; }
 };
 
-// Row-wise Adagrad (adagrad.h) of every distinct row with its summed
-// gradient, into the partition rows; frozen rows are skipped. Size: distinct.
+// One row-wise Adagrad step (adagrad.h) of `row` and its state.
+EMBER_HD inline void AdagradRow(float* row, float* state, const float* g, int dim, float lr) {
+  float sq = 0.0f;
+  for (int k = 0; k < dim; ++k) sq += g[k] * g[k];
+  const float s = *state + sq / static_cast<float>(dim);
+  *state = s;
+  const float step = lr / (sqrtf(s) + kAdagradEps);
+  for (int k = 0; k < dim; ++k) row[k] -= step * g[k];
+}
+
+// dX through the feature mean into the distinct features' gradients;
+// size distinct · dim (featurized models only).
+struct ScatterFeatures {
+  StepShape sh;
+  StepArgs a;
+  EMBER_HD void operator()(int64_t i) const {
+    const int64_t u = i / sh.dim;
+    const int k = static_cast<int>(i % sh.dim);
+    const float g = a.dx[i];
+    for (int64_t e = a.u_feat_start[u]; e < a.u_feat_start[u + 1]; ++e) {
+      AtomicAddFloat(&a.dfeat[int64_t{a.u_feat[e]} * sh.dim + k], a.u_weight[e] * g);
+    }
+  }
+  int64_t size() const { return a.distinct * sh.dim; }
+};
+
+// Row-wise Adagrad of every distinct feature row; size distinct_features.
+struct AdagradFeatures {
+  StepShape sh;
+  StepArgs a;
+  EMBER_HD void operator()(int64_t f) const {
+    const uint64_t row = a.f_id[f];
+    AdagradRow(a.features + row * sh.dim, a.feature_state + row, a.dfeat + f * sh.dim, sh.dim,
+               a.lr);
+  }
+  int64_t size() const { return a.distinct_features; }
+};
+
+// Row-wise Adagrad (adagrad.h) of every distinct row's id row with its
+// summed gradient, into the partition rows; frozen rows are skipped. Size:
+// distinct (models with id rows only).
 struct AdagradRows {
   StepShape sh;
   StepArgs a;
@@ -423,15 +487,7 @@ struct AdagradRows {
     const int t = a.u_table[u];
     const uint64_t node = a.u_node[u];
     if (node < a.frozen[t]) return;
-    const float* g = a.dx + u * sh.dim;
-    float sq = 0.0f;
-    for (int k = 0; k < sh.dim; ++k) sq += g[k] * g[k];
-    float* state = a.state[t] + node;
-    const float s = *state + sq / static_cast<float>(sh.dim);
-    *state = s;
-    const float step = a.lr / (sqrtf(s) + kAdagradEps);
-    float* row = a.rows[t] + node * sh.dim;
-    for (int k = 0; k < sh.dim; ++k) row[k] -= step * g[k];
+    AdagradRow(a.rows[t] + node * sh.dim, a.state[t] + node, a.dx + u * sh.dim, sh.dim, a.lr);
   }
   int64_t size() const { return a.distinct; }
 };

@@ -25,6 +25,7 @@ void RunStepSequence(Launcher& launch, const StepShape& sh, const StepArgs& a) {
   launch.Zero(a.dx, a.distinct * d);
   if (sh.rel_size > 0) launch.Zero(a.drel, a.slots * sh.rel_size);
   if (sh.cmp == kCmpL2) launch.Zero(a.coef_k, sh.candidate_rows());
+  if (sh.has_features()) launch.Zero(a.dfeat, a.distinct_features * d);
   launch.ForEach(GatherDistinct{sh, a});
   launch.ForEach(GatherQueries{sh, a});
   launch.ForEach(GatherCandidates{sh, a});
@@ -41,7 +42,11 @@ void RunStepSequence(Launcher& launch, const StepShape& sh, const StepArgs& a) {
   if (sh.cmp != kCmpDot) launch.ForEach(ComparatorBackward{sh, a});
   launch.ForEach(ScatterQueries{sh, a});
   launch.ForEach(ScatterCandidates{sh, a});
-  launch.ForEach(AdagradRows{sh, a});
+  if (sh.has_features()) {
+    launch.ForEach(ScatterFeatures{sh, a});
+    launch.ForEach(AdagradFeatures{sh, a});
+  }
+  if (sh.has_id_rows()) launch.ForEach(AdagradRows{sh, a});
 }
 
 }  // namespace ember::device
