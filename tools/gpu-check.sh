@@ -60,8 +60,8 @@ if [ "${skipped:-0}" -ne 0 ]; then
   failed+=("tests: ${skipped} skipped")
 fi
 
-echo; echo "== benchmark (gpu_train_bench --device cuda:0 --scale $scale)"
-timeout 300 "$bundle/run" gpu_train_bench --device cuda:0 --scale "$scale" --seconds 60 \
+echo; echo "== benchmark (gpu_train_bench --devices cuda:0 --scale $scale)"
+timeout 300 "$bundle/run" gpu_train_bench --devices cuda:0 --scale "$scale" --seconds 60 \
   --cpu_seconds 20 >"$out/bench.txt" 2>"$out/bench.log"
 rc=$?
 cat "$out/bench.txt"

@@ -1,23 +1,27 @@
-// Training throughput of one trainer (`--device`: cuda:N, emulated, cpu,
+// Training throughput of one trainer (`--devices`: cuda:N, emulated, cpu,
 // cpu:T) on an in-memory R-MAT graph, against cuBLAS sgemm at the trainer's
 // chunk shapes and against the CPU trainer on this machine's cores.
 // tools/gpu-check.sh runs it on a GPU machine; no storage, no disk.
 //
-//   gpu_train_bench --device cuda:0                     # scale 24, up to 60 s
-//   gpu_train_bench --device cpu --scale 14 --seconds 5 --cpu_seconds 5
+//   gpu_train_bench --devices cuda:0                    # scale 24, up to 60 s
+//   gpu_train_bench --devices cpu --scale 14 --seconds 5 --cpu_seconds 5
 //
 // The graph is one partition of 2^scale nodes and edge_factor · 2^scale
 // edges (default 16, Graph500's: at scale 24, 268 M edges, 3.2 GB, and 6.7 GB
-// of rows at dim 100); the model op none, dot, softmax, one relation,
+// of rows at dim 100, made in about 3 s on 16 cores, so that the run's time
+// limits, not the graph, bound the check); the model op none, dot, softmax, one relation,
 // Adagrad at --lr. The device trains one pass over the edges or --seconds,
 // whichever ends first, after one untimed batch (which uploads the rows),
 // with slots() threads taking disjoint consecutive batches; the CPU trainer
 // (cpu:<all cores>) then trains for --cpu_seconds on the same rows.
 //
+// Peak device memory is sampled every 20 ms (cudaMemGetInfo), from before
+// the trainer is made to after it syncs its rows back.
+//
 // Output: a summary for people and one JSON line (the last line) with the
 // same figures; figures that this build or machine cannot measure are
 // "n/a" and null. Exit 1 when the device (or the CPU reference) fails, e.g.
-// --device cuda:0 without CUDA.
+// --devices cuda:0 without CUDA.
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -36,7 +40,8 @@
 #include "tools/bench/train_run.h"
 #include "train/trainer_factory.h"
 
-ABSL_FLAG(std::string, device, "cuda:0", "the trainer to measure: cuda:N, emulated, cpu, cpu:T");
+ABSL_FLAG(std::string, devices, "cuda:0",
+          "the one trainer to measure (trainer_factory.h): cuda:N, emulated, cpu, cpu:T");
 ABSL_FLAG(int, scale, 24, "R-MAT scale: 2^scale nodes");
 ABSL_FLAG(uint64_t, edge_factor, 16, "R-MAT edges per node");
 ABSL_FLAG(double, seconds, 60, "time limit of the device's run (it also stops after one pass)");
@@ -78,11 +83,11 @@ absl::StatusOr<std::unique_ptr<Trainer>> MakeOne(const DeviceSpec& spec, const T
 absl::StatusOr<Measured> Measure(TrainOptions options) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   options.threads = cores;
-  options.devices = absl::GetFlag(FLAGS_device);
+  options.devices = absl::GetFlag(FLAGS_devices);
   RETURN_IF_ERROR(options.Validate());
   ASSIGN_OR_RETURN(std::vector<DeviceSpec> devices, ResolveDevices(options));
   if (devices.size() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat("--device ", options.devices,
+    return absl::InvalidArgumentError(absl::StrCat("--devices ", options.devices,
                                                    ": name one device"));
   }
   const DeviceSpec spec = devices.front();
@@ -91,6 +96,15 @@ absl::StatusOr<Measured> Measure(TrainOptions options) {
   Measured m;
   m.device = spec.Name();
   if (absl::StatusOr<std::string> gpu = DescribeGpu(gpu_index); gpu.ok()) m.gpu = *gpu;
+  // From before the trainer allocates; the CUDA context is not counted.
+  std::unique_ptr<DeviceMemoryPeak> peak;
+  if (on_gpu) {
+    absl::StatusOr<std::unique_ptr<DeviceMemoryPeak>> p = DeviceMemoryPeak::Start(gpu_index, 20);
+    if (p.ok()) peak = *std::move(p);
+    m.peak_bytes = p.status();
+  } else {
+    m.peak_bytes = absl::UnavailableError("the device is not a GPU");
+  }
   // Fails here, before the graph is built, on a device this build or
   // machine lacks.
   ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, MakeOne(spec, options));
@@ -106,14 +120,6 @@ absl::StatusOr<Measured> Measure(TrainOptions options) {
   const std::span<const Edge> all(edges);
   const uint64_t warm = std::min<uint64_t>(options.batch_size, all.size());
 
-  std::unique_ptr<DeviceMemoryPeak> peak;
-  if (on_gpu) {
-    absl::StatusOr<std::unique_ptr<DeviceMemoryPeak>> p = DeviceMemoryPeak::Start(gpu_index, 20);
-    if (p.ok()) peak = *std::move(p);
-    m.peak_bytes = p.status();
-  } else {
-    m.peak_bytes = absl::UnavailableError("the device is not a GPU");
-  }
   std::fprintf(stderr, "gpu_train_bench: training on %s ...\n", m.device.c_str());
   RETURN_IF_ERROR(TrainTimed(trainer.get(), task, all.first(warm), options, {}).status());
   RunLimits limits{.seconds = absl::GetFlag(FLAGS_seconds), .max_edges = absl::GetFlag(FLAGS_edges)};
@@ -198,7 +204,7 @@ void Print(const TrainOptions& o, const Measured& m) {
                                 ? absl::StrFormat("%.3f", achieved / m.sgemm->flops_per_second())
                                 : std::string("n/a");
   const std::string peak = m.peak_bytes.ok()
-                               ? absl::StrFormat("%.2f GiB", *m.peak_bytes / double(1 << 30))
+                               ? absl::StrFormat("%.2f GiB beyond the CUDA context", *m.peak_bytes / double(1 << 30))
                                : NotMeasured(m.peak_bytes.status());
   const std::string cpu =
       m.cpu.ok() ? absl::StrFormat("%s: %.4g edges/s (%d edges in %.1f s)", m.cpu_device,
