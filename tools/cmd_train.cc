@@ -6,6 +6,7 @@
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
 #include "storage/status_macros.h"
@@ -15,6 +16,7 @@
 #include "tools/eval_flags.h"
 #include "tools/progress.h"
 #include "partition/importer.h"
+#include "train/slowed_trainer.h"
 #include "train/train_loop.h"
 
 // Shared with import (defined in cmd_import.cc): train spends it on the
@@ -72,6 +74,10 @@ ABSL_FLAG(bool, eval_valid, false,
           "train: after each epoch, filtered validation MRR with its 95% interval, by "
           "default of a sample of --eval-max-edges valid edges ranked against all nodes "
           "(--eval-negatives).");
+ABSL_FLAG(std::string, bench_slow_trainer, "",
+          "train bench: benchmark only: INDEX:FACTOR makes trainer INDEX (from 0) take FACTOR "
+          ">= 1 times as long per batch, by waiting, to compare batching across trainers of "
+          "unequal speed on equal CPUs (tools/bench/unequal.sh). Empty: no trainer slowed.");
 
 namespace ember::tools {
 
@@ -118,6 +124,9 @@ absl::StatusOr<TrainOptions> TrainOptionsFromFlags() {
   o.eval_negatives = absl::GetFlag(FLAGS_eval_negatives).value;
   o.eval_max_edges = absl::GetFlag(FLAGS_eval_max_edges);
   o.only_new_edges = absl::GetFlag(FLAGS_only_new_edges);
+  if (const std::string slow = absl::GetFlag(FLAGS_bench_slow_trainer); !slow.empty()) {
+    ASSIGN_OR_RETURN(o.bench_slow_trainer, ParseTrainerSlowdown(slow));
+  }
   RETURN_IF_ERROR(o.Validate());
   return o;
 }
@@ -193,8 +202,9 @@ int TrainMain(const std::vector<std::string>& args) {
         absl::StrAppendFormat(&line, ", feature non-zeros cv %.2f (max/mean %.2f)",
                               e.batch_nnz_cv, e.batch_nnz_max_over_mean);
       }
-      if (options->trainers > 1) {
-        absl::StrAppendFormat(&line, ", trainers idle %.1f%%", 100 * e.idle_share);
+      if (e.batches_per_trainer.size() > 1) {
+        absl::StrAppendFormat(&line, ", trainers idle %.1f%%, batches by trainer %s",
+                              100 * e.idle_share, absl::StrJoin(e.batches_per_trainer, "/"));
       }
       std::printf("%s\n", line.c_str());
     }

@@ -105,6 +105,35 @@ absl::Status PartitionBuffer::WriteTables(PartitionData& data) {
   return absl::OkStatus();
 }
 
+absl::Status PartitionBuffer::SyncToHost(bool release) {
+  auto newer_elsewhere = [&] {
+    absl::MutexLock lock(&mu_);
+    for (const auto& data : resident_) {
+      if (data == nullptr) continue;
+      for (RowResidency* r : residencies_) {
+        if (r->Home(data->partition) == RowHome::kDevice) return true;
+      }
+    }
+    return false;
+  };
+  if (!release && !newer_elsewhere()) return absl::OkStatus();
+  RETURN_IF_ERROR(Quiesce());
+  std::vector<PartitionData*> resident;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& data : resident_) {
+      if (data != nullptr) resident.push_back(data.get());
+    }
+  }
+  for (PartitionData* data : resident) {
+    for (RowResidency* r : residencies_) {
+      RETURN_IF_ERROR(r->SyncToHost(data));
+      if (release) r->Release(data->partition);
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status PartitionBuffer::Evict(uint32_t p) {
   std::unique_ptr<PartitionData> data;
   {

@@ -81,6 +81,12 @@ class PartitionBuffer {
   void AddResidency(RowResidency* residency) { residencies_.push_back(residency); }
   // REQUIRES: p resident (pinned by the current round).
   PartitionData* Get(uint32_t p);
+  // Makes every resident partition's host copy current (SyncToHost of every
+  // residency holding newer rows), after background work; with `release`,
+  // the residencies then drop their copies, so that any trainer may train
+  // the host copy next. Call with no batch in flight. Cheap when no
+  // residency holds newer rows.
+  absl::Status SyncToHost(bool release);
   // Writes every resident partition, and the initial rows of every
   // partition never written before, under the write version (not synced):
   // afterwards locations() names a complete set of tables.

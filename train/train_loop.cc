@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <deque>
 #include <optional>
@@ -153,6 +154,7 @@ class TrainLoop final : public RoundHooks {
   // This epoch's per-batch time and non-zeros, and trainer time (busy and
   // available). Written by the pipeline's done stage only.
   SpreadAccumulator batch_seconds_, batch_nnz_;
+  std::vector<uint64_t> batches_per_trainer_;  // this epoch, by trainer
   BatchCostModel cost_model_;  // over this run's batches
   std::atomic<uint32_t> edge_cost_{BatchCostModel::kPriorEdgeCost};
   std::vector<Clock::time_point> last_done_;  // per trainer, this stretch
@@ -288,12 +290,14 @@ absl::Status TrainLoop::RestoreOrInit() {
 void TrainLoop::ResetBatchStats() {
   batch_seconds_ = SpreadAccumulator();
   batch_nnz_ = SpreadAccumulator();
+  batches_per_trainer_.assign(trainers_.size(), 0);
   trainer_busy_seconds_ = 0;
   trainer_available_seconds_ = 0;
 }
 
 void TrainLoop::FillBatchStats(EpochStats* s) const {
   s->batches = batch_seconds_.count();
+  s->batches_per_trainer = batches_per_trainer_;
   s->batch_seconds_cv = batch_seconds_.Stats().cv;
   const SpreadStats n = batch_nnz_.Stats();
   s->batch_nnz_cv = n.cv;
@@ -356,6 +360,7 @@ std::string EpochJsonLine(const EpochStats& s) {
                       {"partition_loads", s.partition_loads},
                       {"checkpoint_version", s.checkpoint_version},
                       {"batches", s.batches},
+                      {"batches_per_trainer", s.batches_per_trainer},
                       {"batch_seconds_cv", s.batch_seconds_cv},
                       {"batch_nnz_cv", s.batch_nnz_cv},
                       {"batch_nnz_max_over_mean", s.batch_nnz_max_over_mean},
@@ -386,7 +391,7 @@ absl::Status TrainLoop::PlanMemory(const std::vector<DeviceSpec>& devices) {
   const Manifest& m = graph_->manifest();
   const FeaturizedMode mode = options_.model.featurized;
   size_t slots = 0;
-  for (const DeviceSpec& d : devices) slots += d.kind == "cpu" ? d.threads : 1;
+  for (const DeviceSpec& d : devices) slots += DeviceSlots(d);
   tokens_ = options_.deterministic ? 1 : 2 * slots;
   TrainMemoryInput in;
   in.graph_dir = graph_->dir();
@@ -435,6 +440,7 @@ absl::StatusOr<bool> TrainLoop::MayContinue(const Round& done, const Round& next
 
 void TrainLoop::OnBatchDone(const BatchDone& d) {
   last_done_[d.trainer] = Clock::now();
+  ++batches_per_trainer_[d.trainer];
   batch_seconds_.Add(d.record.seconds);
   batch_nnz_.Add(static_cast<double>(d.record.nnz));
   cost_model_.Add(d.record);
@@ -477,6 +483,9 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
     trainer_available_seconds_ += wall * trainers_.size();
     RETURN_IF_ERROR(sync_->SyncRelations(trainer_ptrs_, &relations_));
     RETURN_IF_ERROR(sync_->SyncFeatures(trainer_ptrs_, features_.get()));
+    // Rows trained on a device back to the host copies: validation reads them,
+    // and with several trainers the next round may train them elsewhere.
+    RETURN_IF_ERROR(buffer_->SyncToHost(/*release=*/trainers_.size() > 1));
     if (StopDue()) {
       RETURN_IF_ERROR(buffer_->Quiesce());
       *stopped = true;
@@ -606,6 +615,13 @@ absl::Status TrainOptions::Validate() const {
     return absl::InvalidArgumentError("the edge sample share must be in (0, 1]");
   }
   if (eval_valid) RETURN_IF_ERROR(ValidationOptions(*this).Validate());
+  if (bench_slow_trainer.trainer < -1 ||
+      (bench_slow_trainer.active() &&
+       !(bench_slow_trainer.factor >= 1 && std::isfinite(bench_slow_trainer.factor)))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--bench-slow-trainer: needs a trainer index >= 0 and a factor >= 1, got ",
+        bench_slow_trainer.trainer, ":", bench_slow_trainer.factor));
+  }
   if (devices.empty() && (trainers < 1 || trainers > threads)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--trainers ", trainers, " must be between 1 and --threads (", threads, ")"));

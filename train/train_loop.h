@@ -32,6 +32,9 @@ struct EpochStats {
   // variation of per-batch time, and cv and max/mean of per-batch feature
   // non-zeros (of the edges' endpoints; 0 without features).
   uint64_t batches = 0;
+  // Of those, the batches each trainer trained, in the order of the run's
+  // trainers (trainer_factory.h).
+  std::vector<uint64_t> batches_per_trainer;
   double batch_seconds_cv = 0;
   double batch_nnz_cv = 0;
   double batch_nnz_max_over_mean = 0;

@@ -67,6 +67,19 @@ struct EnumNames<EndpointNegatives> {
   }};
 };
 
+// Benchmark only: one trainer made slower by a stated factor
+// (slowed_trainer.h), to measure dealing across trainers of unequal speed
+// on a machine whose trainers are equal.
+struct TrainerSlowdown {
+  // Index of the slowed trainer among the run's trainers; -1: none.
+  // Default: -1.
+  int trainer = -1;
+  // Each batch of that trainer takes this many times as long; >= 1.
+  // Default: 1.
+  double factor = 1;
+  bool active() const { return trainer >= 0; }
+};
+
 // PBG's step size: the default, and what --lr auto keeps unless its probes
 // show another to be better (train/probe.h).
 inline constexpr float kLrDefault = 0.1f;
@@ -152,6 +165,9 @@ struct TrainOptions {
   // Train on a seeded sample of about this share of the train edges, the
   // same edges every epoch, in (0, 1] (probes: train/probe.h). Default: 1.
   double edge_sample = 1.0;
+  // Benchmark only (`--bench-slow-trainer`): slow one trainer down.
+  // Default: none.
+  TrainerSlowdown bench_slow_trainer;
   // Testing hook: stop as if killed (no final checkpoint) after this many
   // buckets have been trained in this run. 0: never.
   uint64_t stop_after_buckets = 0;

@@ -7,6 +7,12 @@
 #include "absl/strings/str_split.h"
 #include "storage/status_macros.h"
 #include "train/cpu_trainer.h"
+#include "train/device_ops.h"
+#include "train/device_trainer.h"
+#include "train/slowed_trainer.h"
+#ifdef EMBER_HAVE_CUDA
+#include "train/cuda/cuda_device_ops.h"
+#endif
 
 namespace ember {
 namespace {
@@ -21,14 +27,30 @@ absl::StatusOr<std::unique_ptr<Trainer>> MakeCpu(const DeviceSpec& d, const Trai
   return MakeCpuTrainer(o, d.threads, r, f);
 }
 
-absl::StatusOr<std::unique_ptr<Trainer>> MakeCudaUnavailable(const DeviceSpec& d,
-                                                             const TrainOptions&,
-                                                             const RelationParams&,
-                                                             FeatureTable*) {
+absl::StatusOr<std::unique_ptr<Trainer>> MakeEmulated(const DeviceSpec& d, const TrainOptions& o,
+                                                      const RelationParams& r, FeatureTable* f) {
+  return MakeDeviceTrainer(MakeHostDeviceOps(DeviceSlots(d) + 1), o, r, f);
+}
+
+#ifdef EMBER_HAVE_CUDA
+absl::StatusOr<std::unique_ptr<Trainer>> MakeCuda(const DeviceSpec& d, const TrainOptions& o,
+                                                  const RelationParams& r, FeatureTable* f) {
+  RETURN_IF_ERROR(CheckDeviceModel(o));
+  std::string error;
+  std::unique_ptr<DeviceOps> ops = MakeCudaDeviceOps(d.index, DeviceSlots(d) + 1, &error);
+  if (ops == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("--devices ", d.Name(), ": ", error));
+  }
+  return MakeDeviceTrainer(std::move(ops), o, r, f);
+}
+#else
+absl::StatusOr<std::unique_ptr<Trainer>> MakeCuda(const DeviceSpec& d, const TrainOptions&,
+                                                  const RelationParams&, FeatureTable*) {
   return absl::FailedPreconditionError(absl::StrCat(
       "--devices ", d.Name(), ": this ember was built without the CUDA trainer (it is built "
       "where nvcc is found; see README); use --devices cpu"));
 }
+#endif
 
 struct Kind {
   std::string_view name;
@@ -39,7 +61,10 @@ struct Kind {
 // The trainer kinds this build can make.
 constexpr Kind kKinds[] = {
     {"cpu", false, &MakeCpu},
-    {"cuda", true, &MakeCudaUnavailable},
+    {"cuda", true, &MakeCuda},
+    // The CUDA trainer's algorithm on the host (device_ops.h), for tests;
+    // "emulated:S" runs S slots.
+    {"emulated", false, &MakeEmulated},
 };
 
 const Kind* FindKind(std::string_view name) {
@@ -57,6 +82,11 @@ std::string DeviceSpec::Name() const {
   return threads > 0 ? absl::StrCat(kind, ":", threads) : kind;
 }
 
+int DeviceSlots(const DeviceSpec& device) {
+  if (device.kind == "cuda") return kCudaSlots;
+  return std::max(1, device.threads);
+}
+
 absl::StatusOr<std::vector<DeviceSpec>> ParseDevices(std::string_view text) {
   std::vector<DeviceSpec> out;
   // Debian's Abseil has its own string_view.
@@ -65,7 +95,7 @@ absl::StatusOr<std::vector<DeviceSpec>> ParseDevices(std::string_view text) {
     const Kind* kind = FindKind(std::string_view(parts[0].data(), parts[0].size()));
     if (kind == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--devices: unknown device '", entry, "' (expected cpu, cpu:THREADS or cuda:N)"));
+          "--devices: unknown device '", entry, "' (expected cpu, cpu:THREADS, cuda:N or emulated[:SLOTS])"));
     }
     DeviceSpec d;
     d.kind = std::string(parts[0]);
@@ -115,6 +145,12 @@ absl::StatusOr<std::vector<DeviceSpec>> ResolveDevices(const TrainOptions& optio
 absl::StatusOr<std::vector<std::unique_ptr<Trainer>>> MakeTrainers(
     std::span<const DeviceSpec> devices, const TrainOptions& options,
     const RelationParams& relations, FeatureTable* features) {
+  const TrainerSlowdown& slow = options.bench_slow_trainer;
+  if (slow.active() && static_cast<size_t>(slow.trainer) >= devices.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("--bench-slow-trainer ", slow.trainer,
+                                                   ": the run has ", devices.size(),
+                                                   " trainers (indices from 0)"));
+  }
   std::vector<std::unique_ptr<Trainer>> out;
   for (const DeviceSpec& d : devices) {
     const Kind* kind = FindKind(d.kind);
@@ -122,6 +158,9 @@ absl::StatusOr<std::vector<std::unique_ptr<Trainer>>> MakeTrainers(
       return absl::InvalidArgumentError(absl::StrCat("unknown device kind '", d.kind, "'"));
     }
     ASSIGN_OR_RETURN(auto trainer, kind->make(d, options, relations, features));
+    if (slow.active() && out.size() == static_cast<size_t>(slow.trainer)) {
+      trainer = MakeSlowedTrainer(std::move(trainer), slow.factor);
+    }
     out.push_back(std::move(trainer));
   }
   return out;

@@ -6,6 +6,8 @@
 //   cpu          a CPU trainer (threads: an equal share of --threads)
 //   cpu:T        a CPU trainer with T threads
 //   cuda:N       the CUDA trainer on GPU N (needs a build with CUDA)
+//   emulated[:S] the CUDA trainer's algorithm run on the host, S slots
+//                (device_ops.h; for tests on machines without a GPU)
 // `--trainers K` is shorthand for K `cpu` entries.
 #ifndef EMBER_TRAIN_TRAINER_FACTORY_H_
 #define EMBER_TRAIN_TRAINER_FACTORY_H_
@@ -31,6 +33,13 @@ struct DeviceSpec {
   std::string Name() const;
 };
 
+// Batches a CUDA trainer trains at once (one stream each).
+inline constexpr int kCudaSlots = 4;
+
+// Batches the device's trainer trains at once: a CPU trainer's threads,
+// kCudaSlots for a GPU.
+int DeviceSlots(const DeviceSpec& device);
+
 // InvalidArgument naming the bad entry.
 absl::StatusOr<std::vector<DeviceSpec>> ParseDevices(std::string_view text);
 
@@ -39,8 +48,10 @@ absl::StatusOr<std::vector<DeviceSpec>> ParseDevices(std::string_view text);
 // options.threads (shares split evenly, at least 1 each).
 absl::StatusOr<std::vector<DeviceSpec>> ResolveDevices(const TrainOptions& options);
 
-// One trainer per device, each starting from `relations`. FailedPrecondition
-// for a kind this build cannot make (e.g. cuda without CUDA), naming it.
+// One trainer per device, each starting from `relations`; the trainer that
+// options.bench_slow_trainer names is slowed (slowed_trainer.h).
+// FailedPrecondition for a kind this build cannot make (e.g. cuda without
+// CUDA), naming it; InvalidArgument for a slowed trainer beyond the list.
 absl::StatusOr<std::vector<std::unique_ptr<Trainer>>> MakeTrainers(
     std::span<const DeviceSpec> devices, const TrainOptions& options,
     const RelationParams& relations, FeatureTable* features);

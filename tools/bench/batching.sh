@@ -15,6 +15,8 @@
 set -euo pipefail
 # shellcheck source=tools/bench/json_out.sh
 source "$(dirname "$0")/json_out.sh" "$@"; set -- "${bench_args[@]+"${bench_args[@]}"}"
+# shellcheck source=tools/bench/featurized_sbm.sh
+source "$(dirname "$0")/featurized_sbm.sh"
 cd "$(dirname "$0")/../.."
 nodes=${1:-100000}
 epochs=${2:-3}
@@ -27,14 +29,8 @@ trap 'rm -rf "$work"' EXIT
 [ -x "$ember" ] || tools/build.sh release >/dev/null
 py=/usr/bin/python3
 
-"$ember" gen sbm --nodes "$nodes" --blocks 100 --avg-degree 20 --mixing 0.1 --seed 1 \
-  --out "$work/sbm.tsv" --labels-out "$work/labels.tsv" --quiet
-"$ember" gen features --labels "$work/labels.tsv" --vocab 100000 --nnz-alpha "$alpha" --seed 1 \
-  --out "$work/features.tsv" --quiet
-"$ember" import --out "$work/graph" --partitions "$partitions" --split 0.9,0.05,0.05 --seed 1 \
-  --node-features "$work/features.tsv" --quiet "$work/sbm.tsv" >/dev/null
-printf "SBM: %d nodes, 100 blocks, avg degree 20; features: vocab 100000, nnz/node Pareto %s " "$nodes" "$alpha"
-printf "in [1, 4096]\n%d partitions, --featurized features, --trainers 2 --threads 2, dim 64, " "$partitions"
+bench_featurized_sbm "$ember" "$work" "$nodes" "$partitions" "$alpha"
+printf "%d partitions, --featurized features, --trainers 2 --threads 2, dim 64, " "$partitions"
 printf "%d epochs, batch 1000\n\n" "$epochs"
 printf "%-15s %10s %14s %8s %12s %10s %8s\n" batching "epoch s" "batch time cv" "idle" "batch nnz cv" "edge cost" "MRR"
 

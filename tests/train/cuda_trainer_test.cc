@@ -1,0 +1,123 @@
+// The CUDA trainer on a GPU: its step against the host launcher's on the
+// same inputs, for every model it trains and at the benchmark's shape, and
+// its training against the CPU trainer's on the standard SBM. Without a GPU
+// (or in a build without CUDA) every test here skips, saying why; the host
+// tests (device_step_test.cc, device_trainer_test.cc) cover the same code
+// paths without one.
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/train/device_step_util.h"
+#include "tests/train/train_test_util.h"
+#include "train/device_ops.h"
+#include "train/train_loop.h"
+#ifdef EMBER_HAVE_CUDA
+#include "train/cuda/cuda_device_ops.h"
+#endif
+
+namespace ember {
+namespace {
+
+using device_test::DeviceCases;
+using device_test::MakeStepBatch;
+using device_test::RunStepOn;
+using device_test::StepBatch;
+using device_test::StepCase;
+using device_test::StepResult;
+
+// The GPU's ops, or null with the reason to skip.
+std::unique_ptr<DeviceOps> CudaOrSkipReason(std::string* reason) {
+#ifdef EMBER_HAVE_CUDA
+  if (CudaDeviceCount() == 0) {
+    *reason = "no CUDA device on this machine";
+    return nullptr;
+  }
+  std::unique_ptr<DeviceOps> ops = MakeCudaDeviceOps(0, 2, reason);
+  return ops;
+#else
+  *reason = "this build has no CUDA trainer (nvcc was not found)";
+  return nullptr;
+#endif
+}
+
+#define CUDA_OPS_OR_SKIP(ops)                                   \
+  std::string skip_reason;                                      \
+  std::unique_ptr<DeviceOps> ops = CudaOrSkipReason(&skip_reason); \
+  if (ops == nullptr) GTEST_SKIP() << skip_reason
+
+void ExpectClose(const std::vector<float>& want, const std::vector<float>& got, float tolerance,
+                 const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], tolerance * (1.0f + std::fabs(want[i]))) << what << " [" << i << "]";
+  }
+}
+
+void ExpectSameStep(DeviceOps& cuda, const StepCase& c, const StepBatch& b, float tolerance) {
+  std::unique_ptr<DeviceOps> host = MakeHostDeviceOps(2);
+  const StepResult want = RunStepOn(*host, b.plan, b.sh, b.slot_rel, b.src, b.dst_or_null(), 2, 0.1f);
+  const StepResult got = RunStepOn(cuda, b.plan, b.sh, b.slot_rel, b.src, b.dst_or_null(), 2, 0.1f);
+  ASSERT_EQ(want.error, "");
+  ASSERT_EQ(got.error, "");
+  EXPECT_NEAR(got.loss, want.loss, tolerance * (1 + std::fabs(want.loss)));
+  ExpectClose(want.dx, got.dx, tolerance, "row gradient");
+  ExpectClose(want.drel, got.drel, tolerance, "relation gradient");
+  ExpectClose(want.src.emb, got.src.emb, tolerance, "src rows");
+  ExpectClose(want.src.state, got.src.state, tolerance, "src state");
+  if (c.two_partitions) ExpectClose(want.dst.emb, got.dst.emb, tolerance, "dst rows");
+}
+
+TEST(CudaStepTest, MatchesHostStepForEveryDeviceModel) {
+  CUDA_OPS_OR_SKIP(cuda);
+  for (const StepCase& c : DeviceCases(8)) {
+    SCOPED_TRACE(c.Name());
+    ExpectSameStep(*cuda, c, MakeStepBatch(c, 5, 3, 13, 9, 7, 3, 11), 1e-3f);
+  }
+}
+
+// The benchmark's shape: dim 100, chunk 50, 50 negatives, 1000 edges over
+// many rows (grids of many blocks, few repeated rows).
+TEST(CudaStepTest, MatchesHostStepAtTheBenchmarkShape) {
+  CUDA_OPS_OR_SKIP(cuda);
+  for (const StepCase& c : DeviceCases(100)) {
+    if (c.two_partitions) continue;
+    SCOPED_TRACE(c.Name());
+    ExpectSameStep(*cuda, c, MakeStepBatch(c, 50, 50, 1000, 100000, 100000, 10, 5), 2e-3f);
+  }
+}
+
+// As DeviceTrainerTest's emulated runs, on the GPU.
+TEST(CudaTrainerTest, MatchesCpuTrainerOnTheSbm) {
+  CUDA_OPS_OR_SKIP(cuda);
+  train_test::TempDir tmp;
+  const std::string edges = tmp.Sub("sbm.tsv");
+  train_test::WriteSbmEdges(train_test::StandardSbm(), edges);
+  train_test::GraphFactory graphs(tmp.path(), {edges});
+  auto train = [&](uint32_t partitions, const TrainOptions& o) {
+    const std::string dir = graphs.New(partitions);
+    auto summary = TrainGraph(dir, o);
+    EXPECT_TRUE(summary.ok()) << summary.status();
+    auto eval = train_test::EvalTest(dir);
+    EXPECT_TRUE(eval.ok()) << eval.status();
+    return eval.ok() ? eval->filtered.mrr : 0.0;
+  };
+  TrainOptions cpu = train_test::SmallOptions(5, 1);
+  cpu.deterministic = true;
+  TrainOptions gpu = cpu;
+  gpu.devices = "cuda:0";
+  TrainOptions gpu_out_of_core = gpu;
+  gpu_out_of_core.buffer_partitions = 2;
+  const double reference = train(1, cpu), in_memory = train(1, gpu),
+               out_of_core = train(4, gpu_out_of_core);
+  std::printf("[ MRR ] cpu %.4f | cuda:0 in memory %.4f, 4 partitions buffer 2 %.4f\n",
+              reference, in_memory, out_of_core);
+  for (double mrr : {in_memory, out_of_core}) {
+    EXPECT_GT(mrr, train_test::kMinSbmMrr);
+    EXPECT_NEAR(mrr, reference, train_test::kMrrNoise);
+  }
+}
+
+}  // namespace
+}  // namespace ember

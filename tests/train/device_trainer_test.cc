@@ -1,0 +1,142 @@
+// The device trainer (train/device_trainer.h) through the whole training
+// loop, on the host (`--devices emulated`: the CUDA trainer's algorithm and
+// kernel bodies run by the host launcher): it must reach the CPU trainer's
+// quality on the standard SBM in memory, out of core (partitions moved to
+// and from the "device" on eviction), and beside a CPU trainer; and it must
+// refuse the models and devices it cannot train, naming them.
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+#include "tests/train/train_test_util.h"
+#include "train/device_trainer.h"
+#include "train/train_loop.h"
+#include "train/trainer_factory.h"
+
+namespace ember {
+namespace {
+
+using train_test::EvalTest;
+using train_test::SmallOptions;
+using train_test::StandardSbm;
+using train_test::TempDir;
+
+class DeviceTrainerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    tmp_ = new TempDir();
+    const std::string edges = tmp_->Sub("sbm.tsv");
+    train_test::WriteSbmEdges(StandardSbm(), edges);
+    graphs_ = new train_test::GraphFactory(tmp_->path(), {edges});
+  }
+  static void TearDownTestSuite() {
+    delete graphs_;
+    delete tmp_;
+  }
+
+  struct Run {
+    TrainSummary summary;
+    double mrr = 0;
+  };
+  static Run TrainAndEvaluate(uint32_t partitions, const TrainOptions& options) {
+    Run r;
+    const std::string dir = graphs_->New(partitions);
+    auto summary = TrainGraph(dir, options);
+    EXPECT_TRUE(summary.ok()) << summary.status();
+    if (!summary.ok()) return r;
+    r.summary = *summary;
+    auto eval = EvalTest(dir);
+    EXPECT_TRUE(eval.ok()) << eval.status();
+    if (eval.ok()) r.mrr = eval->filtered.mrr;
+    return r;
+  }
+
+  static TempDir* tmp_;
+  static train_test::GraphFactory* graphs_;
+};
+
+TempDir* DeviceTrainerTest::tmp_ = nullptr;
+train_test::GraphFactory* DeviceTrainerTest::graphs_ = nullptr;
+
+constexpr int kEpochs = 5;
+
+// Noise bound and quality floor as justified in train_quality_test.cc. The
+// device steps once per batch where the CPU steps once per chunk, so the
+// runs differ in their updates, not only in rounding.
+TEST_F(DeviceTrainerTest, MatchesCpuTrainerInMemoryOutOfCoreAndBesideIt) {
+  TrainOptions cpu = SmallOptions(kEpochs, 1);
+  cpu.deterministic = true;
+  const Run reference = TrainAndEvaluate(1, cpu);
+
+  TrainOptions emulated = cpu;
+  emulated.devices = "emulated";
+  const Run in_memory = TrainAndEvaluate(1, emulated);
+  ASSERT_EQ(in_memory.summary.epochs.size(), size_t{kEpochs});
+  for (size_t e = 1; e < in_memory.summary.epochs.size(); ++e) {
+    EXPECT_LT(in_memory.summary.epochs[e].loss, in_memory.summary.epochs[e - 1].loss);
+  }
+
+  // 4 partitions, 2 in memory: every eviction brings rows back from the device.
+  TrainOptions out_of_core = emulated;
+  out_of_core.buffer_partitions = 2;
+  const Run partitioned = TrainAndEvaluate(4, out_of_core);
+  for (const EpochStats& e : partitioned.summary.epochs) EXPECT_GT(e.partition_loads, 4u);
+
+  // A CPU trainer and a device trainer on disjoint buckets.
+  TrainOptions mixed = SmallOptions(kEpochs, 1);
+  mixed.threads = 2;
+  mixed.devices = "cpu:1,emulated";
+  const Run beside = TrainAndEvaluate(4, mixed);
+
+  std::printf("[ MRR ] cpu %.4f | emulated in memory %.4f, 4 partitions buffer 2 %.4f, "
+              "beside a cpu trainer %.4f\n",
+              reference.mrr, in_memory.mrr, partitioned.mrr, beside.mrr);
+  for (double mrr : {in_memory.mrr, partitioned.mrr, beside.mrr}) {
+    EXPECT_GT(mrr, train_test::kMinSbmMrr);
+    EXPECT_NEAR(mrr, reference.mrr, train_test::kMrrNoise);
+  }
+}
+
+TEST_F(DeviceTrainerTest, RefusesWhatItCannotTrain) {
+  RelationParams relations;
+  TrainOptions featurized = SmallOptions(1);
+  featurized.model.featurized = FeaturizedMode::kFeatures;
+  EXPECT_EQ(CheckDeviceModel(featurized).code(), absl::StatusCode::kFailedPrecondition);
+
+  TrainOptions cos_diagonal = SmallOptions(1);
+  cos_diagonal.model.op = Operator::kDiagonal;
+  cos_diagonal.model.comparator = Comparator::kCos;
+  const absl::Status s = CheckDeviceModel(cos_diagonal);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(s.message(), "--operator diagonal --comparator cos")) << s;
+
+  TrainOptions complex = SmallOptions(1);
+  complex.model.op = Operator::kComplexDiagonal;
+  EXPECT_TRUE(CheckDeviceModel(complex).ok());
+  relations.param_size = RelationParamSize(complex.model.op, complex.model.dim);
+  auto made = MakeTrainers(std::vector<DeviceSpec>{DeviceSpec{.kind = "emulated", .threads = 3}},
+                           complex, relations, nullptr);
+  ASSERT_TRUE(made.ok()) << made.status();
+  EXPECT_EQ((*made)[0]->slots(), 3);
+  EXPECT_EQ((*made)[0]->device(), "emulated");
+}
+
+// On a machine without a GPU (or a build without CUDA) asking for one is a
+// clear error naming the device; with one, the trainer is made.
+TEST_F(DeviceTrainerTest, CudaDeviceIsMadeOrRefusedByName) {
+  TrainOptions o = SmallOptions(1);
+  RelationParams relations;
+  auto made = MakeTrainers(std::vector<DeviceSpec>{DeviceSpec{.kind = "cuda", .index = 0}}, o,
+                           relations, nullptr);
+  if (made.ok()) {
+    EXPECT_TRUE(absl::StrContains((*made)[0]->device(), "cuda:0")) << (*made)[0]->device();
+    EXPECT_EQ((*made)[0]->slots(), kCudaSlots);
+    return;
+  }
+  EXPECT_EQ(made.status().code(), absl::StatusCode::kFailedPrecondition) << made.status();
+  EXPECT_TRUE(absl::StrContains(made.status().message(), "--devices cuda:0")) << made.status();
+}
+
+}  // namespace
+}  // namespace ember

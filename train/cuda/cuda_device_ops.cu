@@ -1,0 +1,208 @@
+#include "train/cuda/cuda_device_ops.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+#include "train/cuda/step_sequence.h"
+
+namespace ember {
+namespace {
+
+std::string CudaError(const char* what, cudaError_t e) {
+  return std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
+}
+
+std::string CublasError(const char* what, cublasStatus_t s) {
+  return std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(s));
+}
+
+// Grid-stride loop: any grid covers any size.
+template <class F>
+__global__ void ForEachKernel(F kernel, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    kernel(i);
+  }
+}
+
+struct CudaLauncher {
+  cudaStream_t stream;
+  cublasHandle_t blas;
+  int sms;
+  std::string error;
+
+  template <class F>
+  void ForEach(const F& kernel) {
+    const int64_t n = kernel.size();
+    if (n == 0 || !error.empty()) return;
+    constexpr int kThreads = 256;
+    const int64_t blocks = std::min<int64_t>((n + kThreads - 1) / kThreads, int64_t{sms} * 32);
+    ForEachKernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(kernel, n);
+    const cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) error = CudaError("kernel launch", e);
+  }
+  void Zero(float* p, int64_t floats) {
+    if (floats <= 0 || !error.empty()) return;
+    const cudaError_t e = cudaMemsetAsync(p, 0, sizeof(float) * floats, stream);
+    if (e != cudaSuccess) error = CudaError("cudaMemsetAsync", e);
+  }
+  // Row-major C = op(A) op(B) is column-major Cᵀ = op(B)ᵀ op(A)ᵀ.
+  void Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda,
+            int64_t stride_a, const float* b, int ldb, int64_t stride_b, float* c, int ldc,
+            int64_t stride_c, int64_t count) {
+    if (!error.empty()) return;
+    const float one = 1.0f, zero = 0.0f;
+    const cublasStatus_t s = cublasSgemmStridedBatched(
+        blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
+        &one, b, ldb, stride_b, a, lda, stride_a, &zero, c, ldc, stride_c,
+        static_cast<int>(count));
+    if (s != CUBLAS_STATUS_SUCCESS) error = CublasError("cublasSgemmStridedBatched", s);
+  }
+};
+
+class CudaDeviceOps final : public DeviceOps {
+ public:
+  CudaDeviceOps(int device, std::string name, int sms) : device_(device), name_(std::move(name)), sms_(sms) {}
+  ~CudaDeviceOps() override {
+    cudaSetDevice(device_);
+    for (cublasHandle_t h : blas_) cublasDestroy(h);
+    for (cudaStream_t s : streams_) cudaStreamDestroy(s);
+  }
+
+  std::string Init(int streams) {
+    cudaError_t e = cudaSetDevice(device_);
+    if (e != cudaSuccess) return CudaError("cudaSetDevice", e);
+    for (int i = 0; i < streams; ++i) {
+      cudaStream_t s;
+      e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+      if (e != cudaSuccess) return CudaError("cudaStreamCreate", e);
+      streams_.push_back(s);
+      cublasHandle_t h;
+      const cublasStatus_t bs = cublasCreate(&h);
+      if (bs != CUBLAS_STATUS_SUCCESS) return CublasError("cublasCreate", bs);
+      cublasSetStream(h, s);
+      blas_.push_back(h);
+    }
+    return "";
+  }
+
+  std::string name() const override { return name_; }
+  int streams() const override { return static_cast<int>(streams_.size()); }
+
+  std::string Alloc(size_t bytes, void** out) override {
+    *out = nullptr;
+    cudaSetDevice(device_);
+    const cudaError_t e = cudaMalloc(out, std::max<size_t>(bytes, 1));
+    if (e != cudaSuccess) {
+      *out = nullptr;
+      return CudaError("cudaMalloc", e) + " of " + std::to_string(bytes) + " bytes on " + name_;
+    }
+    Track(*out, bytes);
+    return "";
+  }
+  void Free(void* p) override {
+    if (p == nullptr) return;
+    cudaSetDevice(device_);
+    Untrack(p);
+    cudaFree(p);
+  }
+  std::string AllocPinned(size_t bytes, void** out) override {
+    const cudaError_t e = cudaMallocHost(out, std::max<size_t>(bytes, 1));
+    return e == cudaSuccess ? "" : CudaError("cudaMallocHost", e);
+  }
+  void FreePinned(void* p) override {
+    if (p != nullptr) cudaFreeHost(p);
+  }
+  size_t bytes_in_use() const override { return in_use_; }
+  size_t peak_bytes() const override { return peak_; }
+
+  std::string CopyToDevice(int stream, void* device, const void* host, size_t bytes) override {
+    return Copy(stream, device, host, bytes, cudaMemcpyHostToDevice);
+  }
+  std::string CopyToHost(int stream, void* host, const void* device, size_t bytes) override {
+    return Copy(stream, host, device, bytes, cudaMemcpyDeviceToHost);
+  }
+  std::string Step(int stream, const device::StepShape& shape,
+                   const device::StepArgs& args) override {
+    cudaSetDevice(device_);
+    CudaLauncher launch{streams_[stream], blas_[stream], sms_, ""};
+    device::RunStepSequence(launch, shape, args);
+    return launch.error;
+  }
+  std::string Synchronize(int stream) override {
+    cudaSetDevice(device_);
+    const cudaError_t e = cudaStreamSynchronize(streams_[stream]);
+    return e == cudaSuccess ? "" : CudaError("cudaStreamSynchronize", e);
+  }
+
+ private:
+  std::string Copy(int stream, void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+    if (bytes == 0) return "";
+    cudaSetDevice(device_);
+    const cudaError_t e = cudaMemcpyAsync(dst, src, bytes, kind, streams_[stream]);
+    return e == cudaSuccess ? "" : CudaError("cudaMemcpyAsync", e);
+  }
+  void Track(void* p, size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      sizes_.push_back({p, bytes});
+    }
+    const size_t now = in_use_ += bytes;
+    size_t peak = peak_.load();
+    while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
+    }
+  }
+  void Untrack(void* p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = sizes_.begin(); it != sizes_.end(); ++it) {
+      if (it->first != p) continue;
+      in_use_ -= it->second;
+      sizes_.erase(it);
+      return;
+    }
+  }
+
+  const int device_;
+  const std::string name_;
+  const int sms_;
+  std::vector<cudaStream_t> streams_;
+  std::vector<cublasHandle_t> blas_;
+  std::mutex mu_;
+  std::vector<std::pair<void*, size_t>> sizes_;  // live allocations
+  std::atomic<size_t> in_use_{0}, peak_{0};
+};
+
+}  // namespace
+
+int CudaDeviceCount() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+
+std::unique_ptr<DeviceOps> MakeCudaDeviceOps(int device, int streams, std::string* error) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    *error = CudaError("no CUDA device", e);
+    return nullptr;
+  }
+  if (device < 0 || device >= n) {
+    *error = "no CUDA device " + std::to_string(device) + " (this machine has " +
+             std::to_string(n) + ")";
+    return nullptr;
+  }
+  cudaDeviceProp prop;
+  cudaGetDeviceProperties(&prop, device);
+  auto ops = std::make_unique<CudaDeviceOps>(
+      device, "cuda:" + std::to_string(device) + " (" + prop.name + ")", prop.multiProcessorCount);
+  *error = ops->Init(streams);
+  if (!error->empty()) return nullptr;
+  return ops;
+}
+
+}  // namespace ember
