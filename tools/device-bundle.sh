@@ -52,7 +52,7 @@ tar -C "$stage" -czf "$out/bundle.tar.gz" bin lib
   echo "built on: $(uname -srm), $(ldd --version | head -1)"
   echo "glibc: $("$stage/lib/libc.so.6" | head -1)"
   # gpu_train_bench links cuBLAS exactly when the build has CUDA.
-  echo "cuda: $(ldd "$stage/bin/gpu_train_bench" | grep -q libcublas && echo yes || echo no)"
+  echo "cuda: $(ldd "$stage/bin/gpu_train_bench" | grep -c libcublas >/dev/null && echo yes || echo no)"
   echo "host libraries it expects: libcuda.so.1 (driver); $(ldd "$stage"/bin/* | grep -oE 'lib(cudart|cublas|cublasLt|nccl)[^ ]*' | sort -u | tr '\n' ' ')"
   echo "contents (bytes unpacked):"
   (cd "$stage" && find bin lib -type f -printf '  %s\t%p\n' | sort -k2)

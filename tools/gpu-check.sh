@@ -56,7 +56,7 @@ fi
 if [ "${skipped:-0}" -ne 0 ]; then
   echo "FAILURE: ${skipped} CUDA test(s) skipped on a GPU machine: the device was not used" \
     "(see the skip reasons in $out/tests.log)"
-  grep -A2 -i 'skipped' "$out/tests.log" | grep -v '^\[' | head -10
+  grep --no-group-separator -A1 ': Skipped$' "$out/tests.log" | head -10
   failed+=("tests: ${skipped} skipped")
 fi
 
