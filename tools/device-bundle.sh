@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Builds what tools/gpu-check.sh runs on a GPU machine that lacks ember's
+# Debian libraries (RocksDB, oneTBB, Abseil, OpenBLAS, GTest) and may have
+# another C library. Usage, on a machine with them and nvcc:
+#   tools/device-bundle.sh          # then carry build-device/ to the GPU machine
+#   build-device/run PROG [ARGS]    # PROG: ember, train_test, gpu_train_bench
+#
+# Builds ember, train_test and gpu_train_bench in build-device-cmake/ (no
+# -march=native: -mavx2 -mfma; CUDA where nvcc is), strips them and packs
+# them with every shared library that `ldd` lists, the C library and its
+# loader included, into build-device/bundle.tar.gz: gzip keeps the bundle
+# under the 64 MiB that may travel (OpenBLAS alone is 35 MB). Left out: the
+# driver (libcuda) and the CUDA toolkit's libraries (libcudart, libcublas,
+# libnccl), which the GPU machine has. build-device/run unpacks the bundle
+# once, into ${EMBER_BUNDLE_CACHE:-${TMPDIR:-/tmp}/ember-bundle}/<bundle id>,
+# and starts PROG through the bundled loader, so that the bundled libraries
+# win and only the driver and CUDA toolkit come from the host.
+# build-device/bundle.txt lists the contents. Fails over 60 MiB.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=build-device-cmake
+out=build-device
+programs=(ember tests/train_test tools/bench/gpu_train_bench)
+limit_mib=60
+
+gen=(-G Ninja)
+command -v ccache >/dev/null && gen+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DEMBER_NATIVE=OFF >/dev/null
+grep -E '^EMBER_CUDA:|^CMAKE_CUDA_COMPILER:' "$build/CMakeCache.txt" >&2 || true
+cmake --build "$build" -j "${JOBS:-2}" --target "${programs[@]##*/}"
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/bin" "$stage/lib"
+for p in "${programs[@]}"; do
+  strip -o "$stage/bin/${p##*/}" "$build/$p"
+done
+# Every library the loader would map, minus the host's driver and toolkit.
+ldd "$stage"/bin/* | awk '/=> \// {print $3} /^\t\// {print $1}' | sort -u |
+  grep -Ev '/lib(cuda|cudart|cublas|cublasLt|nccl|nvidia-)[^/]*$' |
+  while read -r lib; do cp -L "$lib" "$stage/lib/${lib##*/}"; done
+missing=$(ldd "$stage"/bin/* | grep 'not found' | grep -Ev 'lib(cuda|cudart|cublas|nccl)' || true)
+[ -z "$missing" ] || { echo "device-bundle: unresolved libraries: $missing" >&2; exit 1; }
+[ -f "$stage/lib/ld-linux-x86-64.so.2" ] || { echo "device-bundle: no loader in ldd's output" >&2; exit 1; }
+
+id="$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo -dirty)-$(date +%Y%m%d%H%M%S)"
+rm -rf "$out"
+mkdir -p "$out"
+tar -C "$stage" -czf "$out/bundle.tar.gz" bin lib
+{
+  echo "id: $id"
+  echo "built on: $(uname -srm), $(ldd --version | head -1)"
+  echo "glibc: $("$stage/lib/libc.so.6" | head -1)"
+  # gpu_train_bench links cuBLAS exactly when the build has CUDA.
+  echo "cuda: $(ldd "$stage/bin/gpu_train_bench" | grep -c libcublas >/dev/null && echo yes || echo no)"
+  echo "host libraries it expects: libcuda.so.1 (driver); $(ldd "$stage"/bin/* | grep -oE 'lib(cudart|cublas|cublasLt|nccl)[^ ]*' | sort -u | tr '\n' ' ')"
+  echo "contents (bytes unpacked):"
+  (cd "$stage" && find bin lib -type f -printf '  %s\t%p\n' | sort -k2)
+} >"$out/bundle.txt"
+sed "s/@BUNDLE_ID@/$id/" >"$out/run" <<'RUN'
+#!/usr/bin/env bash
+# Runs a program of this bundle (tools/device-bundle.sh): build-device/run PROG [ARGS]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+dir=${EMBER_BUNDLE_CACHE:-${TMPDIR:-/tmp}/ember-bundle}/@BUNDLE_ID@
+if [ ! -x "$dir/lib/ld-linux-x86-64.so.2" ]; then
+  mkdir -p "${dir%/*}"
+  tmp=$(mktemp -d "$dir.XXXXXX")
+  tar -C "$tmp" -xzf "$here/bundle.tar.gz"
+  mv -T "$tmp" "$dir" 2>/dev/null || rm -rf "$tmp"  # another run unpacked it first
+fi
+prog=${1:?usage: $0 PROG [ARGS] (PROG: $(ls "$dir/bin" | tr '\n' ' '))}
+shift
+# Bundled libraries first (our C library must win); then the CUDA toolkit
+# and the driver, which only the host has.
+exec "$dir/lib/ld-linux-x86-64.so.2" \
+  --library-path "$dir/lib:/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:/usr/local/nvidia/lib64:/usr/lib/x86_64-linux-gnu:/usr/lib64" \
+  "$dir/bin/$prog" "$@"
+RUN
+chmod +x "$out/run"
+size=$(du -sb "$out" | cut -f1)
+cat "$out/bundle.txt" >&2
+echo "device-bundle: $out is $((size / 1024 / 1024)) MiB ($size bytes; limit $limit_mib MiB), $(du -sb "$stage" | cut -f1) bytes unpacked" >&2
+[ "$size" -le $((limit_mib * 1024 * 1024)) ] || { echo "device-bundle: over $limit_mib MiB" >&2; exit 1; }
