@@ -2,10 +2,12 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
 #include "train/cuda/step_sequence.h"
@@ -21,6 +23,53 @@ std::string CublasError(const char* what, cublasStatus_t s) {
   return std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(s));
 }
 
+// cuBLAS, loaded when a GPU trainer is made rather than linked: its
+// libraries are over 500 MB, and every run of ember would otherwise map
+// them (about 200 MB resident for `ember --help`) and need them to start.
+struct Cublas {
+  decltype(&cublasCreate_v2) create = nullptr;
+  decltype(&cublasDestroy_v2) destroy = nullptr;
+  decltype(&cublasSetStream_v2) set_stream = nullptr;
+  decltype(&cublasSgemmStridedBatched) sgemm_strided_batched = nullptr;
+
+  // The loaded library, or null with *error naming what failed.
+  static const Cublas* Get(std::string* error) {
+    static const Cublas* const loaded = Load(&load_error_);
+    if (loaded == nullptr) *error = load_error_;
+    return loaded;
+  }
+
+ private:
+  static const Cublas* Load(std::string* error) {
+    void* lib = nullptr;
+    for (const char* name : {"libcublas.so.13", "/usr/local/cuda/lib64/libcublas.so.13",
+                             "libcublas.so"}) {
+      if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
+    }
+    if (lib == nullptr) {
+      *error = std::string("cannot load cuBLAS (libcublas.so.13): ") + dlerror();
+      return nullptr;
+    }
+    auto* c = new Cublas;
+    bool ok = true;
+    auto find = [&](auto* fn, const char* symbol) {
+      *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(dlsym(lib, symbol));
+      ok = ok && *fn != nullptr;
+    };
+    find(&c->create, "cublasCreate_v2");
+    find(&c->destroy, "cublasDestroy_v2");
+    find(&c->set_stream, "cublasSetStream_v2");
+    find(&c->sgemm_strided_batched, "cublasSgemmStridedBatched");
+    if (!ok) {
+      *error = "libcublas.so.13 lacks a function the CUDA trainer calls";
+      delete c;
+      return nullptr;
+    }
+    return c;
+  }
+  static inline std::string load_error_;
+};
+
 // Grid-stride loop: any grid covers any size.
 template <class F>
 __global__ void ForEachKernel(F kernel, int64_t n) {
@@ -31,6 +80,7 @@ __global__ void ForEachKernel(F kernel, int64_t n) {
 }
 
 struct CudaLauncher {
+  const Cublas* cublas;
   cudaStream_t stream;
   cublasHandle_t blas;
   int sms;
@@ -57,7 +107,7 @@ struct CudaLauncher {
             int64_t stride_c, int64_t count) {
     if (!error.empty()) return;
     const float one = 1.0f, zero = 0.0f;
-    const cublasStatus_t s = cublasSgemmStridedBatched(
+    const cublasStatus_t s = cublas->sgemm_strided_batched(
         blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
         &one, b, ldb, stride_b, a, lda, stride_a, &zero, c, ldc, stride_c,
         static_cast<int>(count));
@@ -67,10 +117,11 @@ struct CudaLauncher {
 
 class CudaDeviceOps final : public DeviceOps {
  public:
-  CudaDeviceOps(int device, std::string name, int sms) : device_(device), name_(std::move(name)), sms_(sms) {}
+  CudaDeviceOps(const Cublas* cublas, int device, std::string name, int sms)
+      : cublas_(cublas), device_(device), name_(std::move(name)), sms_(sms) {}
   ~CudaDeviceOps() override {
     cudaSetDevice(device_);
-    for (cublasHandle_t h : blas_) cublasDestroy(h);
+    for (cublasHandle_t h : blas_) cublas_->destroy(h);
     for (cudaStream_t s : streams_) cudaStreamDestroy(s);
   }
 
@@ -83,9 +134,9 @@ class CudaDeviceOps final : public DeviceOps {
       if (e != cudaSuccess) return CudaError("cudaStreamCreate", e);
       streams_.push_back(s);
       cublasHandle_t h;
-      const cublasStatus_t bs = cublasCreate(&h);
+      const cublasStatus_t bs = cublas_->create(&h);
       if (bs != CUBLAS_STATUS_SUCCESS) return CublasError("cublasCreate", bs);
-      cublasSetStream(h, s);
+      cublas_->set_stream(h, s);
       blas_.push_back(h);
     }
     return "";
@@ -130,7 +181,7 @@ class CudaDeviceOps final : public DeviceOps {
   std::string Step(int stream, const device::StepShape& shape,
                    const device::StepArgs& args) override {
     cudaSetDevice(device_);
-    CudaLauncher launch{streams_[stream], blas_[stream], sms_, ""};
+    CudaLauncher launch{cublas_, streams_[stream], blas_[stream], sms_, ""};
     device::RunStepSequence(launch, shape, args);
     return launch.error;
   }
@@ -167,6 +218,7 @@ class CudaDeviceOps final : public DeviceOps {
     }
   }
 
+  const Cublas* const cublas_;
   const int device_;
   const std::string name_;
   const int sms_;
@@ -196,10 +248,13 @@ std::unique_ptr<DeviceOps> MakeCudaDeviceOps(int device, int streams, std::strin
              std::to_string(n) + ")";
     return nullptr;
   }
+  const Cublas* cublas = Cublas::Get(error);
+  if (cublas == nullptr) return nullptr;
   cudaDeviceProp prop;
   cudaGetDeviceProperties(&prop, device);
   auto ops = std::make_unique<CudaDeviceOps>(
-      device, "cuda:" + std::to_string(device) + " (" + prop.name + ")", prop.multiProcessorCount);
+      cublas, device, "cuda:" + std::to_string(device) + " (" + prop.name + ")",
+      prop.multiProcessorCount);
   *error = ops->Init(streams);
   if (!error->empty()) return nullptr;
   return ops;
