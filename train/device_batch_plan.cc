@@ -69,7 +69,10 @@ const DeviceBatchPlan& DeviceBatchPlanner::Plan(std::span<const Edge> edges,
   plan_.u_feat.clear();
   plan_.u_weight.clear();
   plan_.f_id.clear();
+  // Abseil's clear() frees tables over 127 slots: reserve the batch's
+  // worst case at once rather than grow by rehashing.
   distinct_.clear();
+  distinct_.reserve(2 * edges.size() + 2 * size_t(chunks) * in.negs);
   slots_.clear();
   features_.clear();
   in_ = in;
