@@ -314,7 +314,7 @@ class DeviceTrainer final : public Trainer {
     // The upload: the plan and the relations' snapshot.
     void* up = slot.pinned.ptr;
     auto put = [up](size_t offset, const auto& v) {
-      std::memcpy(static_cast<char*>(up) + offset, v.data(), sizeof(v[0]) * v.size());
+      if (!v.empty()) std::memcpy(static_cast<char*>(up) + offset, v.data(), sizeof(v[0]) * v.size());
     };
     put(l.q_row, plan.q_row);
     put(l.k_row, plan.k_row);
