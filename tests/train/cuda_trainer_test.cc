@@ -1,5 +1,6 @@
 // The CUDA trainer on a GPU: its step against the host launcher's on the
-// same inputs, for every model it trains and at the benchmark's shape, and
+// same inputs, for every model it trains (with and without features) and at
+// the benchmark's shape, and
 // its training against the CPU trainer's on the standard SBM. Without a GPU
 // (or in a build without CUDA) every test here skips, saying why; the host
 // tests (device_step_test.cc, device_trainer_test.cc) cover the same code
@@ -22,6 +23,7 @@ namespace {
 
 using device_test::DeviceCases;
 using device_test::MakeStepBatch;
+using device_test::Rows;
 using device_test::RunStepOn;
 using device_test::StepBatch;
 using device_test::StepCase;
@@ -57,8 +59,11 @@ void ExpectClose(const std::vector<float>& want, const std::vector<float>& got, 
 
 void ExpectSameStep(DeviceOps& cuda, const StepCase& c, const StepBatch& b, float tolerance) {
   std::unique_ptr<DeviceOps> host = MakeHostDeviceOps(2);
-  const StepResult want = RunStepOn(*host, b.plan, b.sh, b.slot_rel, b.src, b.dst_or_null(), 2, 0.1f);
-  const StepResult got = RunStepOn(cuda, b.plan, b.sh, b.slot_rel, b.src, b.dst_or_null(), 2, 0.1f);
+  const Rows* features = b.sh.has_features() ? &b.features : nullptr;
+  const StepResult want =
+      RunStepOn(*host, b.plan, b.sh, b.slot_rel, b.src, b.dst_or_null(), 2, 0.1f, features);
+  const StepResult got =
+      RunStepOn(cuda, b.plan, b.sh, b.slot_rel, b.src, b.dst_or_null(), 2, 0.1f, features);
   ASSERT_EQ(want.error, "");
   ASSERT_EQ(got.error, "");
   EXPECT_NEAR(got.loss, want.loss, tolerance * (1 + std::fabs(want.loss)));
@@ -67,13 +72,18 @@ void ExpectSameStep(DeviceOps& cuda, const StepCase& c, const StepBatch& b, floa
   ExpectClose(want.src.emb, got.src.emb, tolerance, "src rows");
   ExpectClose(want.src.state, got.src.state, tolerance, "src state");
   if (c.two_partitions) ExpectClose(want.dst.emb, got.dst.emb, tolerance, "dst rows");
+  ExpectClose(want.features.emb, got.features.emb, tolerance, "feature rows");
 }
 
 TEST(CudaStepTest, MatchesHostStepForEveryDeviceModel) {
   CUDA_OPS_OR_SKIP(cuda);
-  for (const StepCase& c : DeviceCases(8)) {
-    SCOPED_TRACE(c.Name());
-    ExpectSameStep(*cuda, c, MakeStepBatch(c, 5, 3, 13, 9, 7, 3, 11), 1e-3f);
+  for (StepCase c : DeviceCases(8)) {
+    for (FeaturizedMode mode : {FeaturizedMode::kOff, FeaturizedMode::kFeatures,
+                                FeaturizedMode::kIdPlusFeatures}) {
+      c.model.featurized = mode;
+      SCOPED_TRACE(c.Name());
+      ExpectSameStep(*cuda, c, MakeStepBatch(c, 5, 3, 13, 9, 7, 3, 11), 1e-3f);
+    }
   }
 }
 

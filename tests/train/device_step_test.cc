@@ -14,6 +14,7 @@
 #include "train/chunk_scorer.h"
 #include "train/device_batch_plan.h"
 #include "train/device_ops.h"
+#include "train/featurized.h"
 #include "train/model_options.h"
 
 namespace ember {
@@ -142,6 +143,86 @@ TEST(DeviceStepTest, MatchesChunkScorerForEveryDeviceModel) {
     ExpectNear(want_src.emb, got.src.emb, "src rows after the step");
     ExpectNear(want_src.state, got.src.state, "src state after the step");
     if (c.two_partitions) ExpectNear(want_dst.emb, got.dst.emb, "dst rows after the step");
+  }
+}
+
+// Every node's row as a featurized model composes it (featurized.h).
+Rows Composed(FeaturizedMode mode, const Rows& p, const Rows& features) {
+  Rows out = p;
+  out.emb.assign(p.rows * kDim, 0.0f);
+  for (uint32_t node = 0; node < p.rows; ++node) {
+    const uint32_t one[] = {node};
+    ComposeEmbeddings(mode, kDim, one, p.feature_row_start.data(), p.feature_entries.data(),
+                      features.emb.data(),
+                      mode == FeaturizedMode::kIdPlusFeatures ? p.Row(node) : nullptr,
+                      out.emb.data() + size_t{node} * kDim);
+  }
+  return out;
+}
+
+// Featurized models: the step composes its distinct rows from the feature
+// table, scores them as the chunk scorer scores the composed rows, and
+// gives each distinct feature one Adagrad step with its rows' gradients
+// weighted by their feature weights (and, with id rows, each id row one).
+TEST(DeviceStepTest, FeaturizedStepsMatchComposedRowsAndFeatureUpdates) {
+  std::unique_ptr<DeviceOps> ops = MakeHostDeviceOps(2);
+  constexpr float kLr = 0.1f;
+  for (FeaturizedMode mode : {FeaturizedMode::kFeatures, FeaturizedMode::kIdPlusFeatures}) {
+    for (const StepCase& id_case : DeviceCases(kDim)) {
+      if (id_case.model.comparator != Comparator::kDot) continue;
+      StepCase c = id_case;
+      c.model.featurized = mode;
+      SCOPED_TRACE(c.Name());
+      const StepBatch b = MakeStepBatch(c, kChunk, kNegs, 3 * kChunk - 2, 9, 7, kRelations, 5);
+      const StepResult got = RunStepOn(*ops, b.plan, b.sh, b.slot_rel, b.src, b.dst_or_null(),
+                                       /*frozen=*/0, kLr, &b.features);
+      ASSERT_EQ(got.error, "");
+
+      // The chunk scorer on the composed rows.
+      StepBatch composed = b;
+      composed.src = Composed(mode, b.src, b.features);
+      if (c.two_partitions) composed.dst = Composed(mode, b.dst, b.features);
+      const Expected want = ScoreWithChunkScorer(id_case, composed);
+      EXPECT_NEAR(got.loss, want.loss, 1e-3 * (1 + std::fabs(want.loss)));
+      for (size_t u = 0; u < b.plan.u_node.size(); ++u) {
+        const Rows& p = b.plan.u_table[u] == 0 ? composed.src : composed.dst;
+        const float* row = p.Row(b.plan.u_node[u]);
+        ExpectNear(std::vector<float>(row, row + kDim),
+                   std::vector<float>(got.x.begin() + u * kDim, got.x.begin() + (u + 1) * kDim),
+                   "composed row");
+      }
+      ExpectNear(want.dx, got.dx, "row gradient");
+
+      // Feature rows: summed weighted gradients, one step each.
+      std::vector<float> dfeat(b.plan.f_id.size() * kDim, 0.0f);
+      for (size_t u = 0; u < b.plan.u_node.size(); ++u) {
+        for (int64_t e = b.plan.u_feat_start[u]; e < b.plan.u_feat_start[u + 1]; ++e) {
+          for (int k = 0; k < kDim; ++k) {
+            dfeat[b.plan.u_feat[e] * kDim + k] += b.plan.u_weight[e] * want.dx[u * kDim + k];
+          }
+        }
+      }
+      ASSERT_FALSE(dfeat.empty());
+      Rows want_features = b.features;
+      for (size_t f = 0; f < b.plan.f_id.size(); ++f) {
+        const uint32_t row = b.plan.f_id[f];
+        AdagradRowUpdate(want_features.emb.data() + size_t{row} * kDim, &want_features.state[row],
+                         &dfeat[f * kDim], kDim, kLr);
+      }
+      ExpectNear(want_features.emb, got.features.emb, "feature rows after the step");
+      ExpectNear(want_features.state, got.features.state, "feature state after the step");
+      if (mode == FeaturizedMode::kFeatures) {
+        EXPECT_TRUE(got.src.emb.empty());
+        continue;
+      }
+      Rows want_src = b.src;  // id rows: as without features
+      for (size_t u = 0; u < b.plan.u_node.size(); ++u) {
+        if (b.plan.u_table[u] != 0) continue;
+        AdagradRowUpdate(want_src.emb.data() + size_t{b.plan.u_node[u]} * kDim,
+                         &want_src.state[b.plan.u_node[u]], &want.dx[u * kDim], kDim, kLr);
+      }
+      ExpectNear(want_src.emb, got.src.emb, "id rows after the step");
+    }
   }
 }
 

@@ -18,13 +18,30 @@
 
 namespace ember::device_test {
 
-// One partition's rows and row-wise Adagrad state, in host memory.
+// One partition's rows and row-wise Adagrad state, in host memory, and
+// for featurized models its nodes' features (CSR), or a feature table
+// (rows = vocabulary, no CSR).
 struct Rows {
   uint64_t rows = 0;
   int dim = 0;
   std::vector<float> emb, state;
+  std::vector<uint64_t> feature_row_start;
+  std::vector<FeatureEntry> feature_entries;
   const float* Row(uint32_t r) const { return emb.data() + size_t{r} * dim; }
 };
+
+// Gives every row of p 0 to 3 random features of `vocab` (weights in
+// [0.5, 2)); a row with none composes to zero (or its id row).
+inline void AddRandomFeatures(Rows* p, uint32_t vocab, std::mt19937& rng) {
+  p->feature_row_start.assign(1, 0);
+  for (uint64_t r = 0; r < p->rows; ++r) {
+    const int n = static_cast<int>(rng() % 4);
+    for (int k = 0; k < n; ++k) {
+      p->feature_entries.push_back({uint32_t(rng() % vocab), 0.5f + (rng() % 1500) / 1000.0f});
+    }
+    p->feature_row_start.push_back(p->feature_entries.size());
+  }
+}
 
 inline Rows RandomRows(uint64_t rows, int dim, std::mt19937& rng) {
   Rows p;
@@ -41,8 +58,10 @@ inline Rows RandomRows(uint64_t rows, int dim, std::mt19937& rng) {
 struct StepResult {
   std::string error;  // empty on success
   double loss = 0;
+  std::vector<float> x;         // the distinct rows as composed
   std::vector<float> dx, drel;  // summed per distinct row, per relation slot
   Rows src, dst;                // the partitions after the step
+  Rows features;                // the feature table after the step (featurized)
 };
 
 // Runs the step of `plan` on `ops` (stream 0) over copies of src and dst
@@ -50,10 +69,12 @@ struct StepResult {
 // batch's relation snapshot (slots × rel_size floats, or empty).
 inline StepResult RunStepOn(DeviceOps& ops, const DeviceBatchPlan& plan,
                             const device::StepShape& sh, const std::vector<float>& slot_rel,
-                            const Rows& src, const Rows* dst, uint64_t frozen, float lr) {
+                            const Rows& src, const Rows* dst, uint64_t frozen, float lr,
+                            const Rows* features = nullptr) {
   StepResult out;
   out.src = src;
   if (dst != nullptr) out.dst = *dst;
+  if (features != nullptr) out.features = *features;
   std::vector<void*> held;
   auto upload = [&](const void* host, size_t bytes) -> void* {
     void* p = nullptr;
@@ -82,6 +103,16 @@ inline StepResult RunStepOn(DeviceOps& ops, const DeviceBatchPlan& plan,
   a.state[1] = dst != nullptr ? static_cast<float*>(copy(out.dst.state)) : a.state[0];
   a.frozen[0] = a.frozen[1] = frozen;
   a.lr = lr;
+  if (sh.has_features()) {
+    a.u_feat_start = static_cast<const int64_t*>(copy(plan.u_feat_start));
+    a.u_feat = static_cast<const int32_t*>(copy(plan.u_feat));
+    a.u_weight = static_cast<const float*>(copy(plan.u_weight));
+    a.f_id = static_cast<const uint32_t*>(copy(plan.f_id));
+    a.distinct_features = static_cast<int64_t>(plan.f_id.size());
+    a.features = static_cast<float*>(copy(out.features.emb));
+    a.feature_state = static_cast<float*>(copy(out.features.state));
+    a.dfeat = floats(std::max<int64_t>(1, a.distinct_features * d));
+  }
   for (auto [field, n] : {std::pair{&a.x, u * d}, {&a.dx, u * d}, {&a.q, qr * d}, {&a.k, kr * d},
                           {&a.q_aux, qr}, {&a.k_aux, kr},
                           {&a.s, sh.matrices() * sh.chunk * sh.candidates()}, {&a.dq, qr * d},
@@ -91,17 +122,25 @@ inline StepResult RunStepOn(DeviceOps& ops, const DeviceBatchPlan& plan,
   }
   if (out.error.empty()) out.error = ops.Step(0, sh, a);
   std::vector<float> row_loss(qr);
+  out.x.resize(u * d);
   out.dx.resize(u * d);
   out.drel.resize(a.slots * sh.rel_size);
   auto download = [&](auto& v, const void* p) {
     if (out.error.empty()) out.error = ops.CopyToHost(0, v.data(), p, sizeof(v[0]) * v.size());
   };
   download(row_loss, a.row_loss);
+  download(out.x, a.x);
+  if (sh.has_features()) {
+    download(out.features.emb, a.features);
+    download(out.features.state, a.feature_state);
+  }
   download(out.dx, a.dx);
   download(out.drel, a.drel);
-  download(out.src.emb, a.rows[0]);
-  download(out.src.state, a.state[0]);
-  if (dst != nullptr) {
+  if (sh.has_id_rows()) {
+    download(out.src.emb, a.rows[0]);
+    download(out.src.state, a.state[0]);
+  }
+  if (dst != nullptr && sh.has_id_rows()) {
     download(out.dst.emb, a.rows[1]);
     download(out.dst.state, a.state[1]);
   }
@@ -120,7 +159,10 @@ struct StepCase {
     return absl::StrCat(std::string(OperatorName(model.op)), "/",
                         std::string(ComparatorName(model.comparator)), "/",
                         std::string(LossName(model.loss)), endpoints ? "/endpoints" : "",
-                        two_partitions ? "/two partitions" : "");
+                        two_partitions ? "/two partitions" : "",
+                        model.featurized != FeaturizedMode::kOff
+                            ? "/" + std::string(FeaturizedModeName(model.featurized))
+                            : "");
   }
 };
 
@@ -154,6 +196,7 @@ inline std::vector<StepCase> DeviceCases(int dim) {
 // rows and endpoints meet answers), with a self loop, planned in chunks.
 struct StepBatch {
   Rows src, dst;  // dst unused when one partition
+  Rows features;  // the feature table (featurized models)
   std::vector<Edge> edges;
   DeviceBatchInput in;
   DeviceBatchPlan plan;
@@ -189,6 +232,24 @@ inline StepBatch MakeStepBatch(const StepCase& c, int chunk, int negs, int edges
   b.in.src_rows = src_rows;
   b.in.dst_rows = dst_count;
   b.in.seed = seed * 31 + 7;
+  if (c.model.featurized != FeaturizedMode::kOff) {
+    constexpr uint32_t kVocab = 11;
+    b.features = RandomRows(kVocab, dim, rng);
+    AddRandomFeatures(&b.src, kVocab, rng);
+    if (c.two_partitions) AddRandomFeatures(&b.dst, kVocab, rng);
+    if (c.model.featurized == FeaturizedMode::kFeatures) {  // no id rows
+      for (Rows* p : {&b.src, &b.dst}) {
+        p->emb.clear();
+        p->state.clear();
+      }
+    }
+    b.in.featurized = static_cast<int>(c.model.featurized);
+    for (int t = 0; t < 2; ++t) {
+      const Rows& p = t == 0 || !c.two_partitions ? b.src : b.dst;
+      b.in.feature_row_start[t] = p.feature_row_start.data();
+      b.in.feature_entries[t] = p.feature_entries.data();
+    }
+  }
   DeviceBatchPlanner planner;
   b.plan = planner.Plan(b.edges, b.in);
   b.sh = ShapeOf(b.plan, b.in, dim, int(c.model.op), int(c.model.comparator),
