@@ -209,6 +209,11 @@ int TrainMain(const std::vector<std::string>& args) {
       std::printf("%s\n", line.c_str());
     }
   }
+  if (!absl::GetFlag(FLAGS_json) && summary->device_peak_bytes > 0) {
+    std::printf("trained on %s; device memory peak %s\n",
+                absl::StrJoin(summary->devices, ", ").c_str(),
+                HumanBytes(summary->device_peak_bytes).c_str());
+  }
   return 0;
 }
 

@@ -24,6 +24,7 @@
 #include "train/partition_buffer.h"
 #include "train/round_batches.h"
 #include "train/round_source.h"
+#include "train/device_trainer.h"
 #include "train/trainer_factory.h"
 
 namespace ember {
@@ -600,6 +601,10 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     summary.epochs.push_back(stats);
   }
   summary.checkpoint_version = committed_version_;
+  for (const auto& t : trainers_) {
+    summary.devices.push_back(t->device());
+    summary.device_peak_bytes += DevicePeakBytes(*t);
+  }
   return summary;
 }
 

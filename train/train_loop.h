@@ -55,6 +55,10 @@ struct TrainSummary {
   float lr = 0;          // the step size trained with
   // With lr_auto on a fresh run with validation edges: the probes.
   std::optional<LrChoice> lr_choice;
+  // The trainers' devices ("cpu", "cuda:0 (NVIDIA H200)", ...), and the
+  // device memory the device trainers held at most, summed (0 without).
+  std::vector<std::string> devices;
+  uint64_t device_peak_bytes = 0;
 };
 
 // Trains the graph at `graph_dir` (opened read-write, so one trainer at a

@@ -73,6 +73,10 @@ TEST_F(DeviceTrainerTest, MatchesCpuTrainerInMemoryOutOfCoreAndBesideIt) {
   emulated.devices = "emulated";
   const Run in_memory = TrainAndEvaluate(1, emulated);
   ASSERT_EQ(in_memory.summary.epochs.size(), size_t{kEpochs});
+  EXPECT_EQ(in_memory.summary.devices, std::vector<std::string>{"emulated"});
+  // At least the graph's 2000 rows of 32 floats and their state.
+  EXPECT_GE(in_memory.summary.device_peak_bytes, 2000u * 33 * sizeof(float));
+  EXPECT_EQ(reference.summary.device_peak_bytes, 0u);
   for (size_t e = 1; e < in_memory.summary.epochs.size(); ++e) {
     EXPECT_LT(in_memory.summary.epochs[e].loss, in_memory.summary.epochs[e - 1].loss);
   }
