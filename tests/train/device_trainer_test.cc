@@ -93,9 +93,23 @@ TEST_F(DeviceTrainerTest, MatchesCpuTrainerInMemoryOutOfCoreAndBesideIt) {
   mixed.devices = "cpu:1,emulated";
   const Run beside = TrainAndEvaluate(4, mixed);
 
+  // Two device trainers: rows move between them through the host at round
+  // ends, and their relation parameters (complex_diagonal has some) merge.
+  TrainOptions two = SmallOptions(kEpochs, 1);
+  two.threads = 2;
+  two.devices = "emulated,emulated";
+  two.model.op = Operator::kComplexDiagonal;
+  const Run two_devices = TrainAndEvaluate(4, two);
+  TrainOptions two_cpu = two;
+  two_cpu.devices = "cpu,cpu";
+  const Run two_cpus = TrainAndEvaluate(4, two_cpu);
+
   std::printf("[ MRR ] cpu %.4f | emulated in memory %.4f, 4 partitions buffer 2 %.4f, "
-              "beside a cpu trainer %.4f\n",
-              reference.mrr, in_memory.mrr, partitioned.mrr, beside.mrr);
+              "beside a cpu trainer %.4f | complex_diagonal: two emulated %.4f, two cpu %.4f\n",
+              reference.mrr, in_memory.mrr, partitioned.mrr, beside.mrr, two_devices.mrr,
+              two_cpus.mrr);
+  EXPECT_GT(two_devices.mrr, train_test::kMinSbmMrr);
+  EXPECT_NEAR(two_devices.mrr, two_cpus.mrr, train_test::kMrrNoise);
   for (double mrr : {in_memory.mrr, partitioned.mrr, beside.mrr}) {
     EXPECT_GT(mrr, train_test::kMinSbmMrr);
     EXPECT_NEAR(mrr, reference.mrr, train_test::kMrrNoise);

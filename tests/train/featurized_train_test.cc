@@ -170,8 +170,9 @@ TEST_F(FeaturizedTrainTest, VarianceAwareTwoTrainersPartitioned) {
 // The device trainer (`--devices emulated`: the CUDA trainer's algorithm on
 // the host) with its own copy of the feature table, merged into the host's
 // between stretches: in memory alone, and on 4 partitions beside a CPU
-// trainer that updates the host table in place (merged every round), it
-// must match the CPU trainer's held-out MRR within noise.
+// trainer that updates the host table in place or beside another device
+// trainer (merged every round), it must match the CPU trainer's held-out
+// MRR within noise.
 TEST_F(FeaturizedTrainTest, DeviceTrainerMatchesCpuTrainer) {
   for (FeaturizedMode mode : {FeaturizedMode::kFeatures, FeaturizedMode::kIdPlusFeatures}) {
     SCOPED_TRACE(FeaturizedModeName(mode));
@@ -191,15 +192,20 @@ TEST_F(FeaturizedTrainTest, DeviceTrainerMatchesCpuTrainer) {
     beside.devices = "cpu:1,emulated";
     beside.threads = 2;
     beside.buffer_partitions = 2;
+    TrainOptions two_devices = beside;
+    two_devices.devices = "emulated,emulated";
     const double cpu_mrr = train(1, cpu), device_mrr = train(1, device),
-                 beside_mrr = train(4, beside);
-    std::printf("[ MRR ] %s held-out nodes: cpu %.4f | emulated %.4f, beside a cpu trainer on "
-                "4 partitions %.4f\n",
-                std::string(FeaturizedModeName(mode)).c_str(), cpu_mrr, device_mrr, beside_mrr);
+                 beside_mrr = train(4, beside), two_mrr = train(4, two_devices);
+    std::printf("[ MRR ] %s held-out nodes: cpu %.4f | emulated %.4f; 4 partitions: beside a "
+                "cpu trainer %.4f, two emulated %.4f\n",
+                std::string(FeaturizedModeName(mode)).c_str(), cpu_mrr, device_mrr, beside_mrr,
+                two_mrr);
     EXPECT_NEAR(device_mrr, cpu_mrr, train_test::kMrrNoise);
     if (mode == FeaturizedMode::kFeatures) {
       EXPECT_NEAR(beside_mrr, cpu_mrr, train_test::kMrrNoise);
+      EXPECT_NEAR(two_mrr, cpu_mrr, train_test::kMrrNoise);
     } else {
+      EXPECT_GT(two_mrr, 2 * ChanceMrr(StandardSbm().nodes));
       // id+features on 4 partitions with 2 trainers moves further from the
       // in-memory run (observed 0.021 against 0.012);
       // what must hold is that the merged feature rows still carry blocks.
