@@ -35,7 +35,7 @@ struct DeviceSpec {
 
 // Batches a CUDA trainer trains at once, one stream and host thread each.
 // A step's host planning takes about 40 us per 1000 edges
-// (device_plan_bench) and its dozen launches wait on the device, so one slot
+// (device_plan_bench) and its 8 to 12 launches wait on the device, so one slot
 // keeps a GPU far from busy; 8 slots (about 8 host threads) are chosen to
 // overlap them, before measurement on a GPU.
 inline constexpr int kCudaSlots = 8;

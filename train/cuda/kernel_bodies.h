@@ -100,7 +100,7 @@ struct StepArgs {
   float lr = 0;
   // Work buffers.
   float* x = nullptr;       // distinct × dim
-  float* dx = nullptr;      // distinct × dim, zeroed before the step
+  float* dx = nullptr;      // distinct × dim
   float* q = nullptr;       // query_rows × dim
   float* k = nullptr;       // candidate_rows × dim
   float* q_aux = nullptr;   // query_rows: 1/|q| (cos), |q|^2 (l2)
@@ -199,8 +199,8 @@ EMBER_HD inline bool QueryIsAdjoint(const StepShape& sh, int64_t r) {
 }
 
 // X[u] = the row of distinct row u as the model composes it (featurized.h):
-// its id row, the weighted mean of its feature rows, or their sum; size
-// distinct · dim.
+// its id row, the weighted mean of its feature rows, or their sum; and dX
+// zeroed. Size distinct · dim.
 struct GatherDistinct {
   StepShape sh;
   StepArgs a;
@@ -215,6 +215,7 @@ struct GatherDistinct {
       }
     }
     a.x[i] = x;
+    a.dx[i] = 0.0f;
   }
   int64_t size() const { return a.distinct * sh.dim; }
 };
@@ -246,6 +247,21 @@ struct GatherCandidates {
     a.k[i] = xr < 0 ? 0.0f : a.x[int64_t{xr} * sh.dim + i % sh.dim];
   }
   int64_t size() const { return sh.candidate_rows() * sh.dim; }
+};
+
+// GatherQueries then GatherCandidates, in one launch.
+struct GatherRows {
+  StepShape sh;
+  StepArgs a;
+  EMBER_HD void operator()(int64_t i) const {
+    const int64_t queries = sh.query_rows() * sh.dim;
+    if (i < queries) {
+      GatherQueries{sh, a}(i);
+    } else {
+      GatherCandidates{sh, a}(i - queries);
+    }
+  }
+  int64_t size() const { return (sh.query_rows() + sh.candidate_rows()) * sh.dim; }
 };
 
 // Comparator preparation of every Q row, then every K row: cos normalizes
@@ -437,6 +453,21 @@ struct ScatterCandidates {
     if (xr >= 0) AtomicAddFloat(&a.dx[int64_t{xr} * sh.dim + i % sh.dim], a.dk[i]);
   }
   int64_t size() const { return sh.candidate_rows() * sh.dim; }
+};
+
+// ScatterQueries then ScatterCandidates, in one launch.
+struct ScatterRows {
+  StepShape sh;
+  StepArgs a;
+  EMBER_HD void operator()(int64_t i) const {
+    const int64_t queries = sh.query_rows() * sh.dim;
+    if (i < queries) {
+      ScatterQueries{sh, a}(i);
+    } else {
+      ScatterCandidates{sh, a}(i - queries);
+    }
+  }
+  int64_t size() const { return (sh.query_rows() + sh.candidate_rows()) * sh.dim; }
 };
 
 // One row-wise Adagrad step (adagrad.h) of `row` and its state.
