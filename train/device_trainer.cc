@@ -103,8 +103,8 @@ class DeviceTrainer final : public Trainer {
     RETURN_IF_ERROR(DeviceError(ops_->CopyToHost(move_stream_, state.data(), features_.state,
                                                  sizeof(float) * state.size())));
     RETURN_IF_ERROR(DeviceError(ops_->Synchronize(move_stream_)));
-    for (size_t i = 0; i < rows.size(); ++i) table->embeddings[i] += rows[i] - feature_base_.embeddings[i];
-    for (size_t i = 0; i < state.size(); ++i) table->optimizer[i] += state[i] - feature_base_.optimizer[i];
+    MergeChanges(rows, feature_base_.embeddings, &table->embeddings);
+    MergeChanges(state, feature_base_.optimizer, &table->optimizer);
     return absl::OkStatus();
   }
 
@@ -162,6 +162,17 @@ class DeviceTrainer final : public Trainer {
   }
 
  private:
+  // *merged += mine - base, element by element; exactly mine where *merged
+  // still equals base (no other trainer changed it), so that a lone trainer's
+  // values pass through without rounding.
+  static void MergeChanges(const std::vector<float>& mine, const std::vector<float>& base,
+                           std::vector<float>* merged) {
+    for (size_t i = 0; i < mine.size(); ++i) {
+      float& m = (*merged)[i];
+      m = m == base[i] ? mine[i] : m + (mine[i] - base[i]);
+    }
+  }
+
   struct Slot {
     int stream = 0;
     DeviceBatchPlanner planner;

@@ -86,6 +86,8 @@ class FeaturizedTrainTest : public ::testing::Test {
     return o;
   }
 
+  static void ExpectResumeIsBitIdentical(const std::string& devices);
+
   static TempDir* tmp_;
   static int next_;
 };
@@ -258,9 +260,19 @@ TEST_F(FeaturizedTrainTest, StoredEmbeddingsAreComposedFromTheFeatureTable) {
 
 // A run stopped after some buckets and resumed equals an uninterrupted one,
 // bit for bit (one thread, one batch in flight): the checkpoint holds the
-// feature table and its Adagrad state, and id rows for id+features.
+// feature table and its Adagrad state, and id rows for id+features. The
+// device trainer too (on the host: a GPU's atomics reorder sums), whose
+// rows and feature-table copy go back to the host at checkpoints.
 TEST_F(FeaturizedTrainTest, ResumeIsBitIdentical) {
+  for (const char* devices : {"cpu", "emulated"}) {
+    SCOPED_TRACE(devices);
+    ExpectResumeIsBitIdentical(devices);
+  }
+}
+
+void FeaturizedTrainTest::ExpectResumeIsBitIdentical(const std::string& devices) {
   TrainOptions o = Options(FeaturizedMode::kIdPlusFeatures);
+  o.devices = devices;
   o.epochs = 2;
   o.deterministic = true;
   o.batching = BatchingKind::kVarianceAware;
