@@ -25,6 +25,12 @@ class SlowedTrainer final : public Trainer {
   }
   int slots() const override { return inner_->slots(); }
   RelationParams& relations() override { return inner_->relations(); }
+  absl::Status MergeFeatures(FeatureTable* table) override {
+    return inner_->MergeFeatures(table);
+  }
+  absl::Status RefreshFeatures(const FeatureTable& table) override {
+    return inner_->RefreshFeatures(table);
+  }
   RowHome Home(uint32_t partition) const override { return inner_->Home(partition); }
   absl::Status SyncToHost(PartitionData* host) override { return inner_->SyncToHost(host); }
   void Release(uint32_t partition) override { inner_->Release(partition); }

@@ -50,6 +50,14 @@ class StubTrainer final : public Trainer {
     return absl::DataLossError("stub sync");
   }
   void Release(uint32_t p) override { released = p; }
+  absl::Status MergeFeatures(FeatureTable* table) override {
+    merged = table;
+    return absl::OkStatus();
+  }
+  absl::Status RefreshFeatures(const FeatureTable& table) override {
+    refreshed = &table;
+    return absl::OkStatus();
+  }
   absl::StatusOr<double> TrainBatch(const BucketTask&, const BatchRange& b,
                                     std::span<const Edge> edges) override {
     last_index = b.index;
@@ -58,6 +66,8 @@ class StubTrainer final : public Trainer {
     return 2.5;
   }
   uint32_t synced = 0, released = 0;
+  const FeatureTable* merged = nullptr;
+  const FeatureTable* refreshed = nullptr;
   uint64_t last_index = 0;
   size_t last_edges = 0;
 
@@ -79,6 +89,11 @@ TEST(SlowedTrainerTest, ForwardsEverythingToTheInnerTrainer) {
   EXPECT_EQ(stub->synced, 7u);
   slowed->Release(5);
   EXPECT_EQ(stub->released, 5u);
+  FeatureTable table;
+  EXPECT_TRUE(slowed->MergeFeatures(&table).ok());
+  EXPECT_TRUE(slowed->RefreshFeatures(table).ok());
+  EXPECT_EQ(stub->merged, &table);
+  EXPECT_EQ(stub->refreshed, &table);
 
   const std::vector<Edge> edges(4);
   BucketTask task;
