@@ -28,6 +28,8 @@ ABSL_FLAG(std::string, lr, "auto",
           "train: Adagrad learning rate, or auto: probe 0.01, 0.03, 0.1 and 0.3 on a sample of "
           "the train edges (at most 10% of the run) and keep 0.1 unless a probe clearly beats "
           "it on validation MRR (0.1 without validation edges; a resumed run keeps its lr).");
+ABSL_FLAG(double, relation_lr_scale, ember::kRelationLrScaleDefault,
+          "train: relation parameters step at this multiple of --lr.");
 ABSL_FLAG(int, batch_size, 1000, "train: positive edges per batch.");
 ABSL_FLAG(int, chunk_size, 50, "train: edges per negative-sharing chunk.");
 ABSL_FLAG(int, num_uniform_negs, 50, "train: uniform negatives per chunk and side.");
@@ -99,6 +101,7 @@ absl::StatusOr<TrainOptions> TrainOptionsFromFlags() {
     return absl::InvalidArgumentError(
         absl::StrCat("--lr takes auto or a positive number, got \"", lr, "\""));
   }
+  o.relation_lr_scale = static_cast<float>(absl::GetFlag(FLAGS_relation_lr_scale));
   o.batch_size = absl::GetFlag(FLAGS_batch_size);
   o.chunk_size = absl::GetFlag(FLAGS_chunk_size);
   o.num_uniform_negs = absl::GetFlag(FLAGS_num_uniform_negs);

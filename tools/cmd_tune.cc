@@ -44,7 +44,7 @@ namespace {
 constexpr const char* kModelFlags[] = {
     "operator",     "comparator",      "loss",      "margin",     "dim",
     "featurized",   "relation_batching", "endpoint_negatives", "batch_size", "chunk_size",
-    "num_uniform_negs", "init_scale",  "lr",        "batching"};
+    "num_uniform_negs", "init_scale",  "lr",        "relation_lr_scale", "batching"};
 
 struct GridAxis {
   std::string flag;  // absl name ('_')

@@ -178,7 +178,8 @@ class CpuTrainer final : public Trainer {
         for (size_t k = 0; k < s.chunk_rels.size(); ++k) {
           const uint32_t rel = s.chunk_rels[k];
           AdagradDenseUpdate(relations_.Of(rel), relations_.state.data() + size_t(rel) * rel_size_,
-                             &s.g_rel[k * rel_size_], rel_size_, lr);
+                             &s.g_rel[k * rel_size_], rel_size_,
+                             lr * options_.relation_lr_scale);
         }
       }
       begin = end;

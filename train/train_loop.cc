@@ -614,6 +614,10 @@ absl::Status TrainOptions::Validate() const {
   RETURN_IF_ERROR(model.Validate());
   if (epochs < 0) return absl::InvalidArgumentError("--epochs must be >= 0");
   if (!(lr > 0)) return absl::InvalidArgumentError("--lr must be > 0");
+  if (!(relation_lr_scale > 0) || std::isinf(relation_lr_scale)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--relation-lr-scale must be finite and > 0, got ", relation_lr_scale));
+  }
   if (batch_size < 1) return absl::InvalidArgumentError("--batch-size must be >= 1");
   if (chunk_size < 1) return absl::InvalidArgumentError("--chunk-size must be >= 1");
   if (num_uniform_negs < 0) return absl::InvalidArgumentError("--num-uniform-negs must be >= 0");

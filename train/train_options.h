@@ -83,6 +83,15 @@ struct TrainerSlowdown {
 // PBG's step size: the default, and what --lr auto keeps unless its probes
 // show another to be better (train/probe.h).
 inline constexpr float kLrDefault = 0.1f;
+// Measured on `gen kg` (4000 entities, seeds 3, 5, 7, and 20000 entities; 5
+// epochs, dim 100, lr 0.1): against 1 (PBG's default, relation_lr = lr),
+// 3 raises filtered test MRR by 9-21 % for ComplEx and DistMult (e.g.
+// 0.306 -> 0.362, seed 5), 10 adds nothing more, TransE moves by -7 %
+// (within its noise), and single-relation SBM and R-MAT are unchanged
+// within noise. A relation's parameters take one summed gradient from
+// every edge of it in a chunk, so their Adagrad state grows far faster
+// than a node row's and their steps shrink first.
+inline constexpr float kRelationLrScaleDefault = 3.0f;
 
 struct TrainOptions {
   ModelOptions model;
@@ -92,6 +101,10 @@ struct TrainOptions {
   // Adagrad learning rate (embeddings and relation parameters). Default:
   // kLrDefault.
   float lr = kLrDefault;
+  // Relation parameters step at relation_lr_scale × lr (PBG's relation_lr
+  // as a multiple, so that it follows --lr auto); > 0 and finite. Default:
+  // kRelationLrScaleDefault.
+  float relation_lr_scale = kRelationLrScaleDefault;
   // Choose `lr` by probes (train/probe.h ChooseLr) when the run starts from
   // scratch and the graph has validation edges; a resumed run keeps the lr
   // stored with its checkpoint. Default: false (the CLI's --lr auto sets it).

@@ -1,6 +1,7 @@
 // Every options struct of ember validates itself, and its defaults pass.
 // Structs with required inputs (paths) get just those set; without them
 // Validate must fail.
+#include <limits>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -100,6 +101,11 @@ TEST(OptionsDefaultsTest, NewValidatorsRejectWhatTheyDocument) {
   round = RoundSourceOptions{};
   round.edge_sample = 0;
   EXPECT_EQ(round.Validate().code(), absl::StatusCode::kInvalidArgument);
+  for (float scale : {0.0f, -1.0f, std::numeric_limits<float>::infinity()}) {
+    TrainOptions train;
+    train.relation_lr_scale = scale;
+    EXPECT_EQ(train.Validate().code(), absl::StatusCode::kInvalidArgument) << scale;
+  }
 }
 
 }  // namespace
