@@ -74,7 +74,11 @@ const DeviceBatchPlan& DeviceBatchPlanner::Plan(std::span<const Edge> edges,
   distinct_.clear();
   distinct_.reserve(2 * edges.size() + 2 * size_t(chunks) * in.negs);
   slots_.clear();
+  // The last batch's count: a fair guess for this one's, so that the table
+  // does not regrow from empty every batch.
+  const size_t last_features = features_.size();
   features_.clear();
+  features_.reserve(last_features);
   in_ = in;
   const int src_table = 0;
   const int dst_table = in.same_partition ? 0 : 1;

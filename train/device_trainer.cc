@@ -86,23 +86,15 @@ class DeviceTrainer final : public Trainer {
 
   // The device's copy of the feature table (featurized models).
   absl::Status InitFeatures(const FeatureTable& table) {
-    void* rows = nullptr;
-    void* state = nullptr;
-    RETURN_IF_ERROR(DeviceError(ops_->Alloc(sizeof(float) * table.embeddings.size(), &rows)));
-    features_.rows = static_cast<float*>(rows);
-    RETURN_IF_ERROR(DeviceError(ops_->Alloc(sizeof(float) * table.optimizer.size(), &state)));
-    features_.state = static_cast<float*>(state);
-    return RefreshFeatures(table);
+    RETURN_IF_ERROR(DeviceError(Upload(table.embeddings, table.optimizer, &features_)));
+    feature_base_ = table;
+    return absl::OkStatus();
   }
 
   absl::Status MergeFeatures(FeatureTable* table) override {
     if (features_.rows == nullptr) return absl::OkStatus();
     std::vector<float> rows(table->embeddings.size()), state(table->optimizer.size());
-    RETURN_IF_ERROR(DeviceError(ops_->CopyToHost(move_stream_, rows.data(), features_.rows,
-                                                 sizeof(float) * rows.size())));
-    RETURN_IF_ERROR(DeviceError(ops_->CopyToHost(move_stream_, state.data(), features_.state,
-                                                 sizeof(float) * state.size())));
-    RETURN_IF_ERROR(DeviceError(ops_->Synchronize(move_stream_)));
+    RETURN_IF_ERROR(DeviceError(Download(features_, &rows, &state)));
     MergeChanges(rows, feature_base_.embeddings, &table->embeddings);
     MergeChanges(state, feature_base_.optimizer, &table->optimizer);
     return absl::OkStatus();
@@ -111,19 +103,13 @@ class DeviceTrainer final : public Trainer {
   absl::Status RefreshFeatures(const FeatureTable& table) override {
     if (features_.rows == nullptr) return absl::OkStatus();
     feature_base_ = table;
-    RETURN_IF_ERROR(DeviceError(ops_->CopyToDevice(move_stream_, features_.rows,
-                                                   feature_base_.embeddings.data(),
-                                                   sizeof(float) * table.embeddings.size())));
-    RETURN_IF_ERROR(DeviceError(ops_->CopyToDevice(move_stream_, features_.state,
-                                                   feature_base_.optimizer.data(),
-                                                   sizeof(float) * table.optimizer.size())));
-    return DeviceError(ops_->Synchronize(move_stream_));
+    return DeviceError(Upload(table.embeddings, table.optimizer, &features_));
   }
 
   std::string device() const override { return ops_->name(); }
   int slots() const override { return static_cast<int>(slots_.size()); }
   RelationParams& relations() override { return relations_; }
-  size_t peak_bytes() const { return ops_->peak_bytes(); }
+  size_t device_peak_bytes() const override { return ops_->peak_bytes(); }
 
   RowHome Home(uint32_t partition) const override {
     absl::MutexLock lock(&part_mu_);
@@ -135,11 +121,7 @@ class DeviceTrainer final : public Trainer {
     absl::MutexLock lock(&part_mu_);
     const auto it = partitions_.find(host->partition);
     if (it == partitions_.end() || !it->second.newer) return absl::OkStatus();
-    RETURN_IF_ERROR(DeviceError(ops_->CopyToHost(move_stream_, host->embeddings.data(),
-                                                 it->second.rows, RowBytes(*host))));
-    RETURN_IF_ERROR(DeviceError(ops_->CopyToHost(move_stream_, host->optimizer.data(),
-                                                 it->second.state, StateBytes(*host))));
-    RETURN_IF_ERROR(DeviceError(ops_->Synchronize(move_stream_)));
+    RETURN_IF_ERROR(DeviceError(Download(it->second, &host->embeddings, &host->optimizer)));
     it->second.newer = false;
     return absl::OkStatus();
   }
@@ -190,9 +172,32 @@ class DeviceTrainer final : public Trainer {
     size_t x, dx, q, k, q_aux, k_aux, s, dq, dk, coef_q, coef_k, row_loss, drel, dfeat;  // work
   };
 
-  // Id rows and their state (empty for kFeatures models).
-  static size_t RowBytes(const PartitionData& p) { return sizeof(float) * p.embeddings.size(); }
-  static size_t StateBytes(const PartitionData& p) { return sizeof(float) * p.optimizer.size(); }
+  // Allocates *dev (unless it holds rows) and copies rows and state into it
+  // on the moving stream, then waits; on error *dev holds nothing.
+  std::string Upload(const std::vector<float>& rows, const std::vector<float>& state,
+                     DevicePartition* dev) {
+    std::string error;
+    for (auto [host, device] : {std::pair{&rows, &dev->rows}, {&state, &dev->state}}) {
+      const size_t bytes = sizeof(float) * host->size();
+      void* p = *device;
+      if (error.empty() && p == nullptr) error = ops_->Alloc(bytes, &p);
+      *device = static_cast<float*>(p);
+      if (error.empty()) error = ops_->CopyToDevice(move_stream_, p, host->data(), bytes);
+    }
+    if (error.empty()) error = ops_->Synchronize(move_stream_);
+    if (!error.empty()) FreePartition(*dev);
+    return error;
+  }
+  // Copies dev's rows and state into rows and state (sized already), and waits.
+  std::string Download(const DevicePartition& dev, std::vector<float>* rows,
+                       std::vector<float>* state) {
+    std::string error = ops_->CopyToHost(move_stream_, rows->data(), dev.rows,
+                                         sizeof(float) * rows->size());
+    if (error.empty()) {
+      error = ops_->CopyToHost(move_stream_, state->data(), dev.state, sizeof(float) * state->size());
+    }
+    return error.empty() ? ops_->Synchronize(move_stream_) : error;
+  }
 
   void FreePartition(DevicePartition& part) {
     ops_->Free(part.rows);
@@ -221,21 +226,7 @@ class DeviceTrainer final : public Trainer {
     auto [it, added] = partitions_.try_emplace(host.partition);
     DevicePartition& part = it->second;
     if (!added) return &part;
-    void* rows = nullptr;
-    void* state = nullptr;
-    std::string error = ops_->Alloc(RowBytes(host), &rows);
-    if (error.empty()) error = ops_->Alloc(StateBytes(host), &state);
-    part.rows = static_cast<float*>(rows);
-    part.state = static_cast<float*>(state);
-    if (error.empty()) {
-      error = ops_->CopyToDevice(move_stream_, rows, host.embeddings.data(), RowBytes(host));
-    }
-    if (error.empty()) {
-      error = ops_->CopyToDevice(move_stream_, state, host.optimizer.data(), StateBytes(host));
-    }
-    if (error.empty()) error = ops_->Synchronize(move_stream_);
-    if (!error.empty()) {
-      FreePartition(part);
+    if (const std::string error = Upload(host.embeddings, host.optimizer, &part); !error.empty()) {
       partitions_.erase(it);
       return absl::ResourceExhaustedError(absl::StrCat(
           device(), ": cannot hold partition ", host.partition, " (", host.rows, " rows x ",
@@ -462,11 +453,6 @@ absl::StatusOr<std::unique_ptr<Trainer>> MakeDeviceTrainer(std::unique_ptr<Devic
   auto trainer = std::make_unique<DeviceTrainer>(std::move(ops), options, relations);
   if (features != nullptr) RETURN_IF_ERROR(trainer->InitFeatures(*features));
   return std::unique_ptr<Trainer>(std::move(trainer));
-}
-
-size_t DevicePeakBytes(const Trainer& trainer) {
-  const auto* device = dynamic_cast<const DeviceTrainer*>(&trainer);
-  return device != nullptr ? device->peak_bytes() : 0;
 }
 
 }  // namespace ember

@@ -50,10 +50,6 @@ absl::StatusOr<std::unique_ptr<Trainer>> MakeDeviceTrainer(std::unique_ptr<Devic
                                                            const RelationParams& relations,
                                                            FeatureTable* features);
 
-// How much device memory a device trainer has held at most (its partitions
-// and buffers); 0 for other trainers.
-size_t DevicePeakBytes(const Trainer& trainer);
-
 }  // namespace ember
 
 #endif  // EMBER_TRAIN_DEVICE_TRAINER_H_

@@ -25,6 +25,7 @@ class SlowedTrainer final : public Trainer {
   }
   int slots() const override { return inner_->slots(); }
   RelationParams& relations() override { return inner_->relations(); }
+  size_t device_peak_bytes() const override { return inner_->device_peak_bytes(); }
   absl::Status MergeFeatures(FeatureTable* table) override {
     return inner_->MergeFeatures(table);
   }

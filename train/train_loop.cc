@@ -24,7 +24,6 @@
 #include "train/partition_buffer.h"
 #include "train/round_batches.h"
 #include "train/round_source.h"
-#include "train/device_trainer.h"
 #include "train/trainer_factory.h"
 
 namespace ember {
@@ -603,7 +602,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
   summary.checkpoint_version = committed_version_;
   for (const auto& t : trainers_) {
     summary.devices.push_back(t->device());
-    summary.device_peak_bytes += DevicePeakBytes(*t);
+    summary.device_peak_bytes += t->device_peak_bytes();
   }
   return summary;
 }

@@ -96,6 +96,9 @@ class Trainer : public RowResidency {
   // (the CPU trainer) keep no copy: both are no-ops.
   virtual absl::Status MergeFeatures(FeatureTable* table) { return absl::OkStatus(); }
   virtual absl::Status RefreshFeatures(const FeatureTable& table) { return absl::OkStatus(); }
+  // Device memory this trainer has held at most (its rows and buffers);
+  // 0 for trainers that train in host memory.
+  virtual size_t device_peak_bytes() const { return 0; }
 };
 
 }  // namespace ember

@@ -22,6 +22,7 @@ namespace ember {
 namespace {
 
 using device_test::DeviceCases;
+using device_test::ExpectAllNear;
 using device_test::MakeStepBatch;
 using device_test::Rows;
 using device_test::RunStepOn;
@@ -49,14 +50,6 @@ std::unique_ptr<DeviceOps> CudaOrSkipReason(std::string* reason) {
   std::unique_ptr<DeviceOps> ops = CudaOrSkipReason(&skip_reason); \
   if (ops == nullptr) GTEST_SKIP() << skip_reason
 
-void ExpectClose(const std::vector<float>& want, const std::vector<float>& got, float tolerance,
-                 const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < want.size(); ++i) {
-    ASSERT_NEAR(got[i], want[i], tolerance * (1.0f + std::fabs(want[i]))) << what << " [" << i << "]";
-  }
-}
-
 void ExpectSameStep(DeviceOps& cuda, const StepCase& c, const StepBatch& b, float tolerance) {
   std::unique_ptr<DeviceOps> host = MakeHostDeviceOps(2);
   const Rows* features = b.sh.has_features() ? &b.features : nullptr;
@@ -67,12 +60,12 @@ void ExpectSameStep(DeviceOps& cuda, const StepCase& c, const StepBatch& b, floa
   ASSERT_EQ(want.error, "");
   ASSERT_EQ(got.error, "");
   EXPECT_NEAR(got.loss, want.loss, tolerance * (1 + std::fabs(want.loss)));
-  ExpectClose(want.dx, got.dx, tolerance, "row gradient");
-  ExpectClose(want.drel, got.drel, tolerance, "relation gradient");
-  ExpectClose(want.src.emb, got.src.emb, tolerance, "src rows");
-  ExpectClose(want.src.state, got.src.state, tolerance, "src state");
-  if (c.two_partitions) ExpectClose(want.dst.emb, got.dst.emb, tolerance, "dst rows");
-  ExpectClose(want.features.emb, got.features.emb, tolerance, "feature rows");
+  ExpectAllNear(want.dx, got.dx, tolerance, "row gradient");
+  ExpectAllNear(want.drel, got.drel, tolerance, "relation gradient");
+  ExpectAllNear(want.src.emb, got.src.emb, tolerance, "src rows");
+  ExpectAllNear(want.src.state, got.src.state, tolerance, "src state");
+  if (c.two_partitions) ExpectAllNear(want.dst.emb, got.dst.emb, tolerance, "dst rows");
+  ExpectAllNear(want.features.emb, got.features.emb, tolerance, "feature rows");
 }
 
 TEST(CudaStepTest, MatchesHostStepForEveryDeviceModel) {
@@ -106,12 +99,7 @@ TEST(CudaTrainerTest, MatchesCpuTrainerOnTheSbm) {
   train_test::WriteSbmEdges(train_test::StandardSbm(), edges);
   train_test::GraphFactory graphs(tmp.path(), {edges});
   auto train = [&](uint32_t partitions, const TrainOptions& o) {
-    const std::string dir = graphs.New(partitions);
-    auto summary = TrainGraph(dir, o);
-    EXPECT_TRUE(summary.ok()) << summary.status();
-    auto eval = train_test::EvalTest(dir);
-    EXPECT_TRUE(eval.ok()) << eval.status();
-    return eval.ok() ? eval->filtered.mrr : 0.0;
+    return train_test::TrainAndEvaluate(graphs.New(partitions), o).mrr();
   };
   TrainOptions cpu = train_test::SmallOptions(5, 1);
   cpu.deterministic = true;

@@ -30,15 +30,12 @@ using device_test::StepBatch;
 using device_test::StepCase;
 using device_test::StepResult;
 
+// l2 scores of two copies of one row (a repeated source among the
+// endpoints) come from the GEMM expansion on both sides, where rounding in
+// the norms is amplified by 1 / distance: hence 1e-3, not 1e-5.
 void ExpectNear(const std::vector<float>& want, const std::vector<float>& got,
                 const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < want.size(); ++i) {
-    // l2 scores of two copies of one row (a repeated source among the
-    // endpoints) come from the GEMM expansion on both sides, where rounding
-    // in the norms is amplified by 1 / distance: hence 1e-3, not 1e-5.
-    ASSERT_NEAR(got[i], want[i], 1e-3f * (1.0f + std::fabs(want[i]))) << what << " [" << i << "]";
-  }
+  device_test::ExpectAllNear(want, got, 1e-3f, what);
 }
 
 // What the CPU's chunk scorer makes of batch b, chunk by chunk, with its

@@ -4,6 +4,7 @@
 #ifndef EMBER_TESTS_TRAIN_DEVICE_STEP_UTIL_H_
 #define EMBER_TESTS_TRAIN_DEVICE_STEP_UTIL_H_
 
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -11,12 +12,23 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
 #include "storage/types.h"
 #include "train/device_batch_plan.h"
 #include "train/device_ops.h"
 #include "train/model_options.h"
 
 namespace ember::device_test {
+
+// got[i] within tolerance · (1 + |want[i]|) of want[i], for every i.
+inline void ExpectAllNear(const std::vector<float>& want, const std::vector<float>& got,
+                          float tolerance, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], tolerance * (1.0f + std::fabs(want[i])))
+        << what << " [" << i << "]";
+  }
+}
 
 // One partition's rows and row-wise Adagrad state, in host memory, and
 // for featurized models its nodes' features (CSR), or a feature table

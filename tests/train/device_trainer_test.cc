@@ -17,10 +17,10 @@
 namespace ember {
 namespace {
 
-using train_test::EvalTest;
 using train_test::SmallOptions;
 using train_test::StandardSbm;
 using train_test::TempDir;
+using train_test::TrainedRun;
 
 class DeviceTrainerTest : public ::testing::Test {
  protected:
@@ -35,21 +35,8 @@ class DeviceTrainerTest : public ::testing::Test {
     delete tmp_;
   }
 
-  struct Run {
-    TrainSummary summary;
-    double mrr = 0;
-  };
-  static Run TrainAndEvaluate(uint32_t partitions, const TrainOptions& options) {
-    Run r;
-    const std::string dir = graphs_->New(partitions);
-    auto summary = TrainGraph(dir, options);
-    EXPECT_TRUE(summary.ok()) << summary.status();
-    if (!summary.ok()) return r;
-    r.summary = *summary;
-    auto eval = EvalTest(dir);
-    EXPECT_TRUE(eval.ok()) << eval.status();
-    if (eval.ok()) r.mrr = eval->filtered.mrr;
-    return r;
+  static TrainedRun TrainAndEvaluate(uint32_t partitions, const TrainOptions& options) {
+    return train_test::TrainAndEvaluate(graphs_->New(partitions), options);
   }
 
   static TempDir* tmp_;
@@ -67,11 +54,11 @@ constexpr int kEpochs = 5;
 TEST_F(DeviceTrainerTest, MatchesCpuTrainerInMemoryOutOfCoreAndBesideIt) {
   TrainOptions cpu = SmallOptions(kEpochs, 1);
   cpu.deterministic = true;
-  const Run reference = TrainAndEvaluate(1, cpu);
+  const TrainedRun reference = TrainAndEvaluate(1, cpu);
 
   TrainOptions emulated = cpu;
   emulated.devices = "emulated";
-  const Run in_memory = TrainAndEvaluate(1, emulated);
+  const TrainedRun in_memory = TrainAndEvaluate(1, emulated);
   ASSERT_EQ(in_memory.summary.epochs.size(), size_t{kEpochs});
   EXPECT_EQ(in_memory.summary.devices, std::vector<std::string>{"emulated"});
   // At least the graph's 2000 rows of 32 floats and their state.
@@ -84,14 +71,14 @@ TEST_F(DeviceTrainerTest, MatchesCpuTrainerInMemoryOutOfCoreAndBesideIt) {
   // 4 partitions, 2 in memory: every eviction brings rows back from the device.
   TrainOptions out_of_core = emulated;
   out_of_core.buffer_partitions = 2;
-  const Run partitioned = TrainAndEvaluate(4, out_of_core);
+  const TrainedRun partitioned = TrainAndEvaluate(4, out_of_core);
   for (const EpochStats& e : partitioned.summary.epochs) EXPECT_GT(e.partition_loads, 4u);
 
   // A CPU trainer and a device trainer on disjoint buckets.
   TrainOptions mixed = SmallOptions(kEpochs, 1);
   mixed.threads = 2;
   mixed.devices = "cpu:1,emulated";
-  const Run beside = TrainAndEvaluate(4, mixed);
+  const TrainedRun beside = TrainAndEvaluate(4, mixed);
 
   // Two device trainers: rows move between them through the host at round
   // ends, and their relation parameters (complex_diagonal has some) merge.
@@ -99,20 +86,20 @@ TEST_F(DeviceTrainerTest, MatchesCpuTrainerInMemoryOutOfCoreAndBesideIt) {
   two.threads = 2;
   two.devices = "emulated,emulated";
   two.model.op = Operator::kComplexDiagonal;
-  const Run two_devices = TrainAndEvaluate(4, two);
+  const TrainedRun two_devices = TrainAndEvaluate(4, two);
   TrainOptions two_cpu = two;
   two_cpu.devices = "cpu,cpu";
-  const Run two_cpus = TrainAndEvaluate(4, two_cpu);
+  const TrainedRun two_cpus = TrainAndEvaluate(4, two_cpu);
 
   std::printf("[ MRR ] cpu %.4f | emulated in memory %.4f, 4 partitions buffer 2 %.4f, "
               "beside a cpu trainer %.4f | complex_diagonal: two emulated %.4f, two cpu %.4f\n",
-              reference.mrr, in_memory.mrr, partitioned.mrr, beside.mrr, two_devices.mrr,
-              two_cpus.mrr);
-  EXPECT_GT(two_devices.mrr, train_test::kMinSbmMrr);
-  EXPECT_NEAR(two_devices.mrr, two_cpus.mrr, train_test::kMrrNoise);
-  for (double mrr : {in_memory.mrr, partitioned.mrr, beside.mrr}) {
+              reference.mrr(), in_memory.mrr(), partitioned.mrr(), beside.mrr(), two_devices.mrr(),
+              two_cpus.mrr());
+  EXPECT_GT(two_devices.mrr(), train_test::kMinSbmMrr);
+  EXPECT_NEAR(two_devices.mrr(), two_cpus.mrr(), train_test::kMrrNoise);
+  for (double mrr : {in_memory.mrr(), partitioned.mrr(), beside.mrr()}) {
     EXPECT_GT(mrr, train_test::kMinSbmMrr);
-    EXPECT_NEAR(mrr, reference.mrr, train_test::kMrrNoise);
+    EXPECT_NEAR(mrr, reference.mrr(), train_test::kMrrNoise);
   }
 }
 

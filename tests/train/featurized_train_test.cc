@@ -178,13 +178,8 @@ TEST_F(FeaturizedTrainTest, VarianceAwareTwoTrainersPartitioned) {
 TEST_F(FeaturizedTrainTest, DeviceTrainerMatchesCpuTrainer) {
   for (FeaturizedMode mode : {FeaturizedMode::kFeatures, FeaturizedMode::kIdPlusFeatures}) {
     SCOPED_TRACE(FeaturizedModeName(mode));
-    auto train = [&](uint32_t partitions, TrainOptions o) {
-      const std::string dir = Import(partitions);
-      auto summary = TrainGraph(dir, o);
-      EXPECT_TRUE(summary.ok()) << summary.status();
-      auto eval = EvalTest(dir);
-      EXPECT_TRUE(eval.ok()) << eval.status();
-      return eval.ok() ? eval->filtered.mrr : 0.0;
+    auto train = [&](uint32_t partitions, const TrainOptions& o) {
+      return train_test::TrainAndEvaluate(Import(partitions), o).mrr();
     };
     TrainOptions cpu = Options(mode);
     cpu.deterministic = true;

@@ -54,13 +54,9 @@ class TrainQualityTest : public ::testing::Test {
     const std::string dir = graphs_->New(partitions);
     if (dir.empty()) return r;
     r.test_edges = graphs_->summary(partitions).edges.test;
-    auto summary = TrainGraph(dir, options);
-    EXPECT_TRUE(summary.ok()) << summary.status();
-    if (!summary.ok()) return r;
-    r.summary = *summary;
-    auto eval = EvalTest(dir);
-    EXPECT_TRUE(eval.ok()) << eval.status();
-    if (eval.ok()) r.eval = *eval;
+    const train_test::TrainedRun run = train_test::TrainAndEvaluate(dir, options);
+    r.summary = run.summary;
+    r.eval = run.eval;
     return r;
   }
 

@@ -159,6 +159,27 @@ inline absl::StatusOr<EvalResult> EvalTest(const std::string& dir, uint64_t nega
   return Evaluate(*g, model, eo);
 }
 
+// A training run and its test split ranked against every node (EvalTest).
+struct TrainedRun {
+  TrainSummary summary;
+  EvalResult eval;
+  double mrr() const { return eval.filtered.mrr; }
+};
+
+// Trains `options` on the graph at `dir`, then evaluates it. A failure is a
+// test failure and leaves the failed part default.
+inline TrainedRun TrainAndEvaluate(const std::string& dir, const TrainOptions& options) {
+  TrainedRun r;
+  auto summary = TrainGraph(dir, options);
+  EXPECT_TRUE(summary.ok()) << summary.status();
+  if (!summary.ok()) return r;
+  r.summary = *summary;
+  auto eval = EvalTest(dir);
+  EXPECT_TRUE(eval.ok()) << eval.status();
+  if (eval.ok()) r.eval = *eval;
+  return r;
+}
+
 // Everything a stored model holds, read back through the public API.
 struct ModelSnapshot {
   ModelOptions model;

@@ -50,6 +50,7 @@ class StubTrainer final : public Trainer {
     return absl::DataLossError("stub sync");
   }
   void Release(uint32_t p) override { released = p; }
+  size_t device_peak_bytes() const override { return 42; }
   absl::Status MergeFeatures(FeatureTable* table) override {
     merged = table;
     return absl::OkStatus();
@@ -94,6 +95,7 @@ TEST(SlowedTrainerTest, ForwardsEverythingToTheInnerTrainer) {
   EXPECT_TRUE(slowed->RefreshFeatures(table).ok());
   EXPECT_EQ(stub->merged, &table);
   EXPECT_EQ(stub->refreshed, &table);
+  EXPECT_EQ(slowed->device_peak_bytes(), 42u);
 
   const std::vector<Edge> edges(4);
   BucketTask task;

@@ -198,6 +198,23 @@ EMBER_HD inline bool QueryIsAdjoint(const StepShape& sh, int64_t r) {
   return r >= int64_t{sh.chunks} * sh.chunk;
 }
 
+// Two independent kernels as one launch: First over [0, first.size()),
+// Second over the indices after it.
+template <class First, class Second>
+struct Sequenced {
+  First first;
+  Second second;
+  EMBER_HD void operator()(int64_t i) const {
+    const int64_t n = first.size();
+    if (i < n) {
+      first(i);
+    } else {
+      second(i - n);
+    }
+  }
+  EMBER_HD int64_t size() const { return first.size() + second.size(); }
+};
+
 // X[u] = the row of distinct row u as the model composes it (featurized.h):
 // its id row, the weighted mean of its feature rows, or their sum; and dX
 // zeroed. Size distinct · dim.
@@ -235,7 +252,7 @@ struct GatherQueries {
     const float* p = sh.rel_size > 0 ? a.rel + QuerySlot(sh, a, r) * sh.rel_size : nullptr;
     a.q[i] = OpElement(sh.op, QueryIsAdjoint(sh, r), p, a.x + int64_t{xr} * sh.dim, k, sh.dim);
   }
-  int64_t size() const { return sh.query_rows() * sh.dim; }
+  EMBER_HD int64_t size() const { return sh.query_rows() * sh.dim; }
 };
 
 // K rows: copies of their X rows; size candidate_rows · dim.
@@ -246,22 +263,7 @@ struct GatherCandidates {
     const int32_t xr = a.k_row[i / sh.dim];
     a.k[i] = xr < 0 ? 0.0f : a.x[int64_t{xr} * sh.dim + i % sh.dim];
   }
-  int64_t size() const { return sh.candidate_rows() * sh.dim; }
-};
-
-// GatherQueries then GatherCandidates, in one launch.
-struct GatherRows {
-  StepShape sh;
-  StepArgs a;
-  EMBER_HD void operator()(int64_t i) const {
-    const int64_t queries = sh.query_rows() * sh.dim;
-    if (i < queries) {
-      GatherQueries{sh, a}(i);
-    } else {
-      GatherCandidates{sh, a}(i - queries);
-    }
-  }
-  int64_t size() const { return (sh.query_rows() + sh.candidate_rows()) * sh.dim; }
+  EMBER_HD int64_t size() const { return sh.candidate_rows() * sh.dim; }
 };
 
 // Comparator preparation of every Q row, then every K row: cos normalizes
@@ -441,7 +443,7 @@ struct ScatterQueries {
     AtomicAddFloat(&a.dx[int64_t{xr} * sh.dim + k], dx_k);
     if (sh.rel_size > 0) AtomicAddFloat(&a.drel[slot * sh.rel_size + k], dp_k);
   }
-  int64_t size() const { return sh.query_rows() * sh.dim; }
+  EMBER_HD int64_t size() const { return sh.query_rows() * sh.dim; }
 };
 
 // dK into dX; size candidate_rows · dim.
@@ -452,22 +454,7 @@ struct ScatterCandidates {
     const int32_t xr = a.k_row[i / sh.dim];
     if (xr >= 0) AtomicAddFloat(&a.dx[int64_t{xr} * sh.dim + i % sh.dim], a.dk[i]);
   }
-  int64_t size() const { return sh.candidate_rows() * sh.dim; }
-};
-
-// ScatterQueries then ScatterCandidates, in one launch.
-struct ScatterRows {
-  StepShape sh;
-  StepArgs a;
-  EMBER_HD void operator()(int64_t i) const {
-    const int64_t queries = sh.query_rows() * sh.dim;
-    if (i < queries) {
-      ScatterQueries{sh, a}(i);
-    } else {
-      ScatterCandidates{sh, a}(i - queries);
-    }
-  }
-  int64_t size() const { return (sh.query_rows() + sh.candidate_rows()) * sh.dim; }
+  EMBER_HD int64_t size() const { return sh.candidate_rows() * sh.dim; }
 };
 
 // One row-wise Adagrad step (adagrad.h) of `row` and its state.

@@ -26,7 +26,7 @@ void RunStepSequence(Launcher& launch, const StepShape& sh, const StepArgs& a) {
   if (sh.cmp == kCmpL2) launch.Zero(a.coef_k, sh.candidate_rows());
   if (sh.has_features()) launch.Zero(a.dfeat, a.distinct_features * d);
   launch.ForEach(GatherDistinct{sh, a});
-  launch.ForEach(GatherRows{sh, a});
+  launch.ForEach(Sequenced<GatherQueries, GatherCandidates>{{sh, a}, {sh, a}});
   if (sh.cmp != kCmpDot) launch.ForEach(PrepareRows{sh, a});
   // S_b = Q_b K_bᵀ (c × n).
   launch.Gemm(false, true, c, n, d, a.q, d, int64_t{c} * d, a.k, d, int64_t{n} * d, a.s, n,
@@ -38,7 +38,7 @@ void RunStepSequence(Launcher& launch, const StepShape& sh, const StepArgs& a) {
   launch.Gemm(true, false, n, d, c, a.s, n, int64_t{c} * n, a.q, d, int64_t{c} * d, a.dk, d,
               int64_t{n} * d, count);
   if (sh.cmp != kCmpDot) launch.ForEach(ComparatorBackward{sh, a});
-  launch.ForEach(ScatterRows{sh, a});
+  launch.ForEach(Sequenced<ScatterQueries, ScatterCandidates>{{sh, a}, {sh, a}});
   if (sh.has_features()) {
     launch.ForEach(ScatterFeatures{sh, a});
     launch.ForEach(AdagradFeatures{sh, a});
