@@ -134,6 +134,7 @@ class TrainLoop final : public RoundHooks {
   uint32_t round_size_ = 1;
   size_t tokens_ = 1;
   bool one_device_kind_ = true;  // every trainer of one kind (static splits)
+  bool rows_off_host_ = false;   // some trainer keeps rows off the host (not cpu)
   RelationParams relations_;
   std::vector<uint64_t> committed_locations_;  // what the manifest references
   uint64_t committed_version_ = 0;
@@ -487,7 +488,7 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
     RETURN_IF_ERROR(sync_->SyncFeatures(trainer_ptrs_, features_.get()));
     // Rows trained on a device back to the host copies: validation reads them,
     // and with several trainers the next round may train them elsewhere.
-    RETURN_IF_ERROR(buffer_->SyncToHost(/*release=*/trainers_.size() > 1));
+    if (rows_off_host_) RETURN_IF_ERROR(buffer_->SyncToHost(/*release=*/trainers_.size() > 1));
     if (StopDue()) {
       RETURN_IF_ERROR(buffer_->Quiesce());
       *stopped = true;
@@ -524,7 +525,10 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     return absl::FailedPreconditionError(absl::StrCat(graph_->dir(), " has no train edges"));
   }
   ASSIGN_OR_RETURN(const std::vector<DeviceSpec> devices, ResolveDevices(options_));
-  for (const DeviceSpec& d : devices) one_device_kind_ &= d.kind == devices[0].kind;
+  for (const DeviceSpec& d : devices) {
+    one_device_kind_ &= d.kind == devices[0].kind;
+    rows_off_host_ |= d.kind != "cpu";
+  }
   RETURN_IF_ERROR(PlanMemory(devices));
   RETURN_IF_ERROR(RestoreOrInit());
 
