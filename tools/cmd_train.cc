@@ -25,7 +25,8 @@ ABSL_DECLARE_FLAG(std::string, memory_budget);
 
 ABSL_FLAG(int, epochs, 10, "train: total epochs (a resumed run trains the rest).");
 ABSL_FLAG(std::string, lr, "auto",
-          "train: Adagrad learning rate, or auto: probe 0.01, 0.03, 0.1 and 0.3 on a sample of "
+          "train: Adagrad learning rate, or auto: probe 0.01, 0.03, 0.1 and 0.3 (0.1 and 0.3 on "
+          "graphs of several relations) on a sample of "
           "the train edges (at most 10% of the run) and keep 0.1 unless a probe clearly beats "
           "it on validation MRR (0.1 without validation edges; a resumed run keeps its lr).");
 ABSL_FLAG(double, relation_lr_scale, ember::kRelationLrScaleDefault,

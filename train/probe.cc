@@ -99,10 +99,18 @@ size_t PickBeyondIntervals(std::span<const RankMetrics> probes, size_t baseline)
   return pick;
 }
 
+std::vector<float> LrCandidates(size_t num_relations) {
+  std::vector<float> candidates;
+  for (float lr : kLrCandidates) {
+    if (num_relations <= 1 || lr >= kLrDefault) candidates.push_back(lr);
+  }
+  return candidates;
+}
+
 absl::StatusOr<LrChoice> ChooseLr(const Graph& graph, const TrainOptions& train) {
   const auto start = std::chrono::steady_clock::now();
   LrChoice choice;
-  choice.candidates.assign(std::begin(kLrCandidates), std::end(kLrCandidates));
+  choice.candidates = LrCandidates(graph.manifest().relations.size());
   ProbeOptions probe;
   probe.epochs = 1;
   probe.edge_sample = std::min(

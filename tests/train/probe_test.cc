@@ -51,6 +51,17 @@ TEST(PickBeyondIntervalsTest, SmallerStepsMustWinWidely) {
   EXPECT_EQ(PickBeyondIntervals(probes, 0), 1u);
 }
 
+TEST(LrCandidatesTest, KnowledgeGraphsProbeNoStepBelowTheDefault) {
+  const std::vector<float> all(std::begin(kLrCandidates), std::end(kLrCandidates));
+  EXPECT_EQ(LrCandidates(0), all);
+  EXPECT_EQ(LrCandidates(1), all);
+  const std::vector<float> kg = LrCandidates(30);
+  ASSERT_FALSE(kg.empty());
+  EXPECT_EQ(kg.front(), kLrDefault);
+  for (float lr : kg) EXPECT_GE(lr, kLrDefault);
+  EXPECT_GT(kg.size(), 1u);  // a larger step is still probed
+}
+
 class ProbeTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -126,7 +137,7 @@ TEST_F(ProbeTest, AutoLrIsChosenOnceAndKeptOnResume) {
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_TRUE(first->lr_choice.has_value());
   const LrChoice& choice = *first->lr_choice;
-  ASSERT_EQ(choice.probes.size(), std::size(kLrCandidates));
+  ASSERT_EQ(choice.probes.size(), LrCandidates(1).size());
   EXPECT_EQ(first->lr, choice.lr);
   EXPECT_NE(std::find(std::begin(kLrCandidates), std::end(kLrCandidates), choice.lr),
             std::end(kLrCandidates));
