@@ -7,7 +7,6 @@
 //   sampled nodes are mostly in the node's planted community.
 #include <sys/wait.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -23,7 +22,6 @@ namespace {
 struct ScriptRun {
   int exit_code = -1;  // -1 when it did not exit normally
   std::string output;  // stdout and stderr
-  double seconds = 0;
 };
 
 // Runs tools/examples/<name> from the source root with EMBER set to this
@@ -35,10 +33,8 @@ ScriptRun RunExample(const std::string& name, const testing::TempDir& tmp) {
   const std::string cmd = "cd '" + std::string(EMBER_SOURCE_DIR) + "' && EMBER='" +
                           std::string(EMBER_BINARY) + "' THREADS=2 bash '" + script + "' '" +
                           tmp.Sub("work") + "' >'" + log + "' 2>&1";
-  const auto start = std::chrono::steady_clock::now();
   const int status = std::system(cmd.c_str());
   ScriptRun run;
-  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   run.output = testing::ReadWholeFile(log);
   if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
   std::cerr << run.output;
@@ -53,7 +49,6 @@ TEST(RecommenderExampleTest, WalkThroughScriptSucceeds) {
   EXPECT_NE(run.output.find("user17: in-group share"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("user2017: in-group share"), std::string::npos) << run.output;
   EXPECT_EQ(run.output.find("FAIL"), std::string::npos) << run.output;
-  EXPECT_LT(run.seconds, 60) << "the walk-through should take about a minute at most";
 }
 
 TEST(CommunitiesExampleTest, DemoEndsOnPurityAndMrrBesideReferences) {
