@@ -141,8 +141,10 @@ namespace {
 void PrintLrChoice(const TrainSummary& s) {
   if (!s.lr_choice.has_value()) return;
   const LrChoice& c = *s.lr_choice;
-  std::fprintf(stderr, "lr auto: probes of 1 epoch on %.1f%% of the train edges (%.1f s):\n",
-               100 * c.edge_sample, c.seconds);
+  std::fprintf(stderr,
+               "lr auto: probes of 1 epoch on %.1f%% of the train edges, each ranking %llu "
+               "validation edges (%.1f s):\n",
+               100 * c.edge_sample, static_cast<unsigned long long>(c.eval_edges), c.seconds);
   for (size_t k = 0; k < c.probes.size(); ++k) {
     const RankMetrics& f = c.probes[k].valid.filtered;
     std::fprintf(stderr, "  lr %-5g valid MRR %.4f ± %.4f%s\n", c.candidates[k], f.mrr,

@@ -107,15 +107,39 @@ std::vector<float> LrCandidates(size_t num_relations) {
   return candidates;
 }
 
+ProbeCostModel::ProbeCostModel(const Graph& graph, const TrainOptions& train)
+    : train_edges(graph.manifest().edges.train), num_nodes(graph.manifest().num_nodes) {
+  const bool endpoints = UsesEndpointNegatives(train, graph.manifest().relations.size());
+  columns = train.chunk_size + train.num_uniform_negs + (endpoints ? train.chunk_size : 0);
+}
+
+double ProbeCostModel::EvalEdges(uint64_t edges) const {
+  return double(edges) * 2 * double(num_nodes) / (6 * std::max(columns, 1.0));
+}
+
+ProbeOptions PlanLrProbes(const ProbeCostModel& cost, int epochs, size_t probes) {
+  const double edges = std::max<double>(cost.train_edges, 1);
+  const double per_probe = kLrProbeShare * epochs * edges / double(probes);
+  const double after_reading = std::max(per_probe - kProbeReadCost * edges, 0.0);
+  const double per_eval_edge = cost.EvalEdges(1);
+  ProbeOptions plan;
+  plan.epochs = 1;
+  const double affordable = per_eval_edge > 0 ? 0.5 * after_reading / per_eval_edge : 1e18;
+  plan.eval_edges = std::clamp<uint64_t>(static_cast<uint64_t>(affordable),
+                                         kLrProbeEvalEdgesMin, kLrProbeEvalEdgesMax);
+  const double training = after_reading - cost.EvalEdges(plan.eval_edges);
+  plan.edge_sample = std::clamp(training / edges, kLrProbeSampleMin, 1.0);
+  return plan;
+}
+
 absl::StatusOr<LrChoice> ChooseLr(const Graph& graph, const TrainOptions& train) {
   const auto start = std::chrono::steady_clock::now();
   LrChoice choice;
   choice.candidates = LrCandidates(graph.manifest().relations.size());
-  ProbeOptions probe;
-  probe.epochs = 1;
-  probe.edge_sample = std::min(
-      1.0, kLrProbeShare * std::max(train.epochs, 1) / double(choice.candidates.size()));
+  const ProbeOptions probe = PlanLrProbes(ProbeCostModel(graph, train),
+                                         std::max(train.epochs, 1), choice.candidates.size());
   choice.edge_sample = probe.edge_sample;
+  choice.eval_edges = probe.eval_edges;
   std::vector<RankMetrics> metrics;
   size_t baseline = 0;
   for (float lr : choice.candidates) {

@@ -52,8 +52,48 @@ absl::StatusOr<ProbeResult> RunProbe(const Graph& graph, TrainOptions train,
 // (train_options.h) is kept unless a probe shows another to be better.
 inline constexpr float kLrCandidates[] = {0.01f, 0.03f, kLrDefault, 0.3f};
 // The probes of `--lr auto` together cost at most this share of the run
-// they choose for (in trained edges).
+// they choose for: their training and their evaluations, counted in the
+// run's trained edges (ProbeCostModel).
 inline constexpr double kLrProbeShare = 0.1;
+// Validation edges each `--lr auto` probe ranks: at most the first, and
+// at least the second even where the budget would allow fewer.
+inline constexpr uint64_t kLrProbeEvalEdgesMax = 1000;
+inline constexpr uint64_t kLrProbeEvalEdgesMin = 200;
+// The smallest edge sample a probe trains on: with less, probes of the
+// heavy-tailed graphs that need a small step stop telling the steps apart.
+inline constexpr double kLrProbeSampleMin = 0.05;
+
+// Work of a probe, in train-edge equivalents: ranking one edge against all
+// nodes scores 2 · nodes candidates forward only, while training one edge
+// does forward and backward GEMMs over 2 · columns candidates (columns per
+// side: chunk + uniform negatives, + chunk with endpoint negatives), about
+// 6 · columns dot products of dim. Measured here, this predicts the
+// evaluation's time in edges within 35 % (gen kg, ComplEx, and R-MAT, dot).
+// A probe also reads every train edge to draw its sample, at about
+// kProbeReadCost of a trained edge each (measured: 0.085 on R-MAT scale 18).
+inline constexpr double kProbeReadCost = 0.1;
+struct ProbeCostModel {
+  uint64_t train_edges = 0;  // train edges of the graph
+  uint64_t num_nodes = 0;
+  double columns = 0;        // candidates per chunk side
+
+  ProbeCostModel(const Graph& graph, const TrainOptions& train);
+  ProbeCostModel(uint64_t train_edges, uint64_t num_nodes, double columns)
+      : train_edges(train_edges), num_nodes(num_nodes), columns(columns) {}
+  // Train-edge equivalents of ranking `edges` validation edges.
+  double EvalEdges(uint64_t edges) const;
+};
+
+// How each of `probes` probes is sized for a run of `epochs` epochs so that
+// together they cost at most kLrProbeShare of it (ProbeCostModel): after
+// reading the edges, the evaluation takes at most half of what is left of
+// a probe's share, with as many edges as that allows in
+// [kLrProbeEvalEdgesMin, kLrProbeEvalEdgesMax], and the training sample the
+// rest, but at least kLrProbeSampleMin of the train edges (below these
+// floors a probe costs more than its share). ProbeOptions::scratch_dir is
+// left empty.
+// REQUIRES: probes >= 1, epochs >= 1.
+ProbeOptions PlanLrProbes(const ProbeCostModel& cost, int epochs, size_t probes);
 
 struct LrChoice {
   float lr = 0;
@@ -61,6 +101,7 @@ struct LrChoice {
   std::vector<float> candidates;
   std::vector<ProbeResult> probes;  // one per candidate
   double edge_sample = 0;           // share of the train edges per probe
+  uint64_t eval_edges = 0;          // validation edges each probe ranks
   double seconds = 0;               // probes and evaluation, wall time
 };
 
@@ -74,8 +115,8 @@ struct LrChoice {
 std::vector<float> LrCandidates(size_t num_relations);
 
 // Probes every LrCandidates step size with `train`'s other settings. Each
-// probe trains one epoch on an edge sample sized so that all of them
-// together train at most kLrProbeShare of `train.epochs` epochs' edges.
+// probe trains one epoch on an edge sample and ranks validation edges, as
+// PlanLrProbes sizes them for `train.epochs`.
 // Returns kLrDefault unless some candidates beat it (PickBeyondIntervals);
 // then the best of those. Short probes of a graph that needs long training
 // (e.g. a knowledge graph) look alike, and then the default stands; probes

@@ -62,6 +62,57 @@ TEST(LrCandidatesTest, KnowledgeGraphsProbeNoStepBelowTheDefault) {
   EXPECT_GT(kg.size(), 1u);  // a larger step is still probed
 }
 
+// Train-edge equivalents of the probes PlanLrProbes sizes: training plus
+// evaluation, all probes together.
+double PlannedCost(const ProbeCostModel& cost, const ProbeOptions& plan, size_t probes) {
+  return probes * ((plan.edge_sample + kProbeReadCost) * plan.epochs * cost.train_edges +
+                   cost.EvalEdges(plan.eval_edges));
+}
+
+TEST(PlanLrProbesTest, TrainingAndEvaluationTogetherStayWithinTheShare) {
+  // gen kg-like (20000 nodes, 285 k edges, 150 columns) and R-MAT-like
+  // (65536 nodes, 944 k edges, 100 columns), for short and long runs.
+  for (const ProbeCostModel& cost :
+       {ProbeCostModel(285000, 20000, 150), ProbeCostModel(944000, 65536, 100)}) {
+    for (int epochs : {5, 10, 30}) {
+      for (size_t probes : {2u, 4u}) {
+        const ProbeOptions plan = PlanLrProbes(cost, epochs, probes);
+        SCOPED_TRACE(::testing::Message() << cost.num_nodes << " nodes, " << epochs
+                                        << " epochs, " << probes << " probes");
+        EXPECT_EQ(plan.epochs, 1);
+        EXPECT_GE(plan.edge_sample, kLrProbeSampleMin);
+        if (plan.edge_sample > kLrProbeSampleMin) {
+          EXPECT_LE(PlannedCost(cost, plan, probes),
+                    kLrProbeShare * epochs * cost.train_edges * (1 + 1e-9));
+        }
+        // The evaluation takes at most half of what reading leaves, unless
+        // held at its floor.
+        if (plan.eval_edges > kLrProbeEvalEdgesMin) {
+          EXPECT_LE(cost.EvalEdges(plan.eval_edges),
+                    0.5 * (kLrProbeShare * epochs / probes - kProbeReadCost) *
+                        cost.train_edges * (1 + 1e-9));
+        }
+        EXPECT_LE(plan.eval_edges, kLrProbeEvalEdgesMax);
+        EXPECT_GT(plan.edge_sample, 0.0);
+      }
+    }
+  }
+}
+
+TEST(PlanLrProbesTest, MoreNodesMeanFewerEvaluatedEdgesAndASmallerSample) {
+  const ProbeOptions few = PlanLrProbes(ProbeCostModel(1000000, 10000, 100), 10, 4);
+  const ProbeOptions many = PlanLrProbes(ProbeCostModel(1000000, 200000, 100), 10, 4);
+  EXPECT_EQ(few.eval_edges, kLrProbeEvalEdgesMax);
+  EXPECT_LT(many.eval_edges, few.eval_edges);
+  EXPECT_LT(many.edge_sample, few.edge_sample);
+  // A tiny graph's probes train on all of it at most.
+  EXPECT_LE(PlanLrProbes(ProbeCostModel(100, 10, 100), 1000, 1).edge_sample, 1.0);
+  // Past the floors a probe costs more than its share rather than nothing.
+  const ProbeOptions floor = PlanLrProbes(ProbeCostModel(1000, 1000000, 100), 1, 4);
+  EXPECT_EQ(floor.eval_edges, kLrProbeEvalEdgesMin);
+  EXPECT_DOUBLE_EQ(floor.edge_sample, kLrProbeSampleMin);
+}
+
 class ProbeTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -146,6 +197,10 @@ TEST_F(ProbeTest, AutoLrIsChosenOnceAndKeptOnResume) {
   for (const ProbeResult& p : choice.probes) probe_edges += p.train_edges;
   for (const EpochStats& e : first->epochs) run_edges += e.edges;
   EXPECT_LE(probe_edges, kLrProbeShare * run_edges * 1.1);
+  for (const ProbeResult& p : choice.probes) {
+    EXPECT_GT(p.valid.edges, 0u);
+    EXPECT_LE(p.valid.edges, choice.eval_edges);
+  }
   EXPECT_GT(probe_edges, 0u);
 
   // A resumed run does not probe again and trains with the stored lr, even

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# --lr auto against fixed step sizes (issue: KG quality, item 3). On each
+# generated graph, trains at lr 0.01, 0.03, 0.1 and 0.3 and at auto (all
+# else default, 2 threads), and prints filtered test MRR against all nodes
+# (a seeded sample of 2000 test edges, 5000 for gen kg), the step auto chose, and
+# what auto's probes cost: their seconds and their share of the whole
+# auto run (target: at most 10 %, which ember sizes the probes for).
+# Graphs (the README's "--lr auto" table): gen kg at 20000 entities (dense,
+# and sparse with --facts-per-node 0.1) and 4000, ComplEx, dim 100, 5
+# epochs; R-MAT scale 14 (dot, dim 64, 10 epochs); R-MAT scale 16 with 8
+# hubs of 5 % degree (dot, dim 100, 10 epochs); SBM of 20000 nodes in 50
+# blocks (dot, dim 64, 10 epochs). Imports use --split 0.9,0.05,0.05 where
+# the generator writes no split.
+# Usage: tools/bench/lr_auto.sh [GRAPH...]   (kg20k kg20k-sparse kg4k rmat14 rmat16-hubs sbm)
+# --json-out FILE also writes the figures as JSON (tools/bench/json_out.sh).
+set -euo pipefail
+# shellcheck source=tools/bench/json_out.sh
+source "$(dirname "$0")/json_out.sh" "$@"; set -- "${bench_args[@]+"${bench_args[@]}"}"
+cd "$(dirname "$0")/../.."
+ember=${EMBER:-build/ember}
+work=${WORK:-$(mktemp -d /tmp/ember-bench-lr.XXXXXX)}
+mkdir -p "$work"
+trap 'rm -rf "$work"' EXIT
+[ -x "$ember" ] || tools/build.sh release >/dev/null
+graphs=("$@")
+[ ${#graphs[@]} -gt 0 ] || graphs=(kg20k kg20k-sparse kg4k rmat14 rmat16-hubs sbm)
+
+make_graph() {  # name -> $work/name, and prints its train flags
+  local name=$1 g=$work/$1
+  case $name in
+    kg20k|kg20k-sparse|kg4k)
+      local gen=(--nodes 20000)
+      [ "$name" = kg4k ] && gen=(--nodes 4000 --seed 3)
+      [ "$name" = kg20k-sparse ] && gen+=(--facts-per-node 0.1)
+      "$ember" gen kg "${gen[@]}" --quiet --out "$g.train" --valid-out "$g.valid" --test-out "$g.test"
+      "$ember" import --out "$g" --valid "$g.valid" --test "$g.test" --quiet "$g.train" >/dev/null
+      echo "--operator complex_diagonal --dim 100 --epochs 5" ;;
+    rmat14|rmat16-hubs)
+      local gen=(--scale 14)
+      [ "$name" = rmat16-hubs ] && gen=(--scale 16 --hubs 8 --hub-fraction 0.05)
+      "$ember" gen rmat "${gen[@]}" --seed 1 --quiet --out "$g.tsv"
+      "$ember" import --out "$g" --integer-ids --split 0.9,0.05,0.05 --quiet "$g.tsv" >/dev/null
+      if [ "$name" = rmat14 ]; then echo "--dim 64 --epochs 10"; else echo "--dim 100 --epochs 10"; fi ;;
+    sbm)
+      "$ember" gen sbm --nodes 20000 --blocks 50 --seed 1 --quiet --out "$g.tsv" --labels-out "$g.labels"
+      "$ember" import --out "$g" --integer-ids --split 0.9,0.05,0.05 --quiet "$g.tsv" >/dev/null
+      echo "--dim 64 --epochs 10" ;;
+    *) echo "unknown graph $name" >&2; exit 2 ;;
+  esac
+}
+
+mrr() {  # graph-copy -> filtered test MRR
+  local edges=2000
+  case $1 in *kg*) edges=5000 ;; esac
+  "$ember" eval "$1" --max-edges $edges --json | python3 -c 'import json,sys; print("%.4f" % json.load(sys.stdin)["filtered"]["mrr"])'
+}
+
+printf "%-14s %8s %8s %8s %8s   %-8s %6s %7s %9s\n" graph 0.01 0.03 0.1 0.3 auto chose "probe s" "of run"
+for name in "${graphs[@]}"; do
+  read -r -a flags <<<"$(make_graph "$name")"
+  row=()
+  for lr in 0.01 0.03 0.1 0.3; do
+    rm -rf "$work/run" && cp -r "$work/$name" "$work/run"
+    "$ember" train "$work/run" "${flags[@]}" --lr $lr --threads 2 --quiet >/dev/null 2>"$work/fixed.err" ||
+      { cat "$work/fixed.err" >&2; exit 1; }
+    row+=("$(mrr "$work/run")")
+  done
+  rm -rf "$work/run" && cp -r "$work/$name" "$work/run"
+  start=$(date +%s.%N)
+  "$ember" train "$work/run" "${flags[@]}" --threads 2 --json 2>"$work/auto.err" >"$work/auto.json"
+  total=$(echo "$(date +%s.%N) - $start" | bc -l)
+  auto=$(mrr "$work/run")
+  chose=$(python3 -c 'import json,sys; print("%g" % json.loads(open(sys.argv[1]).readline())["lr"])' "$work/auto.json")
+  probe_s=$(sed -n 's/^lr auto: probes .*(\([0-9.]*\) s):$/\1/p' "$work/auto.err")
+  share=$(echo "100 * ${probe_s:-0} / $total" | bc -l)
+  printf "%-14s %8s %8s %8s %8s   %-8s %6s %7s %8.1f%%\n" "$name" "${row[@]}" "$auto" "$chose" "${probe_s:-0}" "$share"
+  bench_json run "$name" mrr_0.01="${row[0]}" mrr_0.03="${row[1]}" mrr_0.1="${row[2]}" mrr_0.3="${row[3]}" \
+    mrr_auto="$auto" auto_lr="$chose" probe_seconds="${probe_s:-0}" probe_share="$share"
+done
+bench_json_write lr_auto
