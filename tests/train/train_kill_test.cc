@@ -173,6 +173,7 @@ TEST_F(TrainKillTest, KilledAndResumedIsBitIdentical) {
   o.buffer_partitions = 2;
   o.deterministic = true;
   o.threads = 1;
+  o.lr_auto = true;  // as the binary's default --lr auto: the same probes choose
   ASSERT_TRUE(TrainGraph(lib_dir, o).ok());
   auto lib = LoadSnapshot(lib_dir);
   ASSERT_TRUE(lib.ok()) << lib.status();
