@@ -162,6 +162,12 @@ int RunCli(int argc, char** argv) {
   std::vector<char*> positional =
       absl::ParseCommandLine(static_cast<int>(joined_argv.size()) - 1, joined_argv.data() + 1);
   std::vector<std::string> args(positional.begin() + 1, positional.end());
+  if (const std::vector<std::string> unread = FlagsNotReadBy(c->name); !unread.empty()) {
+    std::fprintf(stderr, "ember %s: %s %s not %s of %s (`ember %s --help` lists them)\n",
+                 c->name, absl::StrJoin(unread, ", ").c_str(), unread.size() == 1 ? "is" : "are",
+                 unread.size() == 1 ? "a flag" : "flags", c->name, c->name);
+    return 2;
+  }
   return c->main(args);
 }
 

@@ -54,7 +54,10 @@ const std::vector<CommandFlags>& Table() {
         {"out", "tune: the flagfile to write.", "GRAPH/tune.flags"},
         {"dim"}, {"seed"}, {"threads"}, {"json"}, {"quiet"}}},
       {"inspect", {{"json"}}},
-      {"gen", {{"out"}, {"seed"}, {"threads"}, {"overwrite"}, {"json"}, {"quiet"}}},
+      {"gen",
+       {{"out"}, {"seed"}, {"threads"}, {"overwrite"}, {"json"}, {"quiet"},
+        {"relations_out",
+         "gen kg: write one name<TAB>kind<TAB>partner line per relation here."}}},
   };
   return *table;
 }
@@ -156,6 +159,40 @@ std::string CommandFlagsHelp(std::string_view command) {
   return out;
 }
 
+namespace {
+
+// Whether `command` reads `flag`: its own flag, or one of its shared ones.
+// --quiet and --progress-interval are taken by every command, so that
+// scripts can pass them throughout; commands without progress output
+// print nothing more or less.
+bool Reads(const CommandFlags& command, std::string_view name, const absl::CommandLineFlag& flag) {
+  if (name == "quiet" || name == "progress_interval") return true;
+  return AsOwnFlag(flag.Help(), command.command).has_value() ||
+         std::any_of(command.shared.begin(), command.shared.end(),
+                     [&](const SharedFlag& s) { return name == s.name; });
+}
+
+}  // namespace
+
+std::vector<std::string> FlagsNotReadBy(std::string_view command) {
+  std::vector<std::string> out;
+  const CommandFlags* entry = Find(command);
+  if (entry == nullptr) return out;
+  const CommandFlags* also = command == "tune" ? Find("train") : nullptr;
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    // Set: its value is not its default (this Abseil keeps "specified on
+    // the command line" private; a flag given its default changes nothing).
+    if (!IsEmberFlag(*flag) || flag->CurrentValue() == flag->DefaultValue()) continue;
+    const std::string_view n(name.data(), name.size());
+    if (Reads(*entry, n, *flag) || (also != nullptr && Reads(*also, n, *flag))) continue;
+    std::string dashed = absl::StrCat("--", std::string(n));
+    std::replace(dashed.begin(), dashed.end(), '_', '-');
+    out.push_back(std::move(dashed));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::vector<std::string> FlagsShownByNoCommand(const std::vector<std::string>& commands) {
   std::vector<std::string> out;
   for (const auto& [name, flag] : absl::GetAllFlags()) {
@@ -164,9 +201,7 @@ std::vector<std::string> FlagsShownByNoCommand(const std::vector<std::string>& c
     for (const std::string& command : commands) {
       const CommandFlags* entry = Find(command);
       if (entry == nullptr) continue;
-      shown = AsOwnFlag(flag->Help(), command).has_value() ||
-              std::any_of(entry->shared.begin(), entry->shared.end(),
-                          [&](const SharedFlag& s) { return name == s.name; });
+      shown = Reads(*entry, std::string_view(name.data(), name.size()), *flag);
       if (shown) break;
     }
     if (!shown) out.emplace_back(name);

@@ -90,6 +90,38 @@ TEST(CommandHelpCliTest, CommandHelpExitsZeroOnStdout) {
   EXPECT_THAT(r.out, HasSubstr("--epochs=10"));
 }
 
+TEST(CommandHelpCliTest, FlagsACommandDoesNotReadAreRefusedNamingThem) {
+  TempDir tmp;
+  // eval reads neither: refused before it touches the (missing) graph.
+  ProcessResult r = RunProcess(
+      {kEmber, "eval", tmp.Sub("g"), "--batch-size", "5", "--memory-budget", "1G"}, tmp.path());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("ember eval: --batch-size, --memory-budget are not flags of eval"));
+  r = RunProcess({kEmber, "export", tmp.Sub("g"), "--out", tmp.Sub("e.tsv"), "--epochs=3"},
+                 tmp.path());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--epochs is not a flag of export"));
+  // Flags the command reads, its shared ones, and --quiet (taken by every
+  // command) pass the check and reach the command, which then fails on the
+  // missing graph instead; tune also takes train's flags.
+  for (const std::vector<std::string>& argv :
+       {std::vector<std::string>{kEmber, "eval", tmp.Sub("g"), "--negatives", "10", "--seed", "2",
+                                 "--quiet"},
+        std::vector<std::string>{kEmber, "tune", tmp.Sub("g"), "--grid", "lr=0.1",
+                                 "--batch-size", "500"}}) {
+    r = RunProcess(argv, tmp.path());
+    EXPECT_NE(r.exit_code, 0) << argv[1];
+    EXPECT_THAT(r.err, Not(HasSubstr("not a flag"))) << argv[1];
+    EXPECT_THAT(r.err, Not(HasSubstr("not flags"))) << argv[1];
+  }
+  // gen reads the flags of all its kinds, and --relations-out.
+  r = RunProcess({kEmber, "gen", "kg", "--nodes", "200", "--out", tmp.Sub("k"), "--relations-out",
+                  tmp.Sub("k.rel"), "--valid-fraction", "0", "--test-fraction", "0", "--scale", "3",
+                  "--quiet"},
+                 tmp.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 TEST(CommandHelpCliTest, TopLevelHelpListsCommandsOneLineEach) {
   TempDir tmp;
   ProcessResult r = RunProcess({kEmber, "--help"}, tmp.path());
