@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -116,7 +117,13 @@ absl::Status Run(const std::string& dir) {
   ASSIGN_OR_RETURN(EvalOptions options, EvalOptionsFromFlags());
   ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::Open(dir));
   ASSIGN_OR_RETURN(StoredModel model, LoadStoredModel(*graph));
-  ASSIGN_OR_RETURN(EvalResult r, Evaluate(*graph, model, options));
+  ProgressPrinter progress = ProgressFromFlags();
+  options.progress = [&](uint64_t done, uint64_t total) {
+    progress.Update("ranking", done, total, "pairs");
+  };
+  absl::StatusOr<EvalResult> evaluated = Evaluate(*graph, model, options);
+  progress.Finish();
+  ASSIGN_OR_RETURN(EvalResult r, std::move(evaluated));
   if (absl::GetFlag(FLAGS_json)) {
     std::printf("%s\n", ResultJson(r, options.split, graph->manifest()).dump().c_str());
     return absl::OkStatus();

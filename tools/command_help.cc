@@ -43,7 +43,7 @@ const std::vector<CommandFlags>& Table() {
         {"seed"}, {"threads"}, {"json"}, {"quiet"}, {"progress_interval"}}},
       {"eval",
        {{"split", "eval: the split to evaluate: test, valid or train.", "test"},
-        {"seed"}, {"threads"}, {"json"}}},
+        {"seed"}, {"threads"}, {"json"}, {"quiet"}, {"progress_interval"}}},
       {"export",
        {{"out"}, {"overwrite"}, {"threads"}, {"json"}, {"quiet"}, {"progress_interval"}}},
       {"neighbors",

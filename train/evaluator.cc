@@ -134,6 +134,8 @@ class EvalRun {
       positions_ = SamplePositions(total, options_.max_edges, options_.seed);
       sampled_ = true;
     }
+    pairs_total_ = (sampled_ ? positions_.size() : total) *
+                   (options_.negatives > 0 ? options_.negatives : manifest_.num_nodes);
     if (options_.by_relation) by_relation_.resize(manifest_.relations.size());
     batch_edges_ = options_.batch_edges;
     if (batch_edges_ == 0) {
@@ -201,6 +203,8 @@ class EvalRun {
   absl::Status BuildFilters();
   void ScoreTrue();
   void CountCandidates(const CandidateSet& set);
+  // Ranks the batch against `set` in slices, reporting progress after each.
+  void CountCandidatesReporting(const CandidateSet& set);
 
   // Query q of the batch: edge q / 2; q even: tail query (corrupt the
   // destination), q odd: head query.
@@ -232,6 +236,7 @@ class EvalRun {
   bool sampled_ = false;
   uint64_t batch_edges_ = 0;
   uint64_t batches_ = 0;
+  uint64_t pairs_done_ = 0, pairs_total_ = 0;  // EvalOptions::progress
   uint64_t edges_ = 0;
   RankSums filtered_, raw_;
   std::vector<RankSums> by_relation_;  // filtered; sized when asked for
@@ -380,6 +385,21 @@ void EvalRun::ScoreTrue() {
 }
 
 // Adds the counters of every query against every candidate of `set`.
+void EvalRun::CountCandidatesReporting(const CandidateSet& set) {
+  if (!options_.progress) {
+    CountCandidates(set);
+    return;
+  }
+  constexpr uint64_t kSlice = 1 << 16;
+  for (uint64_t lo = 0; lo < set.size; lo += kSlice) {
+    const uint64_t n = std::min(kSlice, set.size - lo);
+    CountCandidates(CandidateSet{set.rows + lo * dim_, n, set.ids ? set.ids + lo : nullptr,
+                                 set.first_id + lo});
+    pairs_done_ += batch_.size() * n;
+    options_.progress(pairs_done_, pairs_total_);
+  }
+}
+
 void EvalRun::CountCandidates(const CandidateSet& set) {
   if (set.size == 0) return;
   const size_t chunks = chunk_begin_.size() - 1;
@@ -480,7 +500,7 @@ absl::Status EvalRun::RunBatch() {
   uint64_t candidates = 0;
   if (options_.negatives > 0) {
     CandidateSet set{pool_rows_.data(), pool_ids_.size(), pool_ids_.data(), 0};
-    CountCandidates(set);
+    CountCandidatesReporting(set);
     candidates = pool_ids_.size();
   } else {
     // Descending, so that a one-partition cache in `embeddings_` serves the
@@ -489,7 +509,7 @@ absl::Status EvalRun::RunBatch() {
     for (uint32_t p = manifest_.num_partitions; p-- > 0;) {
       if (manifest_.partition_sizes[p] == 0) continue;
       ASSIGN_OR_RETURN(const float* rows, embeddings_(p));
-      CountCandidates(
+      CountCandidatesReporting(
           CandidateSet{rows, manifest_.partition_sizes[p], nullptr, bases_[p]});
     }
     candidates = manifest_.num_nodes;

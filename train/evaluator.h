@@ -81,6 +81,12 @@ struct EvalOptions {
   // Also report filtered metrics per relation (EvalResult::by_relation).
   // Default: false.
   bool by_relation = false;
+  // Called on the calling thread as ranking advances (after each slice of
+  // up to 65536 candidate nodes of a batch), with `done` and `total` in
+  // edge-candidate pairs: total = evaluated edges × candidates per query
+  // (every node, or `negatives`); the last call has done == total. Default:
+  // none.
+  std::function<void(uint64_t done, uint64_t total)> progress;
 
   absl::Status Validate() const;
 };

@@ -5,6 +5,7 @@
 #include <numbers>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -273,6 +274,38 @@ std::unique_ptr<Graph> RingGraph(const TempDir& tmp, int n, int test_every,
         p[0] = std::cos(step);
         p[1] = std::sin(step);
       });
+}
+
+// Progress comes in slices of at most 65536 candidates, rising to edges ×
+// candidates, and reporting it leaves the metrics exactly as they are.
+TEST(EvaluatorTest, ProgressRisesToEdgesTimesCandidatesAndChangesNothing) {
+  TempDir tmp;
+  ModelOptions model;
+  model.dim = 4;
+  auto graph = RandomRowGraph(tmp, RandomSpec(70000, 70000, 40, 1, 1), model);
+  ASSERT_NE(graph, nullptr);
+  const uint64_t nodes = graph->manifest().num_nodes;
+  ASSERT_GT(nodes, 65536u);  // two slices
+  for (uint64_t negatives : {uint64_t{0}, uint64_t{100}}) {
+    SCOPED_TRACE(negatives);
+    EvalOptions options;
+    options.threads = 2;
+    options.batch_edges = 16;  // three batches
+    options.negatives = negatives;
+    const EvalResult quiet = EvalStored(*graph, options);
+    std::vector<std::pair<uint64_t, uint64_t>> calls;
+    options.progress = [&](uint64_t done, uint64_t total) { calls.emplace_back(done, total); };
+    const EvalResult reported = EvalStored(*graph, options);
+    ExpectSameMetrics(quiet.raw, reported.raw);
+    ExpectSameMetrics(quiet.filtered, reported.filtered);
+    const uint64_t total = 40 * (negatives > 0 ? negatives : nodes);
+    ASSERT_EQ(calls.size(), negatives > 0 ? 3u : 6u);
+    for (size_t k = 0; k < calls.size(); ++k) {
+      EXPECT_EQ(calls[k].second, total);
+      if (k > 0) EXPECT_GT(calls[k].first, calls[k - 1].first);
+    }
+    EXPECT_EQ(calls.back().first, total);
+  }
 }
 
 TEST(EvaluatorTest, PerfectEmbeddingsRankFirst) {
