@@ -47,7 +47,10 @@ const std::vector<CommandFlags>& Table() {
       {"export",
        {{"out"}, {"overwrite"}, {"threads"}, {"json"}, {"quiet"}, {"progress_interval"}}},
       {"neighbors",
-       {{"seed"}, {"threads"}, {"overwrite"}, {"json"}, {"quiet"}, {"progress_interval"}}},
+       {{"memory_budget", "neighbors: memory the index may take (every vector, as FAISS "
+                          "holds them, plus its links or lists); a bigger index is refused "
+                          "before it is built."},
+        {"seed"}, {"threads"}, {"overwrite"}, {"json"}, {"quiet"}, {"progress_interval"}}},
       {"tune",
        {{"epochs", "tune: epochs per run.", "2"},
         {"eval_max_edges", "tune: validation edges per run, ranked against all nodes."},

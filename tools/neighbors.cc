@@ -21,6 +21,7 @@
 #include "nlohmann/json.hpp"
 #include "storage/status_macros.h"
 #include "tools/exporter.h"
+#include "tools/progress.h"
 #include "train/candidate_scorer.h"
 #include "train/checkpoint.h"
 
@@ -66,6 +67,36 @@ absl::Status NeighborIndexOptions::Validate() const {
   if (hnsw_m < 2) return absl::InvalidArgumentError("HNSW M must be >= 2");
   if (ef_construction < 1) return absl::InvalidArgumentError("ef-construction must be >= 1");
   return absl::OkStatus();
+}
+
+namespace {
+
+int IvfLists(uint64_t n, const NeighborIndexOptions& options) {
+  const int nlist = options.nlist > 0
+                        ? options.nlist
+                        : std::max(1, static_cast<int>(std::lround(4 * std::sqrt(double(n)))));
+  return static_cast<int>(std::min<uint64_t>(nlist, n));
+}
+
+}  // namespace
+
+uint64_t IndexMemoryBytes(IndexKind kind, uint64_t n, int dim, uint64_t largest_partition,
+                          bool cos, const NeighborIndexOptions& options) {
+  const uint64_t row = uint64_t(dim) * sizeof(float);
+  uint64_t bytes = n * row + largest_partition * row + (cos ? n * sizeof(float) : 0);
+  switch (kind) {
+    case IndexKind::kFlat:
+      break;
+    case IndexKind::kHnsw:
+      bytes += n * 2 * uint64_t(options.hnsw_m) * sizeof(int32_t) * 5 / 4;
+      break;
+    case IndexKind::kIvf: {
+      const uint64_t lists = IvfLists(n, options);
+      bytes += n * 2 * sizeof(int64_t) + std::min<uint64_t>(64 * lists, n) * row + lists * row;
+      break;
+    }
+  }
+  return bytes;
 }
 
 struct NeighborIndex::Rep {
@@ -157,10 +188,7 @@ struct NeighborIndex::Rep {
         break;
       }
       case IndexKind::kIvf: {
-        nlist = options.nlist > 0
-                    ? options.nlist
-                    : std::max(1, static_cast<int>(std::lround(4 * std::sqrt(double(n)))));
-        nlist = static_cast<int>(std::min<uint64_t>(nlist, n));
+        nlist = IvfLists(n, options);
         nprobe = options.nprobe > 0 ? options.nprobe : std::max(8, nlist / 8);
         nprobe = std::min(nprobe, nlist);
         auto* quantizer = new faiss::IndexFlat(dim, metric);
@@ -229,6 +257,19 @@ absl::StatusOr<std::unique_ptr<NeighborIndex>> NeighborIndex::Build(
                                             "the partition count"));
   }
   rep->normalize = rep->model.model.comparator == Comparator::kCos;
+  if (options.memory_budget > 0) {
+    const std::vector<uint64_t>& sizes = graph.manifest().partition_sizes;
+    const uint64_t largest = sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end());
+    const uint64_t need =
+        IndexMemoryBytes(options.kind, rep->n, rep->dim, largest, rep->normalize, options);
+    if (need > options.memory_budget) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "graph %s: a %s index of %d nodes x %d dims needs about %s (FAISS holds every "
+          "vector in memory), over the memory budget of %s; raise --memory-budget",
+          graph.dir(), std::string(IndexKindName(options.kind)), rep->n, rep->dim, HumanBytes(need),
+          HumanBytes(options.memory_budget)));
+    }
+  }
   if (rep->normalize) rep->norms.assign(rep->n, 1.0f);
   try {
     RETURN_IF_ERROR(rep->BuildIndex());

@@ -11,8 +11,10 @@
 //
 // Memory: the index holds all n x d embedding floats (FAISS keeps its
 // vectors in memory); this is the one ember tool not bounded by a
-// partition. Building loads partitions one at a time (IVF reads them twice:
-// once for a training sample, once to add).
+// partition, so Build checks IndexMemoryBytes against
+// NeighborIndexOptions::memory_budget first. Building loads partitions one
+// at a time (IVF reads them twice: once for a training sample, once to
+// add).
 #ifndef EMBER_TOOLS_NEIGHBORS_H_
 #define EMBER_TOOLS_NEIGHBORS_H_
 
@@ -77,11 +79,24 @@ struct NeighborIndexOptions {
   int threads = 0;
   // Seed of the IVF training sample and k-means. Default: 1234.
   uint64_t seed = 1234;
+  // Memory the index may take (IndexMemoryBytes); Build refuses, before
+  // loading anything, an index that would need more. 0: no limit.
+  // Default: 0 (the CLI passes --memory-budget).
+  uint64_t memory_budget = 0;
   // Called after each partition is loaded; throttle in the callee.
   std::function<void(std::string_view phase, uint64_t done, uint64_t total)> progress;
 
   absl::Status Validate() const;
 };
+
+// What an index of `kind` over `n` rows of `dim` floats takes while built
+// and searched, in bytes, as estimated for the budget: every vector
+// (FAISS keeps them), the largest partition's rows while it is added, the
+// cos norms, and per kind: HNSW's level-0 links (2 · hnsw_m int32 per row,
+// plus a quarter for the upper levels), IVF's ids and direct map (2 int64
+// per row) and its k-means sample (64 rows per list).
+uint64_t IndexMemoryBytes(IndexKind kind, uint64_t n, int dim, uint64_t largest_partition,
+                          bool cos, const NeighborIndexOptions& options);
 
 struct Neighbor {
   std::string node;

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "storage/graph.h"
@@ -373,6 +374,44 @@ TEST_F(NeighborsTest, UnknownNodeIsAnError) {
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(absl::IsNotFound(r.status()));
   EXPECT_NE(std::string(r.status().message()).find("no_such_node"), std::string::npos);
+}
+
+TEST(IndexMemoryTest, VectorsAndEachKindsStructures) {
+  NeighborIndexOptions o;
+  const uint64_t vectors = 1000000ull * 100 * 4;
+  const uint64_t flat = IndexMemoryBytes(IndexKind::kFlat, 1000000, 100, 250000, false, o);
+  EXPECT_EQ(flat, vectors + 250000ull * 100 * 4);
+  EXPECT_EQ(IndexMemoryBytes(IndexKind::kFlat, 1000000, 100, 250000, true, o),
+            flat + 1000000ull * 4);
+  // HNSW: 2 M int32 links per row at level 0, and a quarter more above.
+  EXPECT_EQ(IndexMemoryBytes(IndexKind::kHnsw, 1000000, 100, 250000, false, o),
+            flat + 1000000ull * 2 * 32 * 4 * 5 / 4);
+  EXPECT_GT(IndexMemoryBytes(IndexKind::kIvf, 1000000, 100, 250000, false, o), flat);
+}
+
+TEST_F(NeighborsTest, AnIndexOverTheMemoryBudgetIsRefusedBeforeItIsBuilt) {
+  auto graph = Graph::Open(graph_dir_);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const Manifest& m = (*graph)->manifest();
+  const uint64_t largest = *std::max_element(m.partition_sizes.begin(), m.partition_sizes.end());
+  NeighborIndexOptions o;
+  o.kind = IndexKind::kHnsw;
+  const uint64_t need = IndexMemoryBytes(o.kind, m.num_nodes, 32, largest, false, o);
+  o.memory_budget = need - 1;
+  auto refused = NeighborIndex::Build(**graph, o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(refused.status().message()),
+              ::testing::HasSubstr("raise --memory-budget"));
+  o.memory_budget = need;
+  EXPECT_TRUE(NeighborIndex::Build(**graph, o).ok());
+
+  TempDir tmp;
+  const std::string err = tmp.Sub("err.txt");
+  EXPECT_EQ(RunShell(std::string(EMBER_BINARY) + " neighbors " + graph_dir_ +
+                     " --quiet --node 5 --memory-budget 64K > /dev/null 2> " + err),
+            1);
+  EXPECT_THAT(ReadWholeFile(err), ::testing::HasSubstr("over the memory budget of 64.0 KiB"));
 }
 
 // A tiny multi-relation graph: neighbours of op_r(e_q) equal brute force, for
