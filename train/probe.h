@@ -108,7 +108,7 @@ struct LrChoice {
 // The step sizes `--lr auto` probes on a graph of `num_relations`
 // relations: every kLrCandidates on a graph of one relation; kLrDefault and
 // larger ones on a graph of several. On every knowledge graph measured,
-// steps below kLrDefault lost the full runs by 2-5x, yet on sparse ones
+// steps below kLrDefault lost the full runs by 1.5-6x, yet on sparse ones
 // (about 5 edges per entity) their one-epoch probes, which rank little more
 // than popularity, won by up to 3.5x, beyond kSmallStepFactor (README,
 // "--lr auto").
