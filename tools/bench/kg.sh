@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Knowledge-graph chunking benchmark (issue: KG quality). `ember gen kg`
 # (20000 entities, 30 relations by default), ComplEx (complex_diagonal, dot, softmax),
-# dim 100, batch 1000, chunk 50, 50 uniform negatives, lr 0.1, 2 threads.
+# dim 100, batch 1000 (BATCH=N for another), chunk 50, 50 uniform negatives,
+# lr 0.1, 2 threads.
 # Trains PBG's grouped chunks and mixed-relation chunks, each with and
 # without endpoint negatives, side by side in one run, and prints edges/s,
 # the mixed/grouped speed ratio, and filtered test MRR and Hits@1 against
@@ -12,6 +13,7 @@ cd "$(dirname "$0")/../.."
 epochs=${1:-5}
 nodes=${2:-20000}
 relations=${3:-30}
+batch=${BATCH:-1000}
 ember=${EMBER:-build/ember}
 work=${WORK:-$(mktemp -d /tmp/ember-bench-kg.XXXXXX)}
 mkdir -p "$work"
@@ -27,6 +29,7 @@ run() {  # label flags...
   local label=$1; shift
   rm -rf "$work/run" && cp -r "$work/kg" "$work/run"
   "$ember" train "$work/run" --operator complex_diagonal --dim 100 --epochs "$epochs" --lr 0.1 \
+    --batch-size "$batch" \
     --threads 2 --quiet --json "$@" >"$work/$label.train.json"
   "$ember" eval "$work/run" --by-relation --json >"$work/$label.eval.json"
   python3 - "$work" "$label" <<'PY'
@@ -46,8 +49,8 @@ print(f"{label:<26} {eps:>10.0f} edges/s   MRR {f['mrr']:.3f}  Hits@1 {f['hits@1
 open(f"{work}/{label}.eps", "w").write(str(eps))
 PY
 }
-printf "gen kg: %d entities, %d relations; ComplEx dim 100, %d epochs, chunk 50, 50 negatives, lr 0.1\n" \
-  "$nodes" "$relations" "$epochs"
+printf "gen kg: %d entities, %d relations; ComplEx dim 100, %d epochs, batch %d, chunk 50, 50 negatives, lr 0.1\n" \
+  "$nodes" "$relations" "$epochs" "$batch"
 run grouped --relation-batching grouped --endpoint-negatives=false
 run mixed --relation-batching mixed --endpoint-negatives=false
 run grouped+endpoints --relation-batching grouped --endpoint-negatives=true
