@@ -202,9 +202,10 @@ class EvalRun {
   absl::Status GatherRows();
   absl::Status BuildFilters();
   void ScoreTrue();
+  // Ranks the batch against `set` in slices of 65536 candidates
+  // (CountCandidates), reporting progress after each.
+  void RankAgainst(const CandidateSet& set);
   void CountCandidates(const CandidateSet& set);
-  // Ranks the batch against `set` in slices, reporting progress after each.
-  void CountCandidatesReporting(const CandidateSet& set);
 
   // Query q of the batch: edge q / 2; q even: tail query (corrupt the
   // destination), q odd: head query.
@@ -385,18 +386,14 @@ void EvalRun::ScoreTrue() {
 }
 
 // Adds the counters of every query against every candidate of `set`.
-void EvalRun::CountCandidatesReporting(const CandidateSet& set) {
-  if (!options_.progress) {
-    CountCandidates(set);
-    return;
-  }
-  constexpr uint64_t kSlice = 1 << 16;
-  for (uint64_t lo = 0; lo < set.size; lo += kSlice) {
-    const uint64_t n = std::min(kSlice, set.size - lo);
+void EvalRun::RankAgainst(const CandidateSet& set) {
+  constexpr uint64_t kProgressSlice = 1 << 16;
+  for (uint64_t lo = 0; lo < set.size; lo += kProgressSlice) {
+    const uint64_t n = std::min(kProgressSlice, set.size - lo);
     CountCandidates(CandidateSet{set.rows + lo * dim_, n, set.ids ? set.ids + lo : nullptr,
                                  set.first_id + lo});
     pairs_done_ += batch_.size() * n;
-    options_.progress(pairs_done_, pairs_total_);
+    if (options_.progress) options_.progress(pairs_done_, pairs_total_);
   }
 }
 
@@ -500,7 +497,7 @@ absl::Status EvalRun::RunBatch() {
   uint64_t candidates = 0;
   if (options_.negatives > 0) {
     CandidateSet set{pool_rows_.data(), pool_ids_.size(), pool_ids_.data(), 0};
-    CountCandidatesReporting(set);
+    RankAgainst(set);
     candidates = pool_ids_.size();
   } else {
     // Descending, so that a one-partition cache in `embeddings_` serves the
@@ -509,7 +506,7 @@ absl::Status EvalRun::RunBatch() {
     for (uint32_t p = manifest_.num_partitions; p-- > 0;) {
       if (manifest_.partition_sizes[p] == 0) continue;
       ASSIGN_OR_RETURN(const float* rows, embeddings_(p));
-      CountCandidatesReporting(
+      RankAgainst(
           CandidateSet{rows, manifest_.partition_sizes[p], nullptr, bases_[p]});
     }
     candidates = manifest_.num_nodes;
