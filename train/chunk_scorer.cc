@@ -113,22 +113,6 @@ ChunkWorkspace::ChunkWorkspace(int dim, int max_chunk, int max_negs)
 
 namespace {
 
-// The adjoint's parameters are J·p for a diagonal ±1 matrix J (an
-// involution): -t for translation, conj(w) for complex_diagonal, w for
-// diagonal. Applies J to n floats of `in` into `out` (may alias).
-template <Operator kOp>
-void Conjugate(const float* in, int dim, float* out) {
-  if constexpr (kOp == Operator::kTranslation) {
-    for (int k = 0; k < dim; ++k) out[k] = -in[k];
-  } else if constexpr (kOp == Operator::kComplexDiagonal) {
-    const int h = dim / 2;
-    for (int k = 0; k < h; ++k) out[k] = in[k];
-    for (int k = h; k < dim; ++k) out[k] = -in[k];
-  } else {
-    std::copy(in, in + dim, out);
-  }
-}
-
 // Copies the stacked rows of `parts` (pointer, rows) into out, or returns
 // the first part's pointer when the parts already lie one after another.
 const float* Stack(std::initializer_list<std::pair<const float*, int>> parts,
@@ -338,7 +322,7 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
   if (mixed) {
     slots = 1 + *std::max_element(in.rel_slot, in.rel_slot + c);
     for (int r = 0; r < slots; ++r) {
-      Conjugate<kOp>(rel + int64_t{r} * p, p, ws->conj_rel_.data() + int64_t{r} * p);
+      AdjointRelationParams(kOp, rel + int64_t{r} * p, p, ws->conj_rel_.data() + int64_t{r} * p);
     }
   }
 
@@ -431,7 +415,7 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
       }
       for (int r = 0; r < slots; ++r) {
         float* g = d_conj + int64_t{r} * p;
-        Conjugate<kOp>(g, p, g);
+        AdjointRelationParams(kOp, g, p, g);
         vec::Add(g, p, grads->rel + int64_t{r} * p);
       }
     }

@@ -116,9 +116,22 @@ class EvalRun {
         embeddings_(embeddings),
         options_(options),
         arena_(arena),
-        dim_(model.dim) {
+        dim_(model.dim),
+        adjoint_(SupportsMixedChunks(model)) {
     for (uint32_t p = 0; p < manifest_.num_partitions; ++p) {
       bases_.push_back(manifest_.PartitionBase(p));
+    }
+    scoring_model_ = model;
+    if (adjoint_) {
+      // Queries carry their relation (LoadQueries): candidates are scored
+      // as plain tail candidates.
+      scoring_model_.op = Operator::kNone;
+      const size_t p = relations_.param_size;
+      adjoint_params_.resize(relations_.params.size());
+      for (uint32_t r = 0; r < relations_.num_relations; ++r) {
+        AdjointRelationParams(model.op, relations_.Of(r), static_cast<int>(p),
+                              adjoint_params_.data() + r * p);
+      }
     }
   }
 
@@ -215,6 +228,15 @@ class EvalRun {
   const float* QueryRow(uint64_t q) const {
     return (q % 2 == 0 ? src_rows_ : dst_rows_).data() + (q / 2) * dim_;
   }
+  // Writes the rows of queries order_[begin, end) to `out` as ScoreChunk
+  // scores them: with adjoint_, query q's row with its relation applied
+  // (op_r(e_s) for a tail query, op*_r(e_d) for a head query), so that
+  // score = cmp(row, candidate) on either side; otherwise the query rows.
+  void LoadQueries(size_t begin, size_t end, float* out) const;
+  // Scores the queries of `rows` (LoadQueries of order_ from `begin`, nq
+  // of them) against nc candidates into `scores` (nq × nc).
+  void ScoreChunk(size_t begin, const float* rows, int nq, const float* candidates, int nc,
+                  float* scores, CandidateWorkspace* ws) const;
   const float* TrueRow(uint64_t q) const {
     return (q % 2 == 0 ? dst_rows_ : src_rows_).data() + (q / 2) * dim_;
   }
@@ -231,6 +253,14 @@ class EvalRun {
   const EvalOptions& options_;
   tbb::task_arena* arena_;
   const int dim_;
+  // Where the model has an adjoint form (SupportsMixedChunks), queries of
+  // every relation and side share each GEMM: scoring_model_ is the model
+  // with op none, and adjoint_params_ the relations' adjoint parameters.
+  // Otherwise chunks hold queries of one side and relation, scored with
+  // the model itself.
+  const bool adjoint_;
+  ModelOptions scoring_model_;
+  std::vector<float> adjoint_params_;
   std::vector<uint64_t> bases_;
 
   std::vector<uint64_t> positions_;  // sampled positions in bucket order
@@ -252,8 +282,9 @@ class EvalRun {
   std::vector<const std::vector<uint64_t>*> filter_of_;
   std::vector<float> true_score_;
   std::unique_ptr<std::atomic<uint64_t>[]> counters_;
-  // Chunks: runs of queries with the same side and relation, <= kQueryChunk.
-  std::vector<uint64_t> order_;         // queries sorted by (side, rel, q)
+  // Chunks of at most kQueryChunk queries; without adjoint_, runs of
+  // queries with the same side and relation.
+  std::vector<uint64_t> order_;         // queries (without adjoint_: by (side, rel, q))
   std::vector<size_t> chunk_begin_;     // into order_, plus the end
   tbb::enumerable_thread_specific<Scratch> scratch_;
 };
@@ -355,6 +386,33 @@ absl::Status EvalRun::BuildFilters() {
   return absl::OkStatus();
 }
 
+void EvalRun::LoadQueries(size_t begin, size_t end, float* out) const {
+  for (size_t k = begin; k < end; ++k, out += dim_) {
+    const uint64_t q = order_[k];
+    if (!adjoint_) {
+      std::memcpy(out, QueryRow(q), sizeof(float) * dim_);
+      continue;
+    }
+    const uint32_t rel = batch_[q / 2].rel;
+    const float* params = SideOf(q) == CorruptSide::kTail
+                              ? relations_.Of(rel)
+                              : adjoint_params_.data() + size_t(rel) * relations_.param_size;
+    ApplyOperator(model_.op, params, QueryRow(q), 1, dim_, out);
+  }
+}
+
+void EvalRun::ScoreChunk(size_t begin, const float* rows, int nq, const float* candidates,
+                         int nc, float* scores, CandidateWorkspace* ws) const {
+  if (adjoint_) {
+    ScoreCandidates(scoring_model_, nullptr, CorruptSide::kTail, rows, nq, candidates, nc,
+                    scores, ws);
+    return;
+  }
+  const uint64_t q0 = order_[begin];
+  ScoreCandidates(model_, relations_.Of(batch_[q0 / 2].rel), SideOf(q0), rows, nq, candidates,
+                  nc, scores, ws);
+}
+
 // The true answers' scores: per chunk, one ScoreCandidates call against the
 // chunk's true rows, of which the diagonal is kept.
 void EvalRun::ScoreTrue() {
@@ -368,16 +426,12 @@ void EvalRun::ScoreTrue() {
       s.queries.resize(size_t(nq) * dim_);
       s.trues.resize(size_t(nq) * dim_);
       s.scores.resize(size_t(nq) * nq);
+      LoadQueries(begin, end, s.queries.data());
       for (int i = 0; i < nq; ++i) {
-        std::memcpy(s.queries.data() + size_t(i) * dim_,
-                    QueryRow(order_[begin + i]), sizeof(float) * dim_);
         std::memcpy(s.trues.data() + size_t(i) * dim_,
                     TrueRow(order_[begin + i]), sizeof(float) * dim_);
       }
-      const uint64_t q0 = order_[begin];
-      ScoreCandidates(model_, relations_.Of(batch_[q0 / 2].rel), SideOf(q0),
-                      s.queries.data(), nq, s.trues.data(), nq,
-                      s.scores.data(), &s.ws);
+      ScoreChunk(begin, s.queries.data(), nq, s.trues.data(), nq, s.scores.data(), &s.ws);
       for (int i = 0; i < nq; ++i) {
         true_score_[order_[begin + i]] = s.scores[size_t(i) * nq + i];
       }
@@ -412,14 +466,8 @@ void EvalRun::CountCandidates(const CandidateSet& set) {
       const int nc = static_cast<int>(hi - lo);
       s.queries.resize(size_t(nq) * dim_);
       s.scores.resize(size_t(nq) * nc);
-      for (int i = 0; i < nq; ++i) {
-        std::memcpy(s.queries.data() + size_t(i) * dim_,
-                    QueryRow(order_[begin + i]), sizeof(float) * dim_);
-      }
-      const uint64_t q0 = order_[begin];
-      ScoreCandidates(model_, relations_.Of(batch_[q0 / 2].rel), SideOf(q0),
-                      s.queries.data(), nq, set.rows + lo * dim_, nc,
-                      s.scores.data(), &s.ws);
+      LoadQueries(begin, end, s.queries.data());
+      ScoreChunk(begin, s.queries.data(), nq, set.rows + lo * dim_, nc, s.scores.data(), &s.ws);
       const uint64_t lo_id = set.IdAt(lo), hi_id = set.IdAt(hi - 1);
       for (int i = 0; i < nq; ++i) {
         const uint64_t q = order_[begin + i];
@@ -475,16 +523,18 @@ absl::Status EvalRun::RunBatch() {
 
   order_.resize(q_count);
   for (size_t q = 0; q < q_count; ++q) order_[q] = q;
-  std::sort(order_.begin(), order_.end(), [&](uint64_t a, uint64_t b) {
-    const uint32_t ra = batch_[a / 2].rel, rb = batch_[b / 2].rel;
-    return std::tuple(a % 2, ra, a) < std::tuple(b % 2, rb, b);
-  });
+  if (!adjoint_) {
+    std::sort(order_.begin(), order_.end(), [&](uint64_t a, uint64_t b) {
+      const uint32_t ra = batch_[a / 2].rel, rb = batch_[b / 2].rel;
+      return std::tuple(a % 2, ra, a) < std::tuple(b % 2, rb, b);
+    });
+  }
   chunk_begin_.clear();
   for (size_t k = 0; k < q_count; ++k) {
     const size_t start = chunk_begin_.empty() ? 0 : chunk_begin_.back();
     const uint64_t a = order_[start], b = order_[k];
-    if (chunk_begin_.empty() || k - start == kQueryChunk || a % 2 != b % 2 ||
-        batch_[a / 2].rel != batch_[b / 2].rel) {
+    if (chunk_begin_.empty() || k - start == kQueryChunk ||
+        (!adjoint_ && (a % 2 != b % 2 || batch_[a / 2].rel != batch_[b / 2].rel))) {
       chunk_begin_.push_back(k);
     }
   }

@@ -53,6 +53,23 @@ void InitRelationParams(Operator op, int dim, float* params) {
   EMBER_CHECK(false && "unknown operator");
 }
 
+void AdjointRelationParams(Operator op, const float* in, int dim, float* out) {
+  switch (op) {
+    case Operator::kNone:
+      return;
+    case Operator::kTranslation:
+      for (int k = 0; k < dim; ++k) out[k] = -in[k];
+      return;
+    case Operator::kComplexDiagonal:
+      for (int k = 0; k < dim / 2; ++k) out[k] = in[k];
+      for (int k = dim / 2; k < dim; ++k) out[k] = -in[k];
+      return;
+    case Operator::kDiagonal:
+      std::copy(in, in + dim, out);
+      return;
+  }
+}
+
 bool SupportsMixedChunks(const ModelOptions& options) {
   switch (options.op) {
     case Operator::kNone:

@@ -110,6 +110,15 @@ struct ModelOptions {
 // diagonal or complex_diagonal with dot, and translation with l2.
 bool SupportsMixedChunks(const ModelOptions& options);
 
+// The adjoint operator's parameters, where SupportsMixedChunks: with
+// p* = J·p for a diagonal ±1 matrix J, cmp(op_p(x), y) = cmp(x, op_p*(y)).
+// p* is -t for translation (under l2), conj(w) for complex_diagonal and w
+// for diagonal (under dot); none has no parameters. J is its own inverse
+// and transpose, so this also maps the adjoint's gradients back.
+// REQUIRES: in and out hold RelationParamSize(op, dim) floats; they may
+// alias.
+void AdjointRelationParams(Operator op, const float* in, int dim, float* out);
+
 // Number of floats of one relation's operator parameters: 0 for kNone, dim
 // otherwise.
 int RelationParamSize(Operator op, int dim);
