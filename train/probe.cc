@@ -41,7 +41,7 @@ absl::Status ProbeOptions::Validate() const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<ProbeResult> RunProbe(const Graph& graph, TrainOptions train,
+absl::StatusOr<ProbeResult> RunProbe(Graph& graph, TrainOptions train,
                                      const ProbeOptions& probe) {
   RETURN_IF_ERROR(probe.Validate());
   if (graph.manifest().edges.valid == 0) {
@@ -53,35 +53,45 @@ absl::StatusOr<ProbeResult> RunProbe(const Graph& graph, TrainOptions train,
   train.edge_sample = probe.edge_sample;
   train.from_scratch = true;
   train.lr_auto = false;
-  train.eval_valid = false;
   train.progress = nullptr;
   train.checkpoint_every = 0;
   train.stop_after_buckets = 0;
-  const std::string scratch = ScratchPath(graph, probe);
-  auto run = [&]() -> absl::StatusOr<ProbeResult> {
-    RETURN_IF_ERROR(graph.CopyTo(scratch));
-    ProbeResult result;
-    ASSIGN_OR_RETURN(TrainSummary summary, TrainGraph(scratch, train));
+  // The validation, as the in-memory run and `ember eval` rank it.
+  train.eval_valid = true;
+  train.eval_negatives = 0;
+  train.eval_max_edges = probe.eval_edges;
+  ProbeResult result;
+  auto add_epochs = [&result](const TrainSummary& summary) {
     for (const EpochStats& e : summary.epochs) {
       result.train_seconds += e.seconds;
       result.train_edges += e.edges;
     }
+  };
+  ASSIGN_OR_RETURN(const std::optional<TrainSummary> in_memory, TrainWithoutWriting(graph, train));
+  if (in_memory.has_value()) {
+    add_epochs(*in_memory);
+    result.in_memory = true;
+    result.valid = *in_memory->epochs.back().valid;
+    return result;
+  }
+  // Too big to hold at once: train a scratch copy, then rank its checkpoint.
+  train.eval_valid = false;
+  const std::string scratch = ScratchPath(graph, probe);
+  auto run = [&]() -> absl::Status {
+    RETURN_IF_ERROR(graph.CopyTo(scratch));
+    ASSIGN_OR_RETURN(TrainSummary summary, TrainGraph(scratch, train));
+    add_epochs(summary);
     GraphOpenOptions read;
     read.read_only = true;
     ASSIGN_OR_RETURN(auto copy, Graph::Open(scratch, read));
     ASSIGN_OR_RETURN(StoredModel model, LoadStoredModel(*copy));
-    EvalOptions eval;
-    eval.split = Split::kValid;
-    eval.negatives = 0;
-    eval.max_edges = probe.eval_edges;
-    eval.seed = train.seed;
-    eval.threads = train.threads;
-    ASSIGN_OR_RETURN(result.valid, Evaluate(*copy, model, eval));
-    return result;
+    ASSIGN_OR_RETURN(result.valid, Evaluate(*copy, model, ValidationOptions(train)));
+    return absl::OkStatus();
   };
-  absl::StatusOr<ProbeResult> result = run();
+  const absl::Status status = run();
   std::error_code ec;
   std::filesystem::remove_all(scratch, ec);
+  if (!status.ok()) return status;
   return result;
 }
 
@@ -132,7 +142,7 @@ ProbeOptions PlanLrProbes(const ProbeCostModel& cost, int epochs, size_t probes)
   return plan;
 }
 
-absl::StatusOr<LrChoice> ChooseLr(const Graph& graph, const TrainOptions& train) {
+absl::StatusOr<LrChoice> ChooseLr(Graph& graph, const TrainOptions& train) {
   const auto start = std::chrono::steady_clock::now();
   LrChoice choice;
   choice.candidates = LrCandidates(graph.manifest().relations.size());

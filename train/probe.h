@@ -1,7 +1,8 @@
-// Probes: short training runs on a scratch copy of a graph, each scored by
-// filtered validation MRR, ranking a seeded sample of validation edges
-// against every node. They are what `ember tune` and `ember train --lr auto`
-// measure; the user's graph and checkpoint are never written.
+// Probes: short training runs of a graph, each scored by filtered
+// validation MRR, ranking a seeded sample of validation edges against every
+// node. They are what `ember tune` and `ember train --lr auto` measure; the
+// user's graph and checkpoint are never written: a probe trains in memory
+// (TrainWithoutWriting), or a scratch copy when the model does not fit.
 #ifndef EMBER_TRAIN_PROBE_H_
 #define EMBER_TRAIN_PROBE_H_
 
@@ -28,8 +29,9 @@ struct ProbeOptions {
   // Validation edges ranked against all nodes (a sample seeded by the train
   // seed; every edge when the split has fewer). Default: 1000.
   uint64_t eval_edges = 1000;
-  // Where scratch copies go: a fresh subdirectory per probe, removed after
-  // it. "": beside the graph (GRAPH.probe-PID-N). Default: "".
+  // Where scratch copies go (models too big to probe in memory): a fresh
+  // subdirectory per probe, removed after it. "": beside the graph
+  // (GRAPH.probe-PID-N). Default: "".
   std::string scratch_dir;
 
   absl::Status Validate() const;
@@ -39,13 +41,18 @@ struct ProbeResult {
   EvalResult valid;  // filtered, against all nodes
   double train_seconds = 0;
   uint64_t train_edges = 0;  // edges trained, over all epochs
+  bool in_memory = false;    // trained in memory; false: on a scratch copy
 };
 
-// Trains a scratch copy of `graph` with `train` (from scratch, with the
-// probe's epochs and edge sample, without progress or validation) and
-// evaluates it. FailedPrecondition when the graph has no validation edges.
-// REQUIRES: `graph` opened read-write (Graph::CopyTo).
-absl::StatusOr<ProbeResult> RunProbe(const Graph& graph, TrainOptions train,
+// Trains `graph` with `train` (from scratch, with the probe's epochs and
+// edge sample, without progress, and with validation as ValidationOptions
+// ranks it against all nodes) and evaluates it: in memory, without copying
+// or writing the graph, when the model fits in memory at once; otherwise on
+// a scratch copy (ProbeOptions::scratch_dir), trained and then evaluated
+// from its checkpoint. Both give the same result. FailedPrecondition when
+// the graph has no validation edges. REQUIRES: `graph` opened read-write
+// (Graph::CopyTo), unless the model fits in memory.
+absl::StatusOr<ProbeResult> RunProbe(Graph& graph, TrainOptions train,
                                      const ProbeOptions& probe);
 
 // `--lr auto`: the step sizes probed, smallest first; kLrDefault
@@ -122,7 +129,7 @@ std::vector<float> LrCandidates(size_t num_relations);
 // (e.g. a knowledge graph) look alike, and then the default stands; probes
 // that separate (e.g. a graph where large steps overfit at once) decide.
 // FailedPrecondition when the graph has no validation edges.
-absl::StatusOr<LrChoice> ChooseLr(const Graph& graph, const TrainOptions& train);
+absl::StatusOr<LrChoice> ChooseLr(Graph& graph, const TrainOptions& train);
 
 // ChooseLr's rule: the index of the probe with the highest MRR among those
 // that beat probe `baseline` by more than sqrt(ci² + ci_baseline²) and,

@@ -27,15 +27,7 @@
 #include "train/trainer_factory.h"
 
 namespace ember {
-namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// Rounds scheduled ahead for the buffer's eviction choice.
-constexpr size_t kLookaheadRounds = 64;
-
-// The per-epoch validation: the valid split, the same seeded sample of edges
-// every epoch.
 EvalOptions ValidationOptions(const TrainOptions& options) {
   EvalOptions eo;
   eo.split = Split::kValid;
@@ -45,6 +37,13 @@ EvalOptions ValidationOptions(const TrainOptions& options) {
   eo.threads = options.threads;
   return eo;
 }
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Rounds scheduled ahead for the buffer's eviction choice.
+constexpr size_t kLookaheadRounds = 64;
 
 // Where an interrupted epoch stopped, as TrainLoop::TrainerState wrote it
 // into training.state.trainer; zeros and "" for fields it lacks.
@@ -94,6 +93,9 @@ class TrainLoop final : public RoundHooks {
       : graph_(graph), options_(options), P_(graph_->manifest().num_partitions) {}
 
   absl::StatusOr<TrainSummary> Run();
+  // After Run() with TrainOptions::in_memory: false when the model did not
+  // fit in memory at once (or is featurized), and nothing was trained.
+  bool fits_in_memory() const { return fits_in_memory_; }
 
   // RoundHooks, called from the pipeline's source stage.
   void Started(const Round& round, const Round* next) override;
@@ -165,6 +167,7 @@ class TrainLoop final : public RoundHooks {
   int start_epoch_ = 0;
   uint64_t start_round_ = 0;
   bool resumed_ = false;
+  bool fits_in_memory_ = true;
 
   absl::Mutex progress_mu_;
   TrainProgress progress_ ABSL_GUARDED_BY(progress_mu_);
@@ -190,12 +193,15 @@ absl::Status TrainLoop::RestoreOrInit() {
   write_version_ = committed_version_ + 1;
   std::vector<uint64_t> locations(P_, 0);
   std::optional<StoredModel> stored;
-  if (committed_version_ > 0) {
+  // An in-memory run starts from scratch and leaves the checkpoint alone.
+  if (committed_version_ > 0 && !options_.in_memory) {
     ASSIGN_OR_RETURN(stored, LoadStoredModel(*graph_));
     committed_locations_ = stored->partition_versions;
   }
-  RETURN_IF_ERROR(
-      RemoveUncommittedCheckpoints(*graph_, committed_version_, committed_locations_));
+  if (!options_.in_memory) {
+    RETURN_IF_ERROR(
+        RemoveUncommittedCheckpoints(*graph_, committed_version_, committed_locations_));
+  }
   if (stored.has_value()) {
     if (!options_.from_scratch) {
       const ModelOptions& s = stored->model;
@@ -530,6 +536,11 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     rows_off_host_ |= d.kind != "cpu";
   }
   RETURN_IF_ERROR(PlanMemory(devices));
+  if (options_.in_memory &&
+      (capacity_ < P_ || options_.model.featurized != FeaturizedMode::kOff)) {
+    fits_in_memory_ = false;  // nothing trained, nothing written
+    return TrainSummary();
+  }
   RETURN_IF_ERROR(RestoreOrInit());
 
   TrainSummary summary;
@@ -593,9 +604,16 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     stats.seconds = std::chrono::duration<double>(Clock::now() - epoch_start_).count();
     stats.edges_per_second = stats.seconds > 0 ? stats.edges / stats.seconds : 0;
     FillBatchStats(&stats);
+    stats.partition_loads = buffer_->loads() - loads_before;
+    if (options_.in_memory) {
+      if (options_.eval_valid && m.edges.valid > 0 && epoch + 1 == options_.epochs) {
+        ASSIGN_OR_RETURN(stats.valid, Validate());
+      }
+      summary.epochs.push_back(stats);
+      continue;
+    }
     RETURN_IF_ERROR(Checkpoint(epoch + 1, 0, epoch + 1));
     buckets_since_checkpoint_ = 0;
-    stats.partition_loads = buffer_->loads() - loads_before;
     stats.checkpoint_version = committed_version_;
     if (options_.eval_valid && m.edges.valid > 0) {
       ASSIGN_OR_RETURN(stats.valid, Validate());
@@ -637,6 +655,12 @@ absl::Status TrainOptions::Validate() const {
         "--bench-slow-trainer: needs a trainer index >= 0 and a factor >= 1, got ",
         bench_slow_trainer.trainer, ":", bench_slow_trainer.factor));
   }
+  if (in_memory && (!from_scratch || checkpoint_every > 0 || stop_after_buckets > 0 ||
+                    only_new_edges || lr_auto)) {
+    return absl::InvalidArgumentError(
+        "an in-memory run starts from scratch and takes no checkpoints, stop, "
+        "--only-new-edges or --lr auto");
+  }
   if (devices.empty() && (trainers < 1 || trainers > threads)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--trainers ", trainers, " must be between 1 and --threads (", threads, ")"));
@@ -649,7 +673,7 @@ namespace {
 // --lr auto: a resumed run takes the lr stored with its checkpoint; a fresh
 // one probes (ChooseLr) when the graph has validation edges and otherwise
 // keeps options->lr.
-absl::StatusOr<std::optional<LrChoice>> ResolveAutoLr(const Graph& graph, TrainOptions* options) {
+absl::StatusOr<std::optional<LrChoice>> ResolveAutoLr(Graph& graph, TrainOptions* options) {
   const Manifest& m = graph.manifest();
   if (m.training.checkpoint_version > 0 && !options->from_scratch) {
     ASSIGN_OR_RETURN(const SavedPosition saved, ReadSavedPosition(graph));
@@ -663,6 +687,17 @@ absl::StatusOr<std::optional<LrChoice>> ResolveAutoLr(const Graph& graph, TrainO
 }
 
 }  // namespace
+
+absl::StatusOr<std::optional<TrainSummary>> TrainWithoutWriting(Graph& graph,
+                                                                 TrainOptions options) {
+  options.in_memory = true;
+  RETURN_IF_ERROR(options.Validate());
+  TrainLoop loop(&graph, options);
+  ASSIGN_OR_RETURN(TrainSummary summary, loop.Run());
+  if (!loop.fits_in_memory()) return std::nullopt;
+  summary.lr = options.lr;
+  return summary;
+}
 
 absl::StatusOr<TrainSummary> TrainGraph(const std::string& graph_dir,
                                         const TrainOptions& options) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "storage/graph.h"
 #include "train/evaluator.h"
 #include "train/probe.h"
 #include "train/train_options.h"
@@ -69,6 +70,21 @@ std::string EpochJsonLine(const EpochStats& s);
 
 absl::StatusOr<TrainSummary> TrainGraph(const std::string& graph_dir,
                                         const TrainOptions& options);
+
+// The per-epoch validation (eval_valid): the valid split, ranked against
+// eval_negatives (0: all nodes), the same sample of eval_max_edges edges
+// (seeded by options.seed) every epoch.
+EvalOptions ValidationOptions(const TrainOptions& options);
+
+// Trains `graph` from scratch without writing to it (TrainOptions::in_memory,
+// which this sets): the probes' way to train on the user's graph, with no
+// copy, checkpoint or reload. With options.eval_valid, the last epoch's
+// stats carry its validation. Returns nullopt, having trained nothing, when
+// the model does not fit in memory at once under options.memory_budget (or
+// is featurized); train a copy with TrainGraph then.
+// `graph` may be opened read-only.
+absl::StatusOr<std::optional<TrainSummary>> TrainWithoutWriting(Graph& graph,
+                                                                 TrainOptions options);
 
 }  // namespace ember
 

@@ -184,6 +184,12 @@ struct TrainOptions {
   // Testing hook: stop as if killed (no final checkpoint) after this many
   // buckets have been trained in this run. 0: never.
   uint64_t stop_after_buckets = 0;
+  // Train without writing to the graph (probes, train/probe.h
+  // TrainWithoutWriting): from scratch, no checkpoint, no metrics line, no
+  // table writes; validation (eval_valid) runs once, after the last epoch,
+  // on the rows in memory. REQUIRES from_scratch, and checkpoint_every,
+  // stop_after_buckets, only_new_edges and lr_auto off. Default: false.
+  bool in_memory = false;
 
   absl::Status Validate() const;
 };

@@ -1,12 +1,18 @@
-// Probes (train/probe.h): scratch copies that leave the graph untouched,
-// edge samples, the --lr auto rule, and the lr stored with the checkpoint.
+// Probes (train/probe.h): in memory or on scratch copies, both leaving the
+// graph untouched; edge samples, the --lr auto rule, and the lr stored with
+// the checkpoint.
 #include "train/probe.h"
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/train/train_test_util.h"
+#include "train/train_loop.h"
 
 namespace ember {
 namespace {
@@ -131,32 +137,103 @@ class ProbeTest : public ::testing::Test {
 TempDir* ProbeTest::dir_ = nullptr;
 GraphFactory* ProbeTest::factory_ = nullptr;
 
-TEST_F(ProbeTest, TrainsAScratchCopyOfAnEdgeSampleAndLeavesTheGraphAlone) {
+// What a directory holds: every file's path and bytes, except RocksDB's
+// info logs (LOG*), which opening and closing a database appends to.
+std::map<std::string, std::string> DirectoryContents(const std::string& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!entry.is_regular_file() || entry.path().filename().string().starts_with("LOG")) {
+      continue;
+    }
+    std::ifstream in(entry.path(), std::ios::binary);
+    files[entry.path().lexically_relative(dir).string()] =
+        std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  return files;
+}
+
+void ExpectNoScratchCopies(const std::string& dir) {
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    EXPECT_EQ(entry.path().filename().string().find(".probe-"), std::string::npos)
+        << entry.path();
+  }
+}
+
+TEST_F(ProbeTest, TrainsAnEdgeSampleInMemoryAndLeavesTheGraphAndItsCheckpointAlone) {
   const std::string graph_dir = factory_->New(2);
   const uint64_t train_edges = factory_->summary(2).edges.train;
+  // A checkpoint the probe must not touch.
+  ASSERT_TRUE(TrainGraph(graph_dir, SmallOptions(1)).ok());
   auto graph = Graph::Open(graph_dir, GraphOpenOptions{.read_only = false});
   ASSERT_TRUE(graph.ok()) << graph.status();
+  const uint64_t checkpoint = (*graph)->manifest().training.checkpoint_version;
+  ASSERT_GT(checkpoint, 0u);
+  const auto before = DirectoryContents(graph_dir + "/..");
   ProbeOptions probe;
   probe.edge_sample = 0.5;
   probe.epochs = 2;
   probe.eval_edges = 300;
   auto result = RunProbe(**graph, SmallOptions(10), probe);
   ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(result->in_memory);
   // About half the train edges, each epoch (a hash sample: binomial spread).
   EXPECT_NEAR(double(result->train_edges) / (2 * train_edges), 0.5, 0.03);
   EXPECT_EQ(result->valid.edges, 300u);
   EXPECT_EQ(result->valid.negatives, 0u);  // against every node
   EXPECT_GT(result->valid.filtered.mrr, 0);
-  // The graph has no checkpoint, and no scratch copy is left beside it.
-  EXPECT_EQ((*graph)->manifest().training.checkpoint_version, 0u);
+  EXPECT_EQ((*graph)->manifest().training.checkpoint_version, checkpoint);
   graph->reset();
-  auto m = ManifestOf(graph_dir);
-  ASSERT_TRUE(m.ok());
-  EXPECT_EQ(m->training.checkpoint_version, 0u);
-  for (const auto& entry : std::filesystem::directory_iterator(dir_->path())) {
-    EXPECT_EQ(entry.path().filename().string().find(".probe-"), std::string::npos)
-        << entry.path();
-  }
+  // Not a byte of the graph (checkpoint, metrics, tables) changed, and no
+  // copy was made beside it.
+  EXPECT_EQ(DirectoryContents(graph_dir + "/.."), before);
+}
+
+TEST_F(ProbeTest, InMemoryProbesScoreWhatTrainingACopyAndEvaluatingItScores) {
+  const std::string graph_dir = factory_->New(2);
+  TrainOptions o = SmallOptions(1);
+  o.deterministic = true;  // one thread, one batch in flight: bit-identical
+  ProbeOptions probe;
+  probe.edge_sample = 0.5;
+  probe.eval_edges = 300;
+  auto graph = Graph::Open(graph_dir, GraphOpenOptions{.read_only = false});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  auto result = RunProbe(**graph, o, probe);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->in_memory);
+  graph->reset();
+  // The same run written to disk, and its checkpoint evaluated.
+  o.edge_sample = probe.edge_sample;
+  ASSERT_TRUE(TrainGraph(graph_dir, o).ok());
+  auto trained = Graph::Open(graph_dir);
+  ASSERT_TRUE(trained.ok());
+  auto model = LoadStoredModel(**trained);
+  ASSERT_TRUE(model.ok());
+  o.eval_max_edges = probe.eval_edges;
+  auto eval = Evaluate(**trained, *model, ValidationOptions(o));
+  ASSERT_TRUE(eval.ok()) << eval.status();
+  EXPECT_EQ(result->valid.edges, eval->edges);
+  EXPECT_EQ(result->valid.filtered.mrr, eval->filtered.mrr);
+  EXPECT_EQ(result->valid.raw.hits10, eval->raw.hits10);
+}
+
+TEST_F(ProbeTest, AModelTooBigForMemoryIsProbedOnAScratchCopy) {
+  const std::string graph_dir = factory_->New(4);
+  auto graph = Graph::Open(graph_dir, GraphOpenOptions{.read_only = false});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  TrainOptions o = SmallOptions(1);
+  o.buffer_partitions = 2;  // of 4: the model never is in memory at once
+  ProbeOptions probe;
+  probe.eval_edges = 300;
+  const auto before = DirectoryContents(graph_dir);
+  auto result = RunProbe(**graph, o, probe);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_FALSE(result->in_memory);
+  EXPECT_EQ(result->valid.edges, 300u);
+  EXPECT_GT(result->valid.filtered.mrr, 0);
+  EXPECT_GT(result->train_edges, 0u);
+  graph->reset();
+  EXPECT_EQ(DirectoryContents(graph_dir), before);
+  ExpectNoScratchCopies(dir_->path());
 }
 
 TEST_F(ProbeTest, NeedsValidationEdges) {
