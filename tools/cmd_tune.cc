@@ -2,8 +2,8 @@
 //                  [--sample-edges N] [--eval-max-edges N] [--out FLAGFILE]
 //                  [--json]
 // Every combination of the grid's values is one probe (train/probe.h): a
-// short run on a scratch copy, scored by filtered validation MRR against all
-// nodes. Writes the best combination, with the train flags given on the
+// short run that leaves the graph untouched, scored by filtered validation
+// MRR against all nodes. Writes the best combination, with the train flags given on the
 // command line, as a flagfile for `ember train --flagfile`.
 #include <algorithm>
 #include <cstdio>
