@@ -1,6 +1,6 @@
 // ember eval GRAPH [--split test|valid|train] [--negatives all|N]
-//                  [--max-edges N] [--by-relation] [--seed S] [--threads T]
-//                  [--json]
+//                  [--max-edges N] [--by-relation] [--memory-budget B]
+//                  [--seed S] [--threads T] [--json]
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -145,7 +145,8 @@ int EvalMain(const std::vector<std::string>& args) {
     return ReportStatus(
         "eval", absl::InvalidArgumentError(
                     "usage: ember eval GRAPH [--split test|valid|train] "
-                    "[--negatives all|N] [--max-edges N] [--by-relation] [--json]"));
+                    "[--negatives all|N] [--max-edges N] [--by-relation] [--memory-budget B] "
+                    "[--json]"));
   }
   return ReportStatus("eval", Run(args[0]));
 }

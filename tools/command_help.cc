@@ -43,6 +43,9 @@ const std::vector<CommandFlags>& Table() {
         {"seed"}, {"threads"}, {"json"}, {"quiet"}, {"progress_interval"}}},
       {"eval",
        {{"split", "eval: the split to evaluate: test, valid or train.", "test"},
+        {"memory_budget", "eval: memory ranking may use (the largest partition's rows, a "
+                          "batch of edges, RocksDB's cache); batches shrink to fit, and a "
+                          "model that cannot fit is refused before ranking."},
         {"seed"}, {"threads"}, {"json"}, {"quiet"}, {"progress_interval"}}},
       {"export",
        {{"out"}, {"overwrite"}, {"threads"}, {"json"}, {"quiet"}, {"progress_interval"}}},

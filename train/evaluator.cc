@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "tbb/parallel_for.h"
 #include "tbb/task_arena.h"
 #include "train/candidate_scorer.h"
+#include "train/memory_plan.h"
 #include "train/rank_metrics.h"
 
 namespace ember {
@@ -33,6 +35,8 @@ constexpr int kQueryChunk = 128;
 constexpr int kCandidateBlock = 2048;
 // Default batch: its endpoint rows take about this many bytes.
 constexpr uint64_t kBatchRowBytes = uint64_t{256} << 20;
+// RocksDB's block cache of a graph opened with default options.
+constexpr uint64_t kStorageBytes = uint64_t{64} << 20;
 
 using EmbeddingFn = std::function<absl::StatusOr<const float*>(uint32_t)>;
 
@@ -150,11 +154,7 @@ class EvalRun {
     pairs_total_ = (sampled_ ? positions_.size() : total) *
                    (options_.negatives > 0 ? options_.negatives : manifest_.num_nodes);
     if (options_.by_relation) by_relation_.resize(manifest_.relations.size());
-    batch_edges_ = options_.batch_edges;
-    if (batch_edges_ == 0) {
-      batch_edges_ = std::clamp<uint64_t>(
-          kBatchRowBytes / (2 * sizeof(float) * dim_), 1024, 1u << 20);
-    }
+    batch_edges_ = options_.batch_edges;  // set by PlanEvalMemory
 
     // Walk the split's buckets in order, picking sampled positions.
     uint64_t pos = 0;
@@ -600,6 +600,54 @@ class OneBlasThread {
 
 }  // namespace
 
+absl::StatusOr<EvalMemoryPlan> PlanEvalMemory(const Manifest& m, const ModelOptions& model,
+                                              uint64_t feature_table_bytes,
+                                              const EvalOptions& options) {
+  const uint64_t dim = static_cast<uint64_t>(model.dim);
+  const uint64_t row = dim * sizeof(float);
+  const uint64_t split_edges = m.edges[options.split];
+  const uint64_t evaluated = options.max_edges > 0 ? std::min(options.max_edges, split_edges)
+                                                   : split_edges;
+  uint64_t largest = 0;
+  for (uint64_t rows : m.partition_sizes) largest = std::max(largest, rows);
+  const uint64_t threads = options.threads > 0 ? options.threads : std::thread::hardware_concurrency();
+  EvalMemoryPlan plan;
+  plan.fixed_bytes =
+      largest * row + feature_table_bytes + options.negatives * (row + sizeof(uint64_t)) +
+      (evaluated < split_edges ? 3 * evaluated * sizeof(uint64_t) : 0) +  // sample
+      std::max<uint64_t>(threads, 1) * sizeof(float) *
+          (2 * kQueryChunk * dim + uint64_t{kQueryChunk} * kCandidateBlock +
+           2 * kCandidateBlock * (dim + 1)) +
+      kStorageBytes;
+  // Per edge: two endpoint rows and the edge; per query (two): counters,
+  // order, true score, filter pointer, a filter map entry and its ids.
+  const uint64_t mean_degree = m.num_nodes > 0 ? 2 * m.edges.total() / m.num_nodes : 0;
+  plan.per_edge_bytes =
+      2 * row + sizeof(EvalEdge) +
+      2 * (kNumCounters * sizeof(uint64_t) + sizeof(uint64_t) + sizeof(float) + sizeof(void*) +
+           64 + (mean_degree + 1) * sizeof(uint64_t));
+  if (options.batch_edges > 0) {
+    plan.batch_edges = options.batch_edges;
+    return plan;
+  }
+  const uint64_t most = std::clamp<uint64_t>(kBatchRowBytes / (2 * row), 1024, 1u << 20);
+  plan.batch_edges = std::max<uint64_t>(std::min(most, evaluated), 1);
+  if (options.memory_budget == 0) return plan;
+  const uint64_t least = std::min(kMinEvalBatchEdges, plan.batch_edges);
+  if (options.memory_budget < plan.fixed_bytes + least * plan.per_edge_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "ranking needs about ", Mib(plan.fixed_bytes + least * plan.per_edge_bytes),
+        " (the largest partition, ", largest, " nodes x ", dim, " dims, takes ",
+        Mib(largest * row), ", and a batch of ", least, " edges ",
+        Mib(least * plan.per_edge_bytes), "), over the memory budget of ",
+        Mib(options.memory_budget),
+        "; raise --memory-budget, or import with more partitions"));
+  }
+  plan.batch_edges =
+      std::min(plan.batch_edges, (options.memory_budget - plan.fixed_bytes) / plan.per_edge_bytes);
+  return plan;
+}
+
 std::string DescribeProtocol(const EvalResult& r) {
   const std::string against =
       r.negatives == 0
@@ -647,10 +695,16 @@ absl::StatusOr<EvalResult> Evaluate(const Graph& graph,
     return absl::FailedPreconditionError(
         absl::StrCat(graph.dir(), " has no nodes"));
   }
+  EvalOptions planned = options;
+  if (planned.batch_edges == 0) {
+    planned.memory_budget = 0;  // the rows are the caller's
+    ASSIGN_OR_RETURN(const EvalMemoryPlan plan, PlanEvalMemory(m, model, 0, planned));
+    planned.batch_edges = plan.batch_edges;
+  }
   OneBlasThread one_blas_thread;
   tbb::task_arena arena(options.threads > 0 ? options.threads
                                             : tbb::task_arena::automatic);
-  EvalRun run(graph, model, relations, embeddings, options, &arena);
+  EvalRun run(graph, model, relations, embeddings, planned, &arena);
   return run.Run();
 }
 
@@ -663,6 +717,11 @@ absl::StatusOr<EvalResult> Evaluate(const Graph& graph,
         graph.dir(), " has no trained embeddings yet; run `ember train ",
         graph.dir(), "` first"));
   }
+  EvalOptions planned = options;
+  ASSIGN_OR_RETURN(const EvalMemoryPlan plan,
+                   PlanEvalMemory(graph.manifest(), model.model,
+                                  model.features.embeddings.size() * sizeof(float), options));
+  planned.batch_edges = plan.batch_edges;
   // One partition held at a time, kept until another is asked for.
   std::vector<float> rows;
   int64_t held = -1;
@@ -676,7 +735,7 @@ absl::StatusOr<EvalResult> Evaluate(const Graph& graph,
     }
     return rows.data();
   };
-  return Evaluate(graph, model.model, model.relations, load, options);
+  return Evaluate(graph, model.model, model.relations, load, planned);
 }
 
 }  // namespace ember

@@ -37,7 +37,7 @@
 // pairs, collected by one scan over the buckets of all splits that can hold
 // them (never the whole edge list). Embedding partitions are held one at a
 // time (the callback's contract below); N sampled negatives take N × dim
-// floats.
+// floats. PlanEvalMemory adds these up and sizes the batch to a budget.
 //
 // Determinism: results depend on the graph, the model, and the options
 // other than `threads` only.
@@ -74,10 +74,13 @@ struct EvalOptions {
   uint64_t seed = 0;
   // Threads for scoring; 0: all hardware threads. Default: 0.
   int threads = 0;
-  // Evaluated edges per batch; 0: chosen from dim so that a batch's rows
-  // take about 256 MiB. Results with negatives == 0 do not depend on it.
-  // Default: 0.
+  // Evaluated edges per batch; 0: chosen by PlanEvalMemory (rows of about
+  // 256 MiB, less under memory_budget). Results with negatives == 0 do not
+  // depend on it. Default: 0.
   uint64_t batch_edges = 0;
+  // Peak-memory target in bytes for Evaluate on a stored model
+  // (PlanEvalMemory); 0: none. Default: 0.
+  uint64_t memory_budget = 0;
   // Also report filtered metrics per relation (EvalResult::by_relation).
   // Default: false.
   bool by_relation = false;
@@ -110,14 +113,44 @@ struct EvalResult {
 // "filtered ranking against 1000 sampled negatives (optimistic) on ...".
 std::string DescribeProtocol(const EvalResult& result);
 
+// What Evaluate on a stored model holds at once: fixed_bytes (the largest
+// partition's rows, the feature table of a featurized model, sampled
+// negatives, the edge sample's positions, per-thread scratch, RocksDB's
+// block cache) and per_edge_bytes for each edge of a batch (its endpoint
+// rows, counters, and filter sets of the graph's mean degree: an estimate,
+// which a batch of hubs' queries exceeds).
+struct EvalMemoryPlan {
+  uint64_t batch_edges = 0;
+  uint64_t fixed_bytes = 0;
+  uint64_t per_edge_bytes = 0;
+  uint64_t bytes() const { return fixed_bytes + batch_edges * per_edge_bytes; }
+};
+
+// Smallest batch a memory budget may leave: every batch streams every
+// partition once, so smaller ones multiply the reads.
+inline constexpr uint64_t kMinEvalBatchEdges = 1024;
+
+// The batch: options.batch_edges when set; otherwise rows of about 256 MiB,
+// no more edges than are evaluated, and under options.memory_budget (when
+// set) as many as fit. ResourceExhausted, naming the need and the largest
+// partition, when the budget cannot hold the fixed part and a batch of
+// kMinEvalBatchEdges (or of all evaluated edges, if fewer).
+// `feature_table_bytes`: the stored feature table of a featurized model.
+absl::StatusOr<EvalMemoryPlan> PlanEvalMemory(const Manifest& manifest,
+                                              const ModelOptions& model,
+                                              uint64_t feature_table_bytes,
+                                              const EvalOptions& options);
+
 // Evaluates the graph's current checkpoint (LoadStoredModel). Errors:
 // FailedPrecondition when the graph has no checkpoint, or when the split
-// has no edges; errors of storage as they come.
+// has no edges; ResourceExhausted from PlanEvalMemory; errors of storage as
+// they come.
 absl::StatusOr<EvalResult> Evaluate(const Graph& graph,
                                     const StoredModel& model,
                                     const EvalOptions& options);
 
-// As above with in-memory embeddings (the trainer's per-epoch validation).
+// As above with in-memory embeddings (the trainer's per-epoch validation),
+// whose rows are the caller's: options.memory_budget does not apply.
 // `embeddings(p)` returns partition p's rows (partition size × model.dim
 // floats); the pointer must stay valid until the next call of `embeddings`
 // or until Evaluate returns. Evaluate calls it from one thread at a time and

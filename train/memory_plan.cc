@@ -7,11 +7,8 @@
 #include "storage/types.h"
 
 namespace ember {
-namespace {
 
 std::string Mib(uint64_t bytes) { return absl::StrCat((bytes + (1 << 20) - 1) >> 20, " MiB"); }
-
-}  // namespace
 
 absl::StatusOr<TrainMemoryPlan> PlanTrainMemory(const TrainMemoryInput& in) {
   const TrainMemoryShares shares = SplitTrainBudget(in.budget);

@@ -46,6 +46,9 @@ struct TrainMemoryPlan {
 // than --buffer-partitions asked for.
 absl::StatusOr<TrainMemoryPlan> PlanTrainMemory(const TrainMemoryInput& in);
 
+// `bytes` in whole MiB, rounded up ("133 MiB"), as memory errors name them.
+std::string Mib(uint64_t bytes);
+
 }  // namespace ember
 
 #endif  // EMBER_TRAIN_MEMORY_PLAN_H_

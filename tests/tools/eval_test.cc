@@ -6,6 +6,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -195,6 +196,31 @@ TEST_F(EvalCliTest, BadFlags) {
   EXPECT_THAT(p.err, HasSubstr("usage: ember eval GRAPH"));
 }
 
+TEST_F(EvalCliTest, AModelOverTheMemoryBudgetIsRefusedBeforeRanking) {
+  auto graph = Graph::Open(dir_);
+  ASSERT_TRUE(graph.ok());
+  auto model = LoadStoredModel(**graph);
+  ASSERT_TRUE(model.ok());
+  // The CLI ranks on the machine's threads (--threads 0): so does the plan.
+  auto plan = PlanEvalMemory((*graph)->manifest(), model->model, 0, EvalOptions{});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const uint64_t need = plan->bytes();  // all 3 test edges in one batch
+  const std::vector<uint64_t> partition_sizes = (*graph)->manifest().partition_sizes;
+  ProcessResult p = Ember({"eval", dir_, absl::StrCat("--memory-budget=", need - 1)});
+  EXPECT_EQ(p.exit_code, 1);
+  EXPECT_THAT(p.err, HasSubstr("over the memory budget"));
+  EXPECT_THAT(p.err, HasSubstr("ember eval: ranking needs about"));
+  EXPECT_THAT(p.err, HasSubstr(absl::StrCat("the largest partition, ",
+                                            std::max(partition_sizes[0], partition_sizes[1]),
+                                            " nodes x 3 dims")));
+  EXPECT_THAT(p.err, HasSubstr("raise --memory-budget"));
+  EXPECT_EQ(p.out, "");
+  p = Ember({"eval", dir_, absl::StrCat("--memory-budget=", need), "--json"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  ExpectMetricsJson(nlohmann::json::parse(p.out).at("filtered"),
+                    Library(dir_, EvalOptions{}).filtered);
+}
+
 // The protocol no longer depends on the graph: whatever its size (the old
 // `auto` switched to 1000 sampled negatives above 100,000 nodes), the
 // defaults rank a sample of 10,000 edges against every node.
@@ -206,6 +232,7 @@ TEST(EvalFlagsTest, DefaultIsAllNodesOnASampleOfEdges) {
   EXPECT_EQ(options->max_edges, 10000u);
   EXPECT_EQ(options->split, Split::kTest);
   EXPECT_FALSE(options->by_relation);
+  EXPECT_EQ(options->memory_budget, uint64_t{2} << 30);  // as train's
 
   absl::SetFlag(&FLAGS_negatives, tools::EvalNegatives{1000});
   absl::SetFlag(&FLAGS_max_edges, uint64_t{0});

@@ -94,9 +94,9 @@ TEST(CommandHelpCliTest, FlagsACommandDoesNotReadAreRefusedNamingThem) {
   TempDir tmp;
   // eval reads neither: refused before it touches the (missing) graph.
   ProcessResult r = RunProcess(
-      {kEmber, "eval", tmp.Sub("g"), "--batch-size", "5", "--memory-budget", "1G"}, tmp.path());
+      {kEmber, "eval", tmp.Sub("g"), "--batch-size", "5", "--chunk-size", "7"}, tmp.path());
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.err, HasSubstr("ember eval: --batch-size, --memory-budget are not flags of eval"));
+  EXPECT_THAT(r.err, HasSubstr("ember eval: --batch-size, --chunk-size are not flags of eval"));
   r = RunProcess({kEmber, "export", tmp.Sub("g"), "--out", tmp.Sub("e.tsv"), "--epochs=3"},
                  tmp.path());
   EXPECT_EQ(r.exit_code, 2);

@@ -166,13 +166,15 @@ TinyGraphSpec RandomSpec(int nodes, int train_edges, int test_edges,
   return spec;
 }
 
-// A graph of `spec` at tmp/g whose rows are RandomRow of the node names.
-std::unique_ptr<Graph> RandomRowGraph(const TempDir& tmp,
-                                      const TinyGraphSpec& spec,
-                                      const ModelOptions& model) {
-  return MakeGraph(tmp, spec, model, [&](std::string_view n, float* r) {
-    RandomRow(model.dim, n, r);
-  });
+// A graph of `spec` at tmp/name whose rows are RandomRow of the node names
+// and whose relation parameters are RandomRow of "rel:" + relation name.
+std::unique_ptr<Graph> RandomRowGraph(const TempDir& tmp, const TinyGraphSpec& spec,
+                                      const ModelOptions& model, const std::string& name = "g") {
+  auto row = [&](std::string_view n, float* r) { RandomRow(model.dim, n, r); };
+  auto rel = [&](std::string_view n, float* p) {  // p: null for op none
+    if (p != nullptr) RandomRow(model.dim, absl::StrCat("rel:", std::string(n)), p);
+  };
+  return MakeGraph(tmp, spec, model, row, rel, name);
 }
 
 TEST(EvaluatorTest, SameResultForThreadsBatchesAndPartitionLayouts) {
@@ -181,14 +183,8 @@ TEST(EvaluatorTest, SameResultForThreadsBatchesAndPartitionLayouts) {
   model.op = Operator::kComplexDiagonal;
   model.comparator = Comparator::kCos;
   model.dim = 10;
-  auto row = [&](std::string_view n, float* r) { RandomRow(model.dim, n, r); };
-  auto rel = [&](std::string_view n, float* p) {
-    RandomRow(model.dim, absl::StrCat("rel:", std::string(n)), p);
-  };
-  auto one = MakeGraph(tmp, RandomSpec(300, 900, 120, 3, 1), model, row, rel,
-                       "one");
-  auto three = MakeGraph(tmp, RandomSpec(300, 900, 120, 3, 3), model, row, rel,
-                         "three");
+  auto one = RandomRowGraph(tmp, RandomSpec(300, 900, 120, 3, 1), model, "one");
+  auto three = RandomRowGraph(tmp, RandomSpec(300, 900, 120, 3, 3), model, "three");
   ASSERT_NE(one, nullptr);
   ASSERT_NE(three, nullptr);
   EvalOptions options;
@@ -324,11 +320,7 @@ TEST(EvaluatorTest, RanksMatchAReferenceForEveryOperatorAndComparator) {
       model.dim = 8;
       SCOPED_TRACE(absl::StrCat(std::string(OperatorName(model.op)), " ",
                                 std::string(ComparatorName(model.comparator))));
-      auto row = [&](std::string_view n, float* r) { RandomRow(model.dim, n, r); };
-      auto rel = [&](std::string_view n, float* p) {  // p: null for op none
-        if (p != nullptr) RandomRow(model.dim, absl::StrCat("rel:", std::string(n)), p);
-      };
-      auto graph = MakeGraph(tmp, spec, model, row, rel, absl::StrCat("m", op, cmp));
+      auto graph = RandomRowGraph(tmp, spec, model, absl::StrCat("m", op, cmp));
       ASSERT_NE(graph, nullptr);
       EvalOptions options;
       options.batch_edges = 25;  // batches of mixed relations, partial chunks
@@ -345,6 +337,53 @@ TEST(EvaluatorTest, RanksMatchAReferenceForEveryOperatorAndComparator) {
       EXPECT_GT(raw.mr, filtered.mr);  // the filter removed true answers
     }
   }
+}
+
+TEST(PlanEvalMemoryTest, BatchesShrinkToTheBudgetWithoutChangingTheRanks) {
+  TempDir tmp;
+  ModelOptions model;
+  model.op = Operator::kDiagonal;
+  model.dim = 16;
+  auto graph = RandomRowGraph(tmp, RandomSpec(300, 900, 3000, 3, 2), model);
+  ASSERT_NE(graph, nullptr);
+  const Manifest& m = graph->manifest();
+  EvalOptions options;
+  options.threads = 1;
+  options.max_edges = 0;  // every test edge
+  auto unbounded = PlanEvalMemory(m, model, 0, options);
+  ASSERT_TRUE(unbounded.ok());
+  EXPECT_EQ(unbounded->batch_edges, m.edges.test);  // one batch holds them all
+  EXPECT_GE(unbounded->fixed_bytes, 150 * 16 * sizeof(float));  // a partition's rows
+  EXPECT_GE(unbounded->per_edge_bytes, 2 * 16 * sizeof(float));  // two endpoint rows
+  const EvalResult whole = EvalStored(*graph, options);
+
+  // Room for 1500 edges: two batches, under the budget, the same ranks.
+  options.memory_budget = unbounded->fixed_bytes + 1500 * unbounded->per_edge_bytes;
+  auto bounded = PlanEvalMemory(m, model, 0, options);
+  ASSERT_TRUE(bounded.ok()) << bounded.status();
+  EXPECT_EQ(bounded->batch_edges, 1500u);
+  EXPECT_LE(bounded->bytes(), options.memory_budget);
+  const EvalResult halves = EvalStored(*graph, options);
+  ExpectSameMetrics(whole.filtered, halves.filtered, 1e-12);
+  ExpectSameMetrics(whole.raw, halves.raw, 1e-12);
+
+  // Below a batch of kMinEvalBatchEdges: refused, naming the need.
+  options.memory_budget =
+      unbounded->fixed_bytes + (kMinEvalBatchEdges - 1) * unbounded->per_edge_bytes;
+  auto refused = PlanEvalMemory(m, model, 0, options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.status().message().find("over the memory budget"), std::string::npos)
+      << refused.status();
+  auto stored = LoadStoredModel(*graph);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(Evaluate(*graph, *stored, options).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  // A featurized model's feature table counts too.
+  options.memory_budget = 0;
+  auto featurized = PlanEvalMemory(m, model, 1 << 20, options);
+  ASSERT_TRUE(featurized.ok());
+  EXPECT_EQ(featurized->fixed_bytes, unbounded->fixed_bytes + (1 << 20));
 }
 
 // A ring of n nodes, n_i -> n_{i+1} ("next"), every `test_every`-th edge a
@@ -499,11 +538,7 @@ TEST(EvaluatorTest, ByRelationAveragesBackToOverall) {
   ModelOptions model;
   model.op = Operator::kDiagonal;
   model.dim = 6;
-  auto row = [&](std::string_view n, float* r) { RandomRow(model.dim, n, r); };
-  auto rel = [&](std::string_view n, float* p) {
-    RandomRow(model.dim, absl::StrCat("rel:", std::string(n)), p);
-  };
-  auto graph = MakeGraph(tmp, RandomSpec(200, 600, 150, 4, 2), model, row, rel);
+  auto graph = RandomRowGraph(tmp, RandomSpec(200, 600, 150, 4, 2), model);
   ASSERT_NE(graph, nullptr);
   EvalOptions options;
   EXPECT_TRUE(EvalStored(*graph, options).by_relation.empty());

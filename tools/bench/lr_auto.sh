@@ -11,6 +11,8 @@
 # hubs of 5 % degree (dot, dim 100, 10 epochs); SBM of 20000 nodes in 50
 # blocks (dot, dim 64, 10 epochs). Imports use --split 0.9,0.05,0.05 where
 # the generator writes no split.
+# GRAPH@OPERATOR/COMPARATOR/DIM trains that graph with another model, e.g.
+# kg20k@translation/l2/32 (the README's per-operator sweep).
 # Usage: tools/bench/lr_auto.sh [GRAPH...]   (kg20k kg20k-sparse kg4k rmat14 rmat16-hubs sbm)
 # --json-out FILE also writes the figures as JSON (tools/bench/json_out.sh).
 set -euo pipefail
@@ -49,31 +51,37 @@ make_graph() {  # name -> $work/name, and prints its train flags
   esac
 }
 
-mrr() {  # graph-copy -> filtered test MRR
+mrr() {  # graph-copy graph-name -> filtered test MRR
   local edges=2000
-  case $1 in *kg*) edges=5000 ;; esac
+  case $2 in kg*) edges=5000 ;; esac
   "$ember" eval "$1" --max-edges $edges --json | python3 -c 'import json,sys; print("%.4f" % json.load(sys.stdin)["filtered"]["mrr"])'
 }
 
-printf "%-14s %8s %8s %8s %8s   %-8s %6s %7s %9s\n" graph 0.01 0.03 0.1 0.3 auto chose "probe s" "of run"
+printf "%-30s %8s %8s %8s %8s   %-8s %6s %7s %9s\n" graph 0.01 0.03 0.1 0.3 auto chose "probe s" "of run"
 for name in "${graphs[@]}"; do
-  read -r -a flags <<<"$(make_graph "$name")"
+  base=${name%%@*}
+  [ -f "$work/$base.flags" ] || make_graph "$base" >"$work/$base.flags"
+  read -r -a flags <"$work/$base.flags"
+  if [ "$base" != "$name" ]; then
+    IFS=/ read -r op cmp dim <<<"${name#*@}"
+    flags+=(--operator "$op" --comparator "$cmp" --dim "$dim")
+  fi
   row=()
   for lr in 0.01 0.03 0.1 0.3; do
-    rm -rf "$work/run" && cp -r "$work/$name" "$work/run"
+    rm -rf "$work/run" && cp -r "$work/$base" "$work/run"
     "$ember" train "$work/run" "${flags[@]}" --lr $lr --threads 2 --quiet >/dev/null 2>"$work/fixed.err" ||
       { cat "$work/fixed.err" >&2; exit 1; }
-    row+=("$(mrr "$work/run")")
+    row+=("$(mrr "$work/run" "$base")")
   done
-  rm -rf "$work/run" && cp -r "$work/$name" "$work/run"
+  rm -rf "$work/run" && cp -r "$work/$base" "$work/run"
   start=$(date +%s.%N)
   "$ember" train "$work/run" "${flags[@]}" --threads 2 --json 2>"$work/auto.err" >"$work/auto.json"
   total=$(echo "$(date +%s.%N) - $start" | bc -l)
-  auto=$(mrr "$work/run")
+  auto=$(mrr "$work/run" "$base")
   chose=$(python3 -c 'import json,sys; print("%g" % json.loads(open(sys.argv[1]).readline())["lr"])' "$work/auto.json")
   probe_s=$(sed -n 's/^lr auto: probes .*(\([0-9.]*\) s):$/\1/p' "$work/auto.err")
   share=$(echo "100 * ${probe_s:-0} / $total" | bc -l)
-  printf "%-14s %8s %8s %8s %8s   %-8s %6s %7s %8.1f%%\n" "$name" "${row[@]}" "$auto" "$chose" "${probe_s:-0}" "$share"
+  printf "%-30s %8s %8s %8s %8s   %-8s %6s %7s %8.1f%%\n" "$name" "${row[@]}" "$auto" "$chose" "${probe_s:-0}" "$share"
   bench_json run "$name" mrr_0.01="${row[0]}" mrr_0.03="${row[1]}" mrr_0.1="${row[2]}" mrr_0.3="${row[3]}" \
     mrr_auto="$auto" auto_lr="$chose" probe_seconds="${probe_s:-0}" probe_share="$share"
 done
