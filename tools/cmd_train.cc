@@ -141,6 +141,11 @@ namespace {
 void PrintLrChoice(const TrainSummary& s) {
   if (!s.lr_choice.has_value()) return;
   const LrChoice& c = *s.lr_choice;
+  if (c.probes.empty()) {
+    std::fprintf(stderr, "lr auto: %g, the one step for this model on this graph (not probed)\n",
+                 c.lr);
+    return;
+  }
   std::fprintf(stderr,
                "lr auto: probes of 1 epoch on %.1f%% of the train edges, each ranking %llu "
                "validation edges (%.1f s):\n",
@@ -151,7 +156,7 @@ void PrintLrChoice(const TrainSummary& s) {
                  f.mrr_ci95, c.candidates[k] == c.lr ? "  <- chosen" : "");
   }
   if (!c.significant) {
-    std::fprintf(stderr, "  (no probe beat lr %g beyond the intervals: it stands)\n", kLrDefault);
+    std::fprintf(stderr, "  (no probe beat lr %g beyond the intervals: it stands)\n", c.baseline);
   }
 }
 

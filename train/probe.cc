@@ -109,12 +109,18 @@ size_t PickBeyondIntervals(std::span<const RankMetrics> probes, size_t baseline)
   return pick;
 }
 
-std::vector<float> LrCandidates(size_t num_relations) {
-  std::vector<float> candidates;
-  for (float lr : kLrCandidates) {
-    if (num_relations <= 1 || lr >= kLrDefault) candidates.push_back(lr);
+LrCandidateSet LrCandidates(size_t num_relations, const ModelOptions& model) {
+  LrCandidateSet set;
+  if (num_relations > 1 && model.op == Operator::kTranslation &&
+      model.comparator == Comparator::kL2) {
+    set.steps = {kLrTransE};
+    set.baseline = kLrTransE;
+    return set;
   }
-  return candidates;
+  for (float lr : kLrCandidates) {
+    if (num_relations <= 1 || lr >= kLrDefault) set.steps.push_back(lr);
+  }
+  return set;
 }
 
 ProbeCostModel::ProbeCostModel(const Graph& graph, const TrainOptions& train)
@@ -145,7 +151,13 @@ ProbeOptions PlanLrProbes(const ProbeCostModel& cost, int epochs, size_t probes)
 absl::StatusOr<LrChoice> ChooseLr(Graph& graph, const TrainOptions& train) {
   const auto start = std::chrono::steady_clock::now();
   LrChoice choice;
-  choice.candidates = LrCandidates(graph.manifest().relations.size());
+  const LrCandidateSet set = LrCandidates(graph.manifest().relations.size(), train.model);
+  choice.candidates = set.steps;
+  choice.baseline = set.baseline;
+  if (set.steps.size() == 1) {
+    choice.lr = set.steps[0];
+    return choice;
+  }
   const ProbeOptions probe = PlanLrProbes(ProbeCostModel(graph, train),
                                          std::max(train.epochs, 1), choice.candidates.size());
   choice.edge_sample = probe.edge_sample;
@@ -153,7 +165,7 @@ absl::StatusOr<LrChoice> ChooseLr(Graph& graph, const TrainOptions& train) {
   std::vector<RankMetrics> metrics;
   size_t baseline = 0;
   for (float lr : choice.candidates) {
-    if (lr == kLrDefault) baseline = metrics.size();
+    if (lr == set.baseline) baseline = metrics.size();
     TrainOptions t = train;
     t.lr = lr;
     ASSIGN_OR_RETURN(ProbeResult r, RunProbe(graph, t, probe));

@@ -106,25 +106,43 @@ struct LrChoice {
   float lr = 0;
   bool significant = false;  // a probe beat the default; false: the default
   std::vector<float> candidates;
-  std::vector<ProbeResult> probes;  // one per candidate
+  float baseline = kLrDefault;      // what stands unless a probe beats it
+  std::vector<ProbeResult> probes;  // one per candidate; none for one candidate
   double edge_sample = 0;           // share of the train edges per probe
   uint64_t eval_edges = 0;          // validation edges each probe ranks
   double seconds = 0;               // probes and evaluation, wall time
 };
 
-// The step sizes `--lr auto` probes on a graph of `num_relations`
-// relations: every kLrCandidates on a graph of one relation; kLrDefault and
-// larger ones on a graph of several. On every knowledge graph measured,
-// steps below kLrDefault lost the full runs by 1.5-6x, yet on sparse ones
-// (about 5 edges per entity) their one-epoch probes, which rank little more
-// than popularity, won by up to 3.5x, beyond kSmallStepFactor (README,
-// "--lr auto").
-std::vector<float> LrCandidates(size_t num_relations);
+// TransE's step on a graph of several relations (LrCandidates).
+inline constexpr float kLrTransE = 1.0f;
+
+// The step sizes `--lr auto` considers, smallest first, and the baseline
+// among them that stands unless a probe beats it (PickBeyondIntervals).
+struct LrCandidateSet {
+  std::vector<float> steps;
+  float baseline = kLrDefault;
+};
+
+// The candidates for `model` on a graph of `num_relations` relations:
+//  - one relation: every kLrCandidates, baseline kLrDefault;
+//  - several, TransE (translation with l2): kLrTransE alone, not probed.
+//    On every generated knowledge graph measured (5 of them, dims 100 and
+//    200, 5 and 10 epochs) 1.0 beat 0.3 and 0.3 beat 0.1 in full runs (1.0
+//    over 0.1 by 1.5-3x), while one-epoch probes ranked 0.1 above 0.3 by
+//    3x: probes cannot find its step;
+//  - several, other models: kLrDefault and larger, baseline kLrDefault. On
+//    every knowledge graph measured, steps below kLrDefault lost the full
+//    runs by 1.5-6x, yet on sparse ones (about 5 edges per entity) their
+//    one-epoch probes, which rank little more than popularity, won by up
+//    to 3.5x, beyond kSmallStepFactor.
+// (README, "--lr auto".)
+LrCandidateSet LrCandidates(size_t num_relations, const ModelOptions& model);
 
 // Probes every LrCandidates step size with `train`'s other settings. Each
 // probe trains one epoch on an edge sample and ranks validation edges, as
-// PlanLrProbes sizes them for `train.epochs`.
-// Returns kLrDefault unless some candidates beat it (PickBeyondIntervals);
+// PlanLrProbes sizes them for `train.epochs`. A single candidate is taken
+// without probing.
+// Returns the baseline unless some candidates beat it (PickBeyondIntervals);
 // then the best of those. Short probes of a graph that needs long training
 // (e.g. a knowledge graph) look alike, and then the default stands; probes
 // that separate (e.g. a graph where large steps overfit at once) decide.

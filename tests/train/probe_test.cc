@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/train/stored_model_util.h"
 #include "tests/train/train_test_util.h"
 #include "train/train_loop.h"
 
@@ -59,13 +60,58 @@ TEST(PickBeyondIntervalsTest, SmallerStepsMustWinWidely) {
 
 TEST(LrCandidatesTest, KnowledgeGraphsProbeNoStepBelowTheDefault) {
   const std::vector<float> all(std::begin(kLrCandidates), std::end(kLrCandidates));
-  EXPECT_EQ(LrCandidates(0), all);
-  EXPECT_EQ(LrCandidates(1), all);
-  const std::vector<float> kg = LrCandidates(30);
-  ASSERT_FALSE(kg.empty());
-  EXPECT_EQ(kg.front(), kLrDefault);
-  for (float lr : kg) EXPECT_GE(lr, kLrDefault);
-  EXPECT_GT(kg.size(), 1u);  // a larger step is still probed
+  ModelOptions complex;
+  complex.op = Operator::kComplexDiagonal;
+  for (size_t relations : {0u, 1u}) {
+    EXPECT_EQ(LrCandidates(relations, complex).steps, all);
+    EXPECT_EQ(LrCandidates(relations, complex).baseline, kLrDefault);
+  }
+  const LrCandidateSet kg = LrCandidates(30, complex);
+  ASSERT_FALSE(kg.steps.empty());
+  EXPECT_EQ(kg.steps.front(), kLrDefault);
+  EXPECT_EQ(kg.baseline, kLrDefault);
+  for (float lr : kg.steps) EXPECT_GE(lr, kLrDefault);
+  EXPECT_GT(kg.steps.size(), 1u);  // a larger step is still probed
+}
+
+TEST(LrCandidatesTest, TransEOnAKnowledgeGraphTakesItsOneStep) {
+  ModelOptions transe;
+  transe.op = Operator::kTranslation;
+  transe.comparator = Comparator::kL2;
+  EXPECT_EQ(LrCandidates(30, transe).steps, std::vector<float>{kLrTransE});
+  EXPECT_EQ(LrCandidates(30, transe).baseline, kLrTransE);
+  // One relation: probed like every model.
+  EXPECT_EQ(LrCandidates(1, transe).steps.size(), std::size(kLrCandidates));
+  // Translation under dot is not TransE.
+  ModelOptions dot = transe;
+  dot.comparator = Comparator::kDot;
+  EXPECT_EQ(LrCandidates(30, dot).baseline, kLrDefault);
+}
+
+TEST(ChooseLrTest, ASingleCandidateIsTakenWithoutProbing) {
+  TempDir dir;
+  testing::TinyGraphSpec spec;
+  spec.train = "a\tr1\tb\nb\tr2\tc\nc\tr1\td\nd\tr2\ta\na\tr2\tc\n";
+  spec.valid = "b\tr1\tc\n";
+  const std::string graph_dir = dir.path() + "/g";
+  ASSERT_TRUE(testing::ImportTinyGraph(graph_dir, dir.path(), spec).ok());
+  auto graph = Graph::Open(graph_dir, GraphOpenOptions{.read_only = false});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  TrainOptions o = SmallOptions(3);
+  o.model.op = Operator::kTranslation;
+  o.model.comparator = Comparator::kL2;
+  auto transe = ChooseLr(**graph, o);
+  ASSERT_TRUE(transe.ok()) << transe.status();
+  EXPECT_EQ(transe->lr, kLrTransE);
+  EXPECT_TRUE(transe->probes.empty());
+  EXPECT_FALSE(transe->significant);
+  // Another model on the same graph is probed at each of its candidates.
+  o.model.op = Operator::kComplexDiagonal;
+  o.model.comparator = Comparator::kDot;
+  auto complex = ChooseLr(**graph, o);
+  ASSERT_TRUE(complex.ok()) << complex.status();
+  EXPECT_EQ(complex->probes.size(), LrCandidates(2, o.model).steps.size());
+  EXPECT_EQ(complex->baseline, kLrDefault);
 }
 
 // Train-edge equivalents of the probes PlanLrProbes sizes: training plus
@@ -265,7 +311,7 @@ TEST_F(ProbeTest, AutoLrIsChosenOnceAndKeptOnResume) {
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_TRUE(first->lr_choice.has_value());
   const LrChoice& choice = *first->lr_choice;
-  ASSERT_EQ(choice.probes.size(), LrCandidates(1).size());
+  ASSERT_EQ(choice.probes.size(), LrCandidates(1, o.model).steps.size());
   EXPECT_EQ(first->lr, choice.lr);
   EXPECT_NE(std::find(std::begin(kLrCandidates), std::end(kLrCandidates), choice.lr),
             std::end(kLrCandidates));
