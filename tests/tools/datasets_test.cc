@@ -103,7 +103,12 @@ TEST_P(DatasetRecipeTest, ImportsFixtureOfferingTrainCommandAndReference) {
   EXPECT_NE(run.out.find("train: ember train " + dir + "/graph " + e.train_flags),
             std::string::npos)
       << run.out;
-  EXPECT_NE(run.out.find("eval:  ember eval " + dir + "/graph --split test"), std::string::npos)
+  const size_t eval_line = run.out.find("eval:  ember eval " + dir + "/graph --split test");
+  ASSERT_NE(eval_line, std::string::npos) << run.out;
+  // Evaluation under the budget the graph was imported for.
+  EXPECT_NE(run.out.substr(eval_line, run.out.find('\n', eval_line) - eval_line)
+                .find(" --memory-budget "),
+            std::string::npos)
       << run.out;
   EXPECT_NE(run.out.find(e.reference), std::string::npos) << run.out;
 }

@@ -63,7 +63,7 @@ rm -f "$work/rmat.tsv"
 train_edges=$(python3 -c "import json;print(json.load(open('$work/g/MANIFEST.json'))['edges']['train'])" 2>/dev/null || echo "$edges")
 phase train "$train_edges" "$ember" train "$work/g" --epochs 1 --dim "$dim" --memory-budget "$budget" --json
 cat "$work/train.out"
-phase eval 10000 "$ember" eval "$work/g" --split test --negatives 1000 --max-edges 10000 --json
+phase eval 10000 "$ember" eval "$work/g" --split test --negatives 1000 --max-edges 10000 --memory-budget "$budget" --json
 cat "$work/eval.out"
 printf '[%s]\n' "$(IFS=,; echo "${results[*]}")" > "$out"
 echo "results: $out"

@@ -265,5 +265,5 @@ esac
 echo
 echo "prepared $name in $dir/graph"
 echo "train: ember train $dir/graph $train"
-echo "eval:  ember eval $dir/graph $eval"
+echo "eval:  ember eval $dir/graph $eval --memory-budget $budget"
 for line in "${reference[@]}"; do echo "$line"; done
