@@ -1,5 +1,7 @@
 #include "storage/manifest.h"
 
+#include <algorithm>
+
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -170,6 +172,12 @@ absl::Status TrainingState::RestartEpochs(const std::string& manifest_path) {
   }
   epochs_done = 0;
   return absl::OkStatus();
+}
+
+uint64_t Manifest::LargestPartition() const {
+  uint64_t largest = 0;
+  for (uint64_t rows : partition_sizes) largest = std::max(largest, rows);
+  return largest;
 }
 
 uint64_t Manifest::PartitionBase(uint32_t p) const {

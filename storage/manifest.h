@@ -87,6 +87,8 @@ struct Manifest {
 
   // Global id of offset 0 of partition p: the sum of the sizes before it.
   uint64_t PartitionBase(uint32_t p) const;
+  // Rows of the largest partition (0 with none).
+  uint64_t LargestPartition() const;
   // Checks internal consistency (sizes add up, vector lengths match P).
   absl::Status Validate() const;
 };

@@ -1,11 +1,14 @@
 // ember export GRAPH --format tsv|npy|w2v|fvecs --out PATH [--relations-out FILE]
+//                    [--memory-budget B]
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
+#include "partition/importer.h"
 #include "storage/graph.h"
 #include "storage/status_macros.h"
 #include "tools/cli.h"
@@ -19,6 +22,9 @@ ABSL_FLAG(ember::tools::ExportFormat, format, ember::tools::ExportFormat::kTsv,
           "Rows in global-id order; PATH.meta.json describes the model. "
           "Memory: one partition of embeddings at a time.");
 
+// Defined by `ember train`; export bounds what it holds by it.
+ABSL_DECLARE_FLAG(std::string, memory_budget);
+
 namespace ember::tools {
 namespace {
 
@@ -29,6 +35,7 @@ absl::StatusOr<ExportOptions> OptionsFromFlags() {
   o.relations_out = absl::GetFlag(FLAGS_relations_out);
   o.overwrite = absl::GetFlag(FLAGS_overwrite);
   o.threads = ThreadCount();
+  ASSIGN_OR_RETURN(o.memory_budget, ParseByteSize(absl::GetFlag(FLAGS_memory_budget)));
   RETURN_IF_ERROR(o.Validate());
   return o;
 }
@@ -39,7 +46,8 @@ int ExportMain(const std::vector<std::string>& args) {
   if (args.size() != 1) {
     return ReportStatus("export", absl::InvalidArgumentError(
                                       "usage: ember export GRAPH --format tsv|npy|w2v|fvecs "
-                                      "--out PATH [--relations-out FILE] [--overwrite]"));
+                                      "--out PATH [--relations-out FILE] [--overwrite] "
+                                      "[--memory-budget B]"));
   }
   auto options = OptionsFromFlags();
   if (!options.ok()) return ReportStatus("export", options.status());

@@ -48,7 +48,11 @@ const std::vector<CommandFlags>& Table() {
                           "model that cannot fit is refused before ranking."},
         {"seed"}, {"threads"}, {"json"}, {"quiet"}, {"progress_interval"}}},
       {"export",
-       {{"out"}, {"overwrite"}, {"threads"}, {"json"}, {"quiet"}, {"progress_interval"}}},
+       {{"out"},
+        {"memory_budget", "export: memory the export may hold (the largest partition's rows, "
+                          "a batch of text, RocksDB's cache); a bigger one is refused before "
+                          "any output is created."},
+        {"overwrite"}, {"threads"}, {"json"}, {"quiet"}, {"progress_interval"}}},
       {"neighbors",
        {{"memory_budget", "neighbors: memory the index may take (every vector, as FAISS "
                           "holds them, plus its links or lists); a bigger index is refused "

@@ -13,6 +13,7 @@
 #include "oneapi/tbb/parallel_for.h"
 #include "oneapi/tbb/task_arena.h"
 #include "storage/status_macros.h"
+#include "tools/progress.h"
 
 namespace ember::tools {
 namespace {
@@ -390,9 +391,27 @@ class Exporter {
 
 }  // namespace
 
+uint64_t ExportMemoryBytes(const Manifest& manifest, int dim) {
+  constexpr uint64_t kNameBytes = 64;
+  constexpr uint64_t kStorageBytes = uint64_t{64} << 20;  // RocksDB's default block cache
+  const uint64_t d = static_cast<uint64_t>(std::max(dim, 1));
+  return manifest.LargestPartition() * d * sizeof(float) +
+         uint64_t{BatchRows(dim)} * (d * (kMaxFloatChars + 1) + 1 + 2 * kNameBytes) +
+         kStorageBytes;
+}
+
 absl::StatusOr<ExportStats> ExportEmbeddings(const Graph& graph, const ExportOptions& options) {
   RETURN_IF_ERROR(options.Validate());
   ASSIGN_OR_RETURN(StoredModel model, LoadStoredModel(graph));
+  if (const uint64_t need = ExportMemoryBytes(graph.manifest(), model.model.dim);
+      options.memory_budget > 0 && need > options.memory_budget) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "exporting ", graph.dir(), " needs about ", HumanBytes(double(need)),
+        " (its largest partition holds ", graph.manifest().LargestPartition(), " rows of ",
+        model.model.dim, " dims, loaded whole), over the memory budget of ",
+        HumanBytes(double(options.memory_budget)),
+        "; raise --memory-budget, or import with more partitions"));
+  }
   if (model.partition_versions.size() != graph.manifest().num_partitions) {
     return absl::DataLossError(absl::StrFormat(
         "graph %s: checkpoint %d lists %d partition versions for %d partitions", graph.dir(),

@@ -95,6 +95,9 @@ struct ExportOptions {
   bool overwrite = false;
   // Threads formatting text rows (tsv, w2v); 0: all cores. Default: 0.
   int threads = 0;
+  // Peak-memory target in bytes (ExportMemoryBytes); 0: none. An export
+  // over it is refused before any output is created. Default: 0.
+  uint64_t memory_budget = 0;
   // Called from the calling thread after each block of rows; throttle in the
   // callee.
   std::function<void(const ExportProgress&)> progress;
@@ -119,9 +122,15 @@ struct ExportStats {
   std::vector<std::string> files;  // final paths written, main file first
 };
 
+// What an export of `graph` at `dim` holds at once, in bytes: the largest
+// partition's rows, one batch of formatted text (names at up to 64 bytes
+// each, an allowance) and RocksDB's block cache.
+uint64_t ExportMemoryBytes(const Manifest& manifest, int dim);
+
 // Exports the current checkpoint of `graph`. FailedPrecondition when the
 // graph has no checkpoint; AlreadyExists naming the path when an output
-// exists and !overwrite.
+// exists and !overwrite; ResourceExhausted, naming the need, when
+// ExportMemoryBytes exceeds options.memory_budget.
 absl::StatusOr<ExportStats> ExportEmbeddings(const Graph& graph,
                                              const ExportOptions& options);
 

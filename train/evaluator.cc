@@ -608,8 +608,7 @@ absl::StatusOr<EvalMemoryPlan> PlanEvalMemory(const Manifest& m, const ModelOpti
   const uint64_t split_edges = m.edges[options.split];
   const uint64_t evaluated = options.max_edges > 0 ? std::min(options.max_edges, split_edges)
                                                    : split_edges;
-  uint64_t largest = 0;
-  for (uint64_t rows : m.partition_sizes) largest = std::max(largest, rows);
+  const uint64_t largest = m.LargestPartition();
   const uint64_t threads = options.threads > 0 ? options.threads : std::thread::hardware_concurrency();
   EvalMemoryPlan plan;
   plan.fixed_bytes =

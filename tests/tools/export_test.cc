@@ -466,6 +466,39 @@ TEST(ExportUntrainedTest, NeedsACheckpoint) {
 // heap (peak live bytes during the export, every allocation in the process
 // counted), which must stay below what loading one partition costs storage
 // plus one more partition.
+TEST_F(ExportTest, AnExportOverTheMemoryBudgetIsRefusedBeforeAnyOutput) {
+  TempDir tmp;
+  const std::string out = tmp.Sub("emb.npy");
+  auto graph = Graph::Open(graph_);
+  ASSERT_TRUE(graph.ok());
+  const uint64_t need = ExportMemoryBytes((*graph)->manifest(), 20);
+  ExportOptions o;
+  o.out = out;
+  o.format = ExportFormat::kNpy;
+  o.memory_budget = need - 1;
+  auto refused = ExportEmbeddings(**graph, o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(std::string(refused.status().message()).find("over the memory budget"),
+            std::string::npos)
+      << refused.status();
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_FALSE(HasTempFiles(tmp.path()));
+  // Through the CLI: refused at need - 1 naming the need, written at need.
+  const std::string bin = EMBER_BINARY;
+  const std::string err = tmp.Sub("err");
+  EXPECT_NE(RunShell(bin + " export " + graph_ + " --quiet --format npy --out " + out +
+                     " --memory-budget " + std::to_string(need - 1) + " 2> " + err),
+            0);
+  EXPECT_NE(ReadWholeFile(err).find("raise --memory-budget"), std::string::npos)
+      << ReadWholeFile(err);
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_EQ(RunShell(bin + " export " + graph_ + " --quiet --format npy --out " + out +
+                     " --memory-budget " + std::to_string(need) + " > /dev/null"),
+            0);
+  EXPECT_TRUE(std::filesystem::exists(out));
+}
+
 TEST(ExportMemoryTest, HoldsOnePartitionAtATime) {
   TempDir tmp;
   const std::string edges = tmp.Sub("ring.tsv");
@@ -527,6 +560,8 @@ TEST(ExportMemoryTest, HoldsOnePartitionAtATime) {
     // buffer, <= 2.2 MB of text): less than holding one more partition.
     EXPECT_LT(peak, load_peak + partition_bytes);
     EXPECT_LT(peak, table_bytes);
+    // What --memory-budget is checked against covers the heap measured.
+    EXPECT_LE(peak, int64_t(ExportMemoryBytes(m, kDim)));
   }
 }
 
