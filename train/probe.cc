@@ -69,6 +69,9 @@ absl::StatusOr<ProbeResult> RunProbe(Graph& graph, TrainOptions train,
   };
   ASSIGN_OR_RETURN(const std::optional<TrainSummary> in_memory, TrainWithoutWriting(graph, train));
   if (in_memory.has_value()) {
+    if (in_memory->epochs.empty() || !in_memory->epochs.back().valid.has_value()) {
+      return absl::InternalError("an in-memory probe trained no epoch or ranked nothing");
+    }
     add_epochs(*in_memory);
     result.in_memory = true;
     result.valid = *in_memory->epochs.back().valid;
