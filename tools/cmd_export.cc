@@ -4,11 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
-#include "partition/importer.h"
 #include "storage/graph.h"
 #include "storage/status_macros.h"
 #include "tools/cli.h"
@@ -22,9 +20,6 @@ ABSL_FLAG(ember::tools::ExportFormat, format, ember::tools::ExportFormat::kTsv,
           "Rows in global-id order; PATH.meta.json describes the model. "
           "Memory: one partition of embeddings at a time.");
 
-// Defined by `ember train`; export bounds what it holds by it.
-ABSL_DECLARE_FLAG(std::string, memory_budget);
-
 namespace ember::tools {
 namespace {
 
@@ -35,7 +30,7 @@ absl::StatusOr<ExportOptions> OptionsFromFlags() {
   o.relations_out = absl::GetFlag(FLAGS_relations_out);
   o.overwrite = absl::GetFlag(FLAGS_overwrite);
   o.threads = ThreadCount();
-  ASSIGN_OR_RETURN(o.memory_budget, ParseByteSize(absl::GetFlag(FLAGS_memory_budget)));
+  ASSIGN_OR_RETURN(o.memory_budget, MemoryBudget());
   RETURN_IF_ERROR(o.Validate());
   return o;
 }

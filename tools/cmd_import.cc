@@ -93,7 +93,7 @@ absl::StatusOr<ImportOptions> OptionsFromFlags(const std::vector<std::string>& f
   o.inductive = absl::GetFlag(FLAGS_inductive);
   o.seed = absl::GetFlag(FLAGS_seed);
   o.threads = ThreadCount();
-  ASSIGN_OR_RETURN(o.memory_budget, ParseByteSize(absl::GetFlag(FLAGS_memory_budget)));
+  ASSIGN_OR_RETURN(o.memory_budget, MemoryBudget());
   o.overwrite = absl::GetFlag(FLAGS_overwrite);
   return o;
 }

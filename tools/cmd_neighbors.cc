@@ -6,10 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/str_format.h"
-#include "partition/importer.h"
 #include "storage/graph.h"
 #include "storage/status_macros.h"
 #include "tools/cli.h"
@@ -34,9 +32,6 @@ ABSL_FLAG(int, ef_search, 0, "neighbors: HNSW search beam (0: 256).");
 ABSL_FLAG(std::string, save_index, "",
           "neighbors: write the FAISS index here (faiss::write_index; row = global id) "
           "with PATH.names.tsv (row -> name) and PATH.meta.json.");
-
-// Shared with import and train (defined in cmd_import.cc).
-ABSL_DECLARE_FLAG(std::string, memory_budget);
 
 namespace ember::tools {
 
@@ -66,7 +61,7 @@ int NeighborsMain(const std::vector<std::string>& args) {
   options.ef_search = absl::GetFlag(FLAGS_ef_search);
   options.threads = absl::GetFlag(FLAGS_threads);  // 0: OpenMP's default
   if (absl::GetFlag(FLAGS_seed) != 0) options.seed = absl::GetFlag(FLAGS_seed);
-  auto budget = ParseByteSize(absl::GetFlag(FLAGS_memory_budget));
+  auto budget = MemoryBudget();
   if (!budget.ok()) return ReportStatus("neighbors", budget.status());
   options.memory_budget = *budget;
   const bool quiet = absl::GetFlag(FLAGS_quiet);

@@ -3,7 +3,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
@@ -15,13 +14,11 @@
 #include "tools/common_flags.h"
 #include "tools/eval_flags.h"
 #include "tools/progress.h"
-#include "partition/importer.h"
 #include "train/slowed_trainer.h"
 #include "train/train_loop.h"
 
 // Shared with import (defined in cmd_import.cc): train spends it on the
 // partition buffer, the edge windows in flight and storage buffers.
-ABSL_DECLARE_FLAG(std::string, memory_budget);
 
 ABSL_FLAG(int, epochs, 10, "train: total epochs (a resumed run trains the rest).");
 ABSL_FLAG(std::string, lr, "auto",
@@ -111,7 +108,7 @@ absl::StatusOr<TrainOptions> TrainOptionsFromFlags() {
   o.threads = ThreadCount();
   o.trainers = absl::GetFlag(FLAGS_trainers);
   o.devices = absl::GetFlag(FLAGS_devices);
-  ASSIGN_OR_RETURN(o.memory_budget, ParseByteSize(absl::GetFlag(FLAGS_memory_budget)));
+  ASSIGN_OR_RETURN(o.memory_budget, MemoryBudget());
   o.window_edges = absl::GetFlag(FLAGS_window_edges);
   if (absl::GetFlag(FLAGS_buffer_partitions) < 0) {
     return absl::InvalidArgumentError("--buffer-partitions must be >= 0");

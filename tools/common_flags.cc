@@ -6,6 +6,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "partition/importer.h"
 #include "partition/train_memory.h"
 
 ABSL_FLAG(std::string, out, "", "Output path (graph directory or file).");
@@ -64,6 +65,10 @@ std::string AbslUnparseFlag(const ProgressInterval& p) { return absl::StrCat(p.s
 ProgressPrinter ProgressFromFlags() {
   return ProgressPrinter(!absl::GetFlag(FLAGS_quiet),
                          absl::GetFlag(FLAGS_progress_interval).seconds);
+}
+
+absl::StatusOr<uint64_t> MemoryBudget() {
+  return ParseByteSize(absl::GetFlag(FLAGS_memory_budget));
 }
 
 int ThreadCount() {

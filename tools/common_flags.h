@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/flags/declare.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "tools/progress.h"
 
@@ -38,10 +39,15 @@ ABSL_DECLARE_FLAG(bool, quiet);
 ABSL_DECLARE_FLAG(std::string, relations_out);
 ABSL_DECLARE_FLAG(int, dim);
 ABSL_DECLARE_FLAG(ember::tools::ProgressInterval, progress_interval);
+// Defined by import (cmd_import.cc); train, tune, eval, export and neighbors
+// bound their memory by it too.
+ABSL_DECLARE_FLAG(std::string, memory_budget);
 
 namespace ember::tools {
 // --threads, with 0 meaning "all hardware threads".
 int ThreadCount();
+// --memory-budget in bytes; ParseByteSize's error for a malformed value.
+absl::StatusOr<uint64_t> MemoryBudget();
 // Progress lines on stderr unless --quiet, every --progress-interval
 // seconds when stderr is not a terminal.
 ProgressPrinter ProgressFromFlags();

@@ -5,7 +5,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "partition/importer.h"
 #include "storage/status_macros.h"
 #include "tools/common_flags.h"
 #include "train/train_options.h"
@@ -14,8 +13,6 @@
 // the split to evaluate. Its import default "1" is not a split name and
 // means "test".
 ABSL_DECLARE_FLAG(std::string, split);
-// Defined by `ember train`; eval bounds its ranking by it.
-ABSL_DECLARE_FLAG(std::string, memory_budget);
 
 namespace ember::tools {
 namespace {
@@ -65,7 +62,7 @@ absl::StatusOr<EvalOptions> EvalOptionsFromFlags() {
   options.seed = absl::GetFlag(FLAGS_seed);
   options.threads = ThreadCount();
   options.by_relation = absl::GetFlag(FLAGS_by_relation);
-  ASSIGN_OR_RETURN(options.memory_budget, ParseByteSize(absl::GetFlag(FLAGS_memory_budget)));
+  ASSIGN_OR_RETURN(options.memory_budget, MemoryBudget());
   RETURN_IF_ERROR(options.Validate());
   return options;
 }
