@@ -50,7 +50,6 @@ constexpr int kFeatures = 3;
 constexpr int kEmbeddings = 4;
 constexpr int kOptimizer = 5;
 
-constexpr size_t kBlockCacheBytes = 64 << 20;
 constexpr size_t kWriteBufferBudget = 256 << 20;
 // Table rows are stored in chunks of about this many bytes.
 constexpr uint64_t kTableChunkBytes = 4 << 20;
@@ -230,7 +229,7 @@ absl::Status Graph::Rep::OpenAll() {
   for (uint64_t size : manifest.partition_sizes) bases.push_back(bases.back() + size);
 
   cache = rocksdb::NewLRUCache(
-      options.block_cache_bytes > 0 ? options.block_cache_bytes : kBlockCacheBytes,
+      options.block_cache_bytes > 0 ? options.block_cache_bytes : kDefaultBlockCacheBytes,
       /*num_shard_bits=*/4);
   if (options.read_only) {
     null_logger = std::make_shared<NullLogger>();

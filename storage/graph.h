@@ -27,6 +27,10 @@
 
 namespace ember {
 
+// The block cache of a graph opened with default options, which readers
+// (eval, export) count in their memory plans.
+inline constexpr uint64_t kDefaultBlockCacheBytes = uint64_t{64} << 20;
+
 struct GraphOpenOptions {
   // Read-write takes GRAPH/LOCK exclusively: a second read-write opener gets
   // FailedPrecondition naming the lock (and the writer holding it). It then
@@ -46,7 +50,8 @@ struct GraphOpenOptions {
   // no effect there. Default: 0.
   uint64_t write_buffer_bytes = 0;
   // The block cache shared by the graph's DBs (index and filter blocks,
-  // and point-lookup data blocks), in bytes. 0: 64 MiB. Default: 0.
+  // and point-lookup data blocks), in bytes. 0: kDefaultBlockCacheBytes.
+  // Default: 0.
   uint64_t block_cache_bytes = 0;
 
   // InvalidArgument unless write_buffer_bytes is 0 or at least 1 MiB.

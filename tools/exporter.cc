@@ -393,11 +393,10 @@ class Exporter {
 
 uint64_t ExportMemoryBytes(const Manifest& manifest, int dim) {
   constexpr uint64_t kNameBytes = 64;
-  constexpr uint64_t kStorageBytes = uint64_t{64} << 20;  // RocksDB's default block cache
   const uint64_t d = static_cast<uint64_t>(std::max(dim, 1));
   return manifest.LargestPartition() * d * sizeof(float) +
          uint64_t{BatchRows(dim)} * (d * (kMaxFloatChars + 1) + 1 + 2 * kNameBytes) +
-         kStorageBytes;
+         kDefaultBlockCacheBytes;
 }
 
 absl::StatusOr<ExportStats> ExportEmbeddings(const Graph& graph, const ExportOptions& options) {

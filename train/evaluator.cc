@@ -35,8 +35,6 @@ constexpr int kQueryChunk = 128;
 constexpr int kCandidateBlock = 2048;
 // Default batch: its endpoint rows take about this many bytes.
 constexpr uint64_t kBatchRowBytes = uint64_t{256} << 20;
-// RocksDB's block cache of a graph opened with default options.
-constexpr uint64_t kStorageBytes = uint64_t{64} << 20;
 
 using EmbeddingFn = std::function<absl::StatusOr<const float*>(uint32_t)>;
 
@@ -617,7 +615,7 @@ absl::StatusOr<EvalMemoryPlan> PlanEvalMemory(const Manifest& m, const ModelOpti
       std::max<uint64_t>(threads, 1) * sizeof(float) *
           (2 * kQueryChunk * dim + uint64_t{kQueryChunk} * kCandidateBlock +
            2 * kCandidateBlock * (dim + 1)) +
-      kStorageBytes;
+      kDefaultBlockCacheBytes;
   // Per edge: two endpoint rows and the edge; per query (two): counters,
   // order, true score, filter pointer, a filter map entry and its ids.
   const uint64_t mean_degree = m.num_nodes > 0 ? 2 * m.edges.total() / m.num_nodes : 0;
