@@ -3,8 +3,8 @@
 //                  [--json]
 // Every combination of the grid's values is one probe (train/probe.h): a
 // short run that leaves the graph untouched, scored by filtered validation
-// MRR against all nodes. Writes the best combination, with the train flags given on the
-// command line, as a flagfile for `ember train --flagfile`.
+// MRR against all nodes. Writes the best combination, with the train flags
+// given on the command line, as a flagfile for `ember train --flagfile`.
 #include <algorithm>
 #include <cstdio>
 #include <string>

@@ -24,8 +24,9 @@ std::string CommandFlagsHelp(std::string_view command);
 
 // The flags set to other than their defaults (on the command line or by
 // --flagfile) that `command` does not read, as users type them
-// ("--batch-size"), sorted; empty when it reads them all. `tune` also reads every flag of `train` (as fixed settings of
-// its runs). Empty for a command the table does not know.
+// ("--batch-size"), sorted; empty when it reads them all. `tune` also reads
+// every flag of `train` (as fixed settings of its runs). Empty for a
+// command the table does not know.
 // REQUIRES: the command line has been parsed (absl::ParseCommandLine).
 std::vector<std::string> FlagsNotReadBy(std::string_view command);
 

@@ -607,7 +607,8 @@ absl::StatusOr<EvalMemoryPlan> PlanEvalMemory(const Manifest& m, const ModelOpti
   const uint64_t evaluated = options.max_edges > 0 ? std::min(options.max_edges, split_edges)
                                                    : split_edges;
   const uint64_t largest = m.LargestPartition();
-  const uint64_t threads = options.threads > 0 ? options.threads : std::thread::hardware_concurrency();
+  const uint64_t threads =
+      options.threads > 0 ? options.threads : std::thread::hardware_concurrency();
   EvalMemoryPlan plan;
   plan.fixed_bytes =
       largest * row + feature_table_bytes + options.negatives * (row + sizeof(uint64_t)) +

@@ -194,11 +194,11 @@ absl::Status TrainLoop::RestoreOrInit() {
   std::vector<uint64_t> locations(P_, 0);
   std::optional<StoredModel> stored;
   // An in-memory run starts from scratch and leaves the checkpoint alone.
-  if (committed_version_ > 0 && !options_.in_memory) {
-    ASSIGN_OR_RETURN(stored, LoadStoredModel(*graph_));
-    committed_locations_ = stored->partition_versions;
-  }
   if (!options_.in_memory) {
+    if (committed_version_ > 0) {
+      ASSIGN_OR_RETURN(stored, LoadStoredModel(*graph_));
+      committed_locations_ = stored->partition_versions;
+    }
     RETURN_IF_ERROR(
         RemoveUncommittedCheckpoints(*graph_, committed_version_, committed_locations_));
   }

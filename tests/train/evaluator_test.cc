@@ -250,22 +250,22 @@ struct Triple {
 std::pair<RankMetrics, RankMetrics> ReferenceRanks(const ModelOptions& model, int nodes,
                                                    const std::set<Triple>& edges,
                                                    const std::vector<Triple>& test) {
-  auto row = [&](int n) {
+  // The rows and relation parameters RandomRowGraph stores.
+  auto random_row = [&](const std::string& name) {
     std::vector<float> r(model.dim);
-    RandomRow(model.dim, absl::StrCat("n", n), r.data());
+    RandomRow(model.dim, name, r.data());
     return r;
   };
-  auto rel = [&](int r) {
-    std::vector<float> p(model.dim);
-    RandomRow(model.dim, absl::StrCat("rel:r", r), p.data());
-    return p;
-  };
+  std::vector<std::vector<float>> rows;
+  for (int n = 0; n < nodes; ++n) rows.push_back(random_row(absl::StrCat("n", n)));
   RankSums filtered, raw;
   for (const Triple& t : test) {
     QueryRank f[2], w[2];
+    const std::vector<float> p = random_row(absl::StrCat("rel:r", t.rel));
+    auto score = [&](int s, int d) {
+      return ScorePair(model, p.data(), rows[s].data(), rows[d].data());
+    };
     for (int side = 0; side < 2; ++side) {  // 0: tail query, 1: head query
-      const std::vector<float> p = rel(t.rel);
-      auto score = [&](int s, int d) { return ScorePair(model, p.data(), row(s).data(), row(d).data()); };
       const float truth = score(t.src, t.dst);
       for (int x = 0; x < nodes; ++x) {
         const Triple other = side == 0 ? Triple{t.src, t.rel, x} : Triple{x, t.rel, t.dst};
@@ -295,7 +295,9 @@ TEST(EvaluatorTest, RanksMatchAReferenceForEveryOperatorAndComparator) {
   std::set<Triple> edges;
   std::vector<Triple> test;
   TinyGraphSpec spec;
-  auto line = [](const Triple& t) { return absl::StrCat("n", t.src, "\tr", t.rel, "\tn", t.dst, "\n"); };
+  auto line = [](const Triple& t) {
+    return absl::StrCat("n", t.src, "\tr", t.rel, "\tn", t.dst, "\n");
+  };
   for (int i = 0; i < kNodes; ++i) {  // every node in train
     const Triple t{i, i % kRelations, (i * 7 + 1) % kNodes};
     if (edges.insert(t).second) absl::StrAppend(&spec.train, line(t));
