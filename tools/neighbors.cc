@@ -258,10 +258,9 @@ absl::StatusOr<std::unique_ptr<NeighborIndex>> NeighborIndex::Build(
   }
   rep->normalize = rep->model.model.comparator == Comparator::kCos;
   if (options.memory_budget > 0) {
-    const std::vector<uint64_t>& sizes = graph.manifest().partition_sizes;
-    const uint64_t largest = sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end());
-    const uint64_t need =
-        IndexMemoryBytes(options.kind, rep->n, rep->dim, largest, rep->normalize, options);
+    const uint64_t need = IndexMemoryBytes(options.kind, rep->n, rep->dim,
+                                           graph.manifest().LargestPartition(), rep->normalize,
+                                           options);
     if (need > options.memory_budget) {
       return absl::ResourceExhaustedError(absl::StrFormat(
           "graph %s: a %s index of %d nodes x %d dims needs about %s (FAISS holds every "
