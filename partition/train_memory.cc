@@ -2,7 +2,11 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+
 namespace ember {
+
+std::string Mib(uint64_t bytes) { return absl::StrCat((bytes + (1 << 20) - 1) >> 20, " MiB"); }
 
 TrainMemoryShares SplitTrainBudget(uint64_t budget) {
   TrainMemoryShares s;

@@ -14,6 +14,7 @@
 #define EMBER_PARTITION_TRAIN_MEMORY_H_
 
 #include <cstdint>
+#include <string>
 
 namespace ember {
 
@@ -37,6 +38,9 @@ inline uint64_t RowBytesPerNode(int dim) { return uint64_t(dim) * 4 + 4; }
 inline constexpr uint32_t kAutoBufferPartitions = 4;
 inline constexpr uint32_t kMaxAutoPartitions = 4096;
 uint32_t AutoPartitions(uint64_t nodes, int dim, uint64_t budget);
+
+// `bytes` in whole MiB, rounded up ("133 MiB"), as memory errors name them.
+std::string Mib(uint64_t bytes);
 
 }  // namespace ember
 

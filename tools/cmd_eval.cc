@@ -19,8 +19,8 @@
 #include "tools/cli.h"
 #include "tools/common_flags.h"
 #include "tools/eval_flags.h"
-#include "train/checkpoint.h"
-#include "train/evaluator.h"
+#include "train/model/checkpoint.h"
+#include "train/eval/evaluator.h"
 
 namespace ember::tools {
 namespace {

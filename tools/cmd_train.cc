@@ -14,8 +14,9 @@
 #include "tools/common_flags.h"
 #include "tools/eval_flags.h"
 #include "tools/progress.h"
-#include "train/slowed_trainer.h"
+#include "train/trainers/slowed_trainer.h"
 #include "train/train_loop.h"
+#include "train/tune/auto_lr.h"
 
 // Shared with import (defined in cmd_import.cc): train spends it on the
 // partition buffer, the edge windows in flight and storage buffers.
@@ -135,7 +136,7 @@ absl::StatusOr<TrainOptions> TrainOptionsFromFlags() {
 namespace {
 
 // How --lr auto chose, one line per probe.
-void PrintLrChoice(const TrainSummary& s) {
+void PrintLrChoice(const AutoLrTrainSummary& s) {
   if (!s.lr_choice.has_value()) return;
   const LrChoice& c = *s.lr_choice;
   if (c.probes.empty()) {
@@ -171,7 +172,7 @@ int TrainMain(const std::vector<std::string>& args) {
                     p.edges_total, "edges",
                     absl::StrFormat("%d/%d buckets done  loss %.4f", p.bucket, p.buckets, p.loss));
   };
-  auto summary = TrainGraph(args[0], *options);
+  auto summary = TrainGraphAutoLr(args[0], *options);
   progress.Finish();
   if (!summary.ok()) return ReportStatus("train", summary.status());
   PrintLrChoice(*summary);

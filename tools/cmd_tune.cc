@@ -26,7 +26,7 @@
 #include "tools/common_flags.h"
 #include "tools/eval_flags.h"
 #include "tools/train_flags.h"
-#include "train/probe.h"
+#include "train/tune/probe.h"
 
 ABSL_DECLARE_FLAG(int, epochs);
 

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "storage/status_macros.h"
 #include "tools/common_flags.h"
-#include "train/train_options.h"
+#include "train/options/train_options.h"
 
 // Defined by `ember import` (split fractions there); `ember eval` reads it as
 // the split to evaluate. Its import default "1" is not a split name and

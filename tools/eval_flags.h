@@ -10,7 +10,7 @@
 #include "absl/flags/declare.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "train/evaluator.h"
+#include "train/eval/evaluator.h"
 
 namespace ember::tools {
 

@@ -41,7 +41,7 @@
 #include "storage/atomic_file.h"
 #include "storage/enum_names.h"
 #include "storage/graph.h"
-#include "train/checkpoint.h"
+#include "train/model/checkpoint.h"
 
 namespace ember::tools {
 

@@ -22,8 +22,8 @@
 #include "storage/status_macros.h"
 #include "tools/exporter.h"
 #include "tools/progress.h"
-#include "train/candidate_scorer.h"
-#include "train/checkpoint.h"
+#include "train/model/candidate_scorer.h"
+#include "train/model/checkpoint.h"
 
 namespace ember::tools {
 namespace {

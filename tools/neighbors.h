@@ -29,7 +29,7 @@
 #include "absl/status/statusor.h"
 #include "storage/enum_names.h"
 #include "storage/graph.h"
-#include "train/model_options.h"
+#include "train/model/model_options.h"
 
 namespace ember::tools {
 

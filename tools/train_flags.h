@@ -4,7 +4,7 @@
 #define EMBER_TOOLS_TRAIN_FLAGS_H_
 
 #include "absl/status/statusor.h"
-#include "train/train_options.h"
+#include "train/options/train_options.h"
 
 namespace ember::tools {
 

@@ -15,28 +15,18 @@
 #include "storage/graph.h"
 #include "storage/json_reader.h"
 #include "storage/status_macros.h"
-#include "train/batch_pipeline.h"
-#include "train/bucket_scheduler.h"
-#include "train/checkpoint.h"
-#include "train/evaluator.h"
-#include "train/memory_plan.h"
-#include "train/parameter_sync.h"
-#include "train/partition_buffer.h"
-#include "train/round_batches.h"
-#include "train/round_source.h"
-#include "train/trainer_factory.h"
+#include "train/stream/batch_pipeline.h"
+#include "train/schedule/bucket_scheduler.h"
+#include "train/model/checkpoint.h"
+#include "train/eval/evaluator.h"
+#include "train/schedule/memory_plan.h"
+#include "train/schedule/parameter_sync.h"
+#include "train/schedule/partition_buffer.h"
+#include "train/batch/round_batches.h"
+#include "train/stream/round_source.h"
+#include "train/trainers/trainer_factory.h"
 
 namespace ember {
-
-EvalOptions ValidationOptions(const TrainOptions& options) {
-  EvalOptions eo;
-  eo.split = Split::kValid;
-  eo.negatives = options.eval_negatives;
-  eo.max_edges = options.eval_max_edges;
-  eo.seed = options.seed;
-  eo.threads = options.threads;
-  return eo;
-}
 
 namespace {
 
@@ -631,59 +621,26 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
 
 }  // namespace
 
-absl::Status TrainOptions::Validate() const {
-  RETURN_IF_ERROR(model.Validate());
-  if (epochs < 0) return absl::InvalidArgumentError("--epochs must be >= 0");
-  if (!(lr > 0)) return absl::InvalidArgumentError("--lr must be > 0");
-  if (!(relation_lr_scale > 0) || std::isinf(relation_lr_scale)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--relation-lr-scale must be finite and > 0, got ", relation_lr_scale));
-  }
-  if (batch_size < 1) return absl::InvalidArgumentError("--batch-size must be >= 1");
-  if (chunk_size < 1) return absl::InvalidArgumentError("--chunk-size must be >= 1");
-  if (num_uniform_negs < 0) return absl::InvalidArgumentError("--num-uniform-negs must be >= 0");
-  if (threads < 1) return absl::InvalidArgumentError("threads must be >= 1 (resolved by the caller)");
-  if (memory_budget == 0) return absl::InvalidArgumentError("--memory-budget must be > 0");
-  if (!(edge_sample > 0 && edge_sample <= 1)) {
-    return absl::InvalidArgumentError("the edge sample share must be in (0, 1]");
-  }
-  if (eval_valid) RETURN_IF_ERROR(ValidationOptions(*this).Validate());
-  if (bench_slow_trainer.trainer < -1 ||
-      (bench_slow_trainer.active() &&
-       !(bench_slow_trainer.factor >= 1 && std::isfinite(bench_slow_trainer.factor)))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--bench-slow-trainer: needs a trainer index >= 0 and a factor >= 1, got ",
-        bench_slow_trainer.trainer, ":", bench_slow_trainer.factor));
-  }
-  if (in_memory && (!from_scratch || checkpoint_every > 0 || stop_after_buckets > 0 ||
-                    only_new_edges || lr_auto)) {
-    return absl::InvalidArgumentError(
-        "an in-memory run starts from scratch and takes no checkpoints, stop, "
-        "--only-new-edges or --lr auto");
-  }
-  if (devices.empty() && (trainers < 1 || trainers > threads)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--trainers ", trainers, " must be between 1 and --threads (", threads, ")"));
-  }
-  return absl::OkStatus();
-}
 
 namespace {
 
 // --lr auto: a resumed run takes the lr stored with its checkpoint; a fresh
-// one probes (ChooseLr) when the graph has validation edges and otherwise
+// one asks `choose_lr` when the graph has validation edges and otherwise
 // keeps options->lr.
-absl::StatusOr<std::optional<LrChoice>> ResolveAutoLr(Graph& graph, TrainOptions* options) {
+absl::Status ResolveAutoLr(Graph& graph, const LrChooser& choose_lr, TrainOptions* options) {
   const Manifest& m = graph.manifest();
   if (m.training.checkpoint_version > 0 && !options->from_scratch) {
     ASSIGN_OR_RETURN(const SavedPosition saved, ReadSavedPosition(graph));
     if (saved.lr > 0) options->lr = static_cast<float>(saved.lr);
-    return std::nullopt;
+    return absl::OkStatus();
   }
-  if (m.edges.valid == 0) return std::nullopt;
-  ASSIGN_OR_RETURN(LrChoice choice, ChooseLr(graph, *options));
-  options->lr = choice.lr;
-  return choice;
+  if (m.edges.valid == 0) return absl::OkStatus();
+  if (!choose_lr) {
+    return absl::InvalidArgumentError(
+        "--lr auto needs a step-size chooser (TrainGraphAutoLr in train/tune/auto_lr.h)");
+  }
+  ASSIGN_OR_RETURN(options->lr, choose_lr(graph, *options));
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -700,7 +657,7 @@ absl::StatusOr<std::optional<TrainSummary>> TrainWithoutWriting(Graph& graph,
 }
 
 absl::StatusOr<TrainSummary> TrainGraph(const std::string& graph_dir,
-                                        const TrainOptions& options) {
+                                        const TrainOptions& options, const LrChooser& choose_lr) {
   RETURN_IF_ERROR(options.Validate());
   GraphOpenOptions open;
   open.read_only = false;
@@ -711,10 +668,7 @@ absl::StatusOr<TrainSummary> TrainGraph(const std::string& graph_dir,
   open.block_cache_bytes = std::max<uint64_t>(storage / 2, 1 << 20);
   ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::Open(graph_dir, open));
   TrainOptions resolved = options;
-  std::optional<LrChoice> lr_choice;
-  if (options.lr_auto) {
-    ASSIGN_OR_RETURN(lr_choice, ResolveAutoLr(*graph, &resolved));
-  }
+  if (options.lr_auto) RETURN_IF_ERROR(ResolveAutoLr(*graph, choose_lr, &resolved));
   absl::StatusOr<TrainSummary> summary;
   {
     // The loop's background work ends when it is destroyed; only then may
@@ -725,7 +679,6 @@ absl::StatusOr<TrainSummary> TrainGraph(const std::string& graph_dir,
   if (!summary.ok()) return summary;
   RETURN_IF_ERROR(graph->Close());
   summary->lr = resolved.lr;
-  summary->lr_choice = std::move(lr_choice);
   return summary;
 }
 

@@ -5,15 +5,15 @@
 #define EMBER_TRAIN_TRAIN_LOOP_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "storage/graph.h"
-#include "train/evaluator.h"
-#include "train/probe.h"
-#include "train/train_options.h"
+#include "train/eval/evaluator.h"
+#include "train/options/train_options.h"
 
 namespace ember {
 
@@ -54,8 +54,6 @@ struct TrainSummary {
   uint64_t checkpoint_version = 0;
   bool stopped = false;  // stop_after_buckets fired
   float lr = 0;          // the step size trained with
-  // With lr_auto on a fresh run with validation edges: the probes.
-  std::optional<LrChoice> lr_choice;
   // The trainers' devices ("cpu", "cuda:0 (NVIDIA H200)", ...), and the
   // device memory the device trainers held at most, summed (0 without).
   std::vector<std::string> devices;
@@ -68,13 +66,13 @@ struct TrainSummary {
 // without the newline.
 std::string EpochJsonLine(const EpochStats& s);
 
-absl::StatusOr<TrainSummary> TrainGraph(const std::string& graph_dir,
-                                        const TrainOptions& options);
-
-// The per-epoch validation (eval_valid): the valid split, ranked against
-// eval_negatives (0: all nodes), the same sample of eval_max_edges edges
-// (seeded by options.seed) every epoch.
-EvalOptions ValidationOptions(const TrainOptions& options);
+// With options.lr_auto, a fresh run of a graph with validation edges trains
+// with the step `choose_lr` returns (train/tune/auto_lr.h probes for it;
+// without a chooser such a run is InvalidArgument); a resumed run takes the
+// step stored with its checkpoint.
+using LrChooser = std::function<absl::StatusOr<float>(Graph& graph, const TrainOptions& options)>;
+absl::StatusOr<TrainSummary> TrainGraph(const std::string& graph_dir, const TrainOptions& options,
+                                        const LrChooser& choose_lr = nullptr);
 
 // Trains `graph` from scratch without writing to it (TrainOptions::in_memory,
 // which this sets): the probes' way to train on the user's graph, with no

@@ -10,10 +10,10 @@
 #include "storage/types.h"
 #include "tools/exporter.h"
 #include "tools/neighbors.h"
-#include "train/batch_former.h"
-#include "train/featurized.h"
-#include "train/model_options.h"
-#include "train/train_options.h"
+#include "train/batch/batch_former.h"
+#include "train/model/featurized.h"
+#include "train/model/model_options.h"
+#include "train/options/train_options.h"
 
 namespace ember {
 namespace {

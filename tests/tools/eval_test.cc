@@ -15,8 +15,8 @@
 #include "tests/storage/test_graph.h"
 #include "tests/train/stored_model_util.h"
 #include "tools/eval_flags.h"
-#include "train/checkpoint.h"
-#include "train/evaluator.h"
+#include "train/model/checkpoint.h"
+#include "train/eval/evaluator.h"
 
 namespace ember {
 namespace {

@@ -22,7 +22,7 @@
 #include "storage/graph.h"
 #include "tests/storage/test_graph.h"
 #include "tests/test_process.h"
-#include "train/checkpoint.h"
+#include "train/model/checkpoint.h"
 
 // ---------------------------------------------------------------------------
 // Heap accounting for the memory-bound test: every operator new/delete in

@@ -26,7 +26,7 @@
 #include "storage/graph.h"
 #include "tests/storage/test_graph.h"
 #include "tests/test_process.h"
-#include "train/checkpoint.h"
+#include "train/model/checkpoint.h"
 
 namespace ember::tools {
 namespace {

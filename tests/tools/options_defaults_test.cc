@@ -17,13 +17,13 @@
 #include "tools/neighbors.h"
 #include "tools/rmat_generator.h"
 #include "tools/sbm_generator.h"
-#include "train/batch_former.h"
-#include "train/evaluator.h"
-#include "train/model_options.h"
-#include "train/partition_buffer.h"
-#include "train/probe.h"
-#include "train/round_source.h"
-#include "train/train_options.h"
+#include "train/batch/batch_former.h"
+#include "train/eval/evaluator.h"
+#include "train/model/model_options.h"
+#include "train/schedule/partition_buffer.h"
+#include "train/tune/probe.h"
+#include "train/stream/round_source.h"
+#include "train/options/train_options.h"
 
 namespace ember {
 namespace {

@@ -1,4 +1,4 @@
-#include "train/adagrad.h"
+#include "train/model/adagrad.h"
 
 #include <cmath>
 #include <vector>

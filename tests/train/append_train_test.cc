@@ -16,7 +16,7 @@
 #include "gtest/gtest.h"
 #include "tests/train/train_test_util.h"
 #include "tools/sbm_generator.h"
-#include "train/checkpoint.h"
+#include "train/model/checkpoint.h"
 #include "train/train_loop.h"
 
 namespace ember {

@@ -1,4 +1,4 @@
-#include "train/batch_former.h"
+#include "train/batch/batch_former.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "train/candidate_scorer.h"
+#include "train/model/candidate_scorer.h"
 
 #include <cmath>
 #include <random>
@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "train/model_options.h"
+#include "train/model/model_options.h"
 
 namespace ember {
 namespace {

@@ -1,4 +1,4 @@
-#include "train/chunk_scorer.h"
+#include "train/model/chunk_scorer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "train/model_options.h"
+#include "train/model/model_options.h"
 
 namespace ember {
 namespace {

@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "tests/train/device_step_util.h"
 #include "tests/train/train_test_util.h"
-#include "train/device_ops.h"
+#include "train/device/device_ops.h"
 #include "train/train_loop.h"
 #ifdef EMBER_HAVE_CUDA
 #include "train/cuda/cuda_device_ops.h"

@@ -9,7 +9,7 @@
 #include "nlohmann/json.hpp"
 #include "partition/importer.h"
 #include "tests/train/train_test_util.h"
-#include "train/checkpoint.h"
+#include "train/model/checkpoint.h"
 #include "train/train_loop.h"
 
 namespace ember {

@@ -10,12 +10,12 @@
 
 #include "gtest/gtest.h"
 #include "tests/train/device_step_util.h"
-#include "train/adagrad.h"
-#include "train/chunk_scorer.h"
-#include "train/device_batch_plan.h"
-#include "train/device_ops.h"
-#include "train/featurized.h"
-#include "train/model_options.h"
+#include "train/model/adagrad.h"
+#include "train/model/chunk_scorer.h"
+#include "train/device/device_batch_plan.h"
+#include "train/device/device_ops.h"
+#include "train/model/featurized.h"
+#include "train/model/model_options.h"
 
 namespace ember {
 namespace {

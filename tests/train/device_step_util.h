@@ -14,9 +14,9 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "storage/types.h"
-#include "train/device_batch_plan.h"
-#include "train/device_ops.h"
-#include "train/model_options.h"
+#include "train/device/device_batch_plan.h"
+#include "train/device/device_ops.h"
+#include "train/model/model_options.h"
 
 namespace ember::device_test {
 

@@ -10,9 +10,9 @@
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "tests/train/train_test_util.h"
-#include "train/device_trainer.h"
+#include "train/trainers/device_trainer.h"
 #include "train/train_loop.h"
-#include "train/trainer_factory.h"
+#include "train/trainers/trainer_factory.h"
 
 namespace ember {
 namespace {

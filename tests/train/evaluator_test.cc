@@ -1,4 +1,4 @@
-#include "train/evaluator.h"
+#include "train/eval/evaluator.h"
 
 #include <cmath>
 #include <functional>
@@ -14,9 +14,9 @@
 #include "storage/graph.h"
 #include "tests/storage/test_graph.h"
 #include "tests/train/stored_model_util.h"
-#include "train/candidate_scorer.h"
-#include "train/checkpoint.h"
-#include "train/rank_metrics.h"
+#include "train/model/candidate_scorer.h"
+#include "train/model/checkpoint.h"
+#include "train/eval/rank_metrics.h"
 
 namespace ember {
 namespace {

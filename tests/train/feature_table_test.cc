@@ -1,4 +1,4 @@
-#include "train/feature_table.h"
+#include "train/model/feature_table.h"
 
 #include <cmath>
 #include <memory>

@@ -12,7 +12,7 @@
 #include "storage/node_hash.h"
 #include "tests/train/train_test_util.h"
 #include "tools/features_generator.h"
-#include "train/checkpoint.h"
+#include "train/model/checkpoint.h"
 #include "train/train_loop.h"
 
 namespace ember {

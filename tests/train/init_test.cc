@@ -1,4 +1,4 @@
-#include "train/init.h"
+#include "train/model/init.h"
 
 #include <cmath>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "train/model_options.h"
+#include "train/model/model_options.h"
 
 #include <vector>
 

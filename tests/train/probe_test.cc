@@ -1,7 +1,7 @@
 // Probes (train/probe.h): in memory or on scratch copies, both leaving the
 // graph untouched; edge samples, the --lr auto rule, and the lr stored with
 // the checkpoint.
-#include "train/probe.h"
+#include "train/tune/probe.h"
 
 #include <filesystem>
 #include <fstream>
@@ -14,6 +14,7 @@
 #include "tests/train/stored_model_util.h"
 #include "tests/train/train_test_util.h"
 #include "train/train_loop.h"
+#include "train/tune/auto_lr.h"
 
 namespace ember {
 namespace {
@@ -297,7 +298,7 @@ TEST_F(ProbeTest, NeedsValidationEdges) {
   TrainOptions o = SmallOptions(1);
   o.lr_auto = true;
   o.lr = 0.05f;
-  auto summary = TrainGraph(graph_dir, o);
+  auto summary = TrainGraphAutoLr(graph_dir, o);
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_FALSE(summary->lr_choice.has_value());
   EXPECT_FLOAT_EQ(summary->lr, 0.05f);
@@ -307,7 +308,7 @@ TEST_F(ProbeTest, AutoLrIsChosenOnceAndKeptOnResume) {
   const std::string graph_dir = factory_->New(1);
   TrainOptions o = SmallOptions(2);
   o.lr_auto = true;
-  auto first = TrainGraph(graph_dir, o);
+  auto first = TrainGraphAutoLr(graph_dir, o);
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_TRUE(first->lr_choice.has_value());
   const LrChoice& choice = *first->lr_choice;
@@ -330,7 +331,7 @@ TEST_F(ProbeTest, AutoLrIsChosenOnceAndKeptOnResume) {
   // if the stored one differs from what a probe would choose now.
   o.epochs = 3;
   o.lr = 123.0f;  // ignored with lr_auto on resume
-  auto resumed = TrainGraph(graph_dir, o);
+  auto resumed = TrainGraphAutoLr(graph_dir, o);
   ASSERT_TRUE(resumed.ok()) << resumed.status();
   EXPECT_TRUE(resumed->resumed);
   EXPECT_FALSE(resumed->lr_choice.has_value());

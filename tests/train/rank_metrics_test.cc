@@ -1,5 +1,5 @@
 // RankSums: means over queries, and 95 % intervals over edges.
-#include "train/rank_metrics.h"
+#include "train/eval/rank_metrics.h"
 
 #include <cmath>
 

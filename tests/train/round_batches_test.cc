@@ -1,4 +1,4 @@
-#include "train/round_batches.h"
+#include "train/batch/round_batches.h"
 
 #include <algorithm>
 #include <map>

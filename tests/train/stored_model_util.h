@@ -19,8 +19,8 @@
 #include "storage/graph.h"
 #include "storage/status_macros.h"
 #include "tests/storage/test_graph.h"
-#include "train/checkpoint.h"
-#include "train/model_options.h"
+#include "train/model/checkpoint.h"
+#include "train/model/model_options.h"
 
 namespace ember::testing {
 

@@ -9,11 +9,11 @@
 #include "partition/train_memory.h"
 #include "storage/splitmix.h"
 #include "tests/train/train_test_util.h"
-#include "train/edge_window.h"
-#include "train/memory_plan.h"
-#include "train/partition_buffer.h"
-#include "train/round_source.h"
-#include "train/trainer_factory.h"
+#include "train/stream/edge_window.h"
+#include "train/schedule/memory_plan.h"
+#include "train/schedule/partition_buffer.h"
+#include "train/stream/round_source.h"
+#include "train/trainers/trainer_factory.h"
 
 namespace ember {
 namespace {

@@ -23,6 +23,7 @@
 #include "tests/train/train_test_util.h"
 #include "tools/features_generator.h"
 #include "train/train_loop.h"
+#include "train/tune/auto_lr.h"
 
 namespace ember {
 namespace {
@@ -174,7 +175,7 @@ TEST_F(TrainKillTest, KilledAndResumedIsBitIdentical) {
   o.deterministic = true;
   o.threads = 1;
   o.lr_auto = true;  // as the binary's default --lr auto: the same probes choose
-  ASSERT_TRUE(TrainGraph(lib_dir, o).ok());
+  ASSERT_TRUE(TrainGraphAutoLr(lib_dir, o).ok());
   auto lib = LoadSnapshot(lib_dir);
   ASSERT_TRUE(lib.ok()) << lib.status();
   train_test::ExpectBitIdentical(*expected, *lib);

@@ -15,8 +15,8 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/train/train_test_util.h"
-#include "train/checkpoint.h"
-#include "train/model_options.h"
+#include "train/model/checkpoint.h"
+#include "train/model/model_options.h"
 
 namespace ember {
 namespace {

@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/train/train_test_util.h"
-#include "train/evaluator.h"
+#include "train/eval/evaluator.h"
 #include "train/train_loop.h"
 
 namespace ember {

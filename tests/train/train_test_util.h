@@ -28,10 +28,10 @@
 #include "tests/storage/test_graph.h"
 #include "tests/test_process.h"
 #include "tools/sbm_generator.h"
-#include "train/checkpoint.h"
-#include "train/evaluator.h"
+#include "train/model/checkpoint.h"
+#include "train/eval/evaluator.h"
 #include "train/train_loop.h"
-#include "train/train_options.h"
+#include "train/options/train_options.h"
 
 namespace ember::train_test {
 

@@ -7,8 +7,8 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/train/train_test_util.h"
-#include "train/slowed_trainer.h"
-#include "train/trainer_factory.h"
+#include "train/trainers/slowed_trainer.h"
+#include "train/trainers/trainer_factory.h"
 
 namespace ember {
 namespace {

@@ -1,4 +1,4 @@
-#include "train/vec_math.h"
+#include "train/model/vec_math.h"
 
 #include <cmath>
 #include <vector>

@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "train/device_batch_plan.h"
+#include "train/device/device_batch_plan.h"
 
 namespace ember {
 namespace {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "train/adagrad.h"
+#include "train/model/adagrad.h"
 
 namespace ember {
 namespace {

@@ -38,7 +38,7 @@
 #include "storage/status_macros.h"
 #include "tools/bench/gpu_probe.h"
 #include "tools/bench/train_run.h"
-#include "train/trainer_factory.h"
+#include "train/trainers/trainer_factory.h"
 
 ABSL_FLAG(std::string, devices, "cuda:0",
           "the one trainer to measure (trainer_factory.h): cuda:N, emulated, cpu, cpu:T");

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "train/chunk_scorer.h"
-#include "train/model_options.h"
+#include "train/model/chunk_scorer.h"
+#include "train/model/model_options.h"
 
 namespace ember {
 namespace {

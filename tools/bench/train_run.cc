@@ -10,7 +10,7 @@
 #include "absl/synchronization/mutex.h"
 #include "oneapi/tbb/blocked_range.h"
 #include "oneapi/tbb/parallel_for.h"
-#include "train/init.h"
+#include "train/model/init.h"
 #include "tools/rmat_generator.h"
 
 namespace ember::bench {

@@ -10,8 +10,8 @@
 
 #include "absl/status/statusor.h"
 #include "storage/types.h"
-#include "train/train_options.h"
-#include "train/trainer.h"
+#include "train/options/train_options.h"
+#include "train/trainers/trainer.h"
 
 namespace ember::bench {
 

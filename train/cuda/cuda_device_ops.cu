@@ -10,7 +10,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "train/cuda/step_sequence.h"
+#include "train/device/step_sequence.h"
 
 namespace ember {
 namespace {

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "train/device_ops.h"
+#include "train/device/device_ops.h"
 
 namespace ember {
 

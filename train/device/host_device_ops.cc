@@ -1,0 +1,93 @@
+// DeviceOps on the host: the kernel bodies run as loops, the products go to
+// OpenBLAS.
+#include <cblas.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include "train/device/step_sequence.h"
+#include "train/device/device_ops.h"
+
+namespace ember {
+namespace {
+
+struct HostLauncher {
+  template <class F>
+  void ForEach(const F& kernel) {
+    const int64_t n = kernel.size();
+    for (int64_t i = 0; i < n; ++i) kernel(i);
+  }
+  void Zero(float* p, int64_t floats) {
+    if (floats > 0) std::memset(p, 0, sizeof(float) * floats);
+  }
+  void Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda,
+            int64_t stride_a, const float* b, int ldb, int64_t stride_b, float* c, int ldc,
+            int64_t stride_c, int64_t count) {
+    for (int64_t i = 0; i < count; ++i) {
+      cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                  trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a + i * stride_a, lda,
+                  b + i * stride_b, ldb, 0.0f, c + i * stride_c, ldc);
+    }
+  }
+};
+
+class HostDeviceOps final : public DeviceOps {
+ public:
+  explicit HostDeviceOps(int streams) : streams_(streams) {}
+
+  std::string name() const override { return "emulated"; }
+  int streams() const override { return streams_; }
+
+  std::string Alloc(size_t bytes, void** out) override {
+    *out = std::malloc(bytes + sizeof(size_t));
+    if (*out == nullptr) return "out of host memory";
+    *static_cast<size_t*>(*out) = bytes;
+    *out = static_cast<size_t*>(*out) + 1;
+    const size_t now = in_use_ += bytes;
+    size_t peak = peak_.load();
+    while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
+    }
+    return "";
+  }
+  void Free(void* p) override {
+    if (p == nullptr) return;
+    size_t* base = static_cast<size_t*>(p) - 1;
+    in_use_ -= *base;
+    std::free(base);
+  }
+  std::string AllocPinned(size_t bytes, void** out) override {
+    *out = std::malloc(bytes);
+    return *out == nullptr ? "out of host memory" : "";
+  }
+  void FreePinned(void* p) override { std::free(p); }
+  size_t bytes_in_use() const override { return in_use_; }
+  size_t peak_bytes() const override { return peak_; }
+
+  std::string CopyToDevice(int, void* device, const void* host, size_t bytes) override {
+    if (bytes > 0) std::memcpy(device, host, bytes);
+    return "";
+  }
+  std::string CopyToHost(int, void* host, const void* device, size_t bytes) override {
+    if (bytes > 0) std::memcpy(host, device, bytes);
+    return "";
+  }
+  std::string Step(int, const device::StepShape& shape, const device::StepArgs& args) override {
+    HostLauncher launch;
+    device::RunStepSequence(launch, shape, args);
+    return "";
+  }
+  std::string Synchronize(int) override { return ""; }
+
+ private:
+  const int streams_;
+  std::atomic<size_t> in_use_{0}, peak_{0};
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceOps> MakeHostDeviceOps(int streams) {
+  return std::make_unique<HostDeviceOps>(streams);
+}
+
+}  // namespace ember

@@ -1,0 +1,80 @@
+// The trained model as kept in a graph directory, and how to read it back.
+//
+// A checkpoint version V (Manifest::training.checkpoint_version, > 0) is
+//  - Table::kEmbeddings / kOptimizer rows of every partition under V
+//    (partition_size x dim floats; optimizer: partition_size x 1 floats,
+//    the row-wise Adagrad state);
+//  - blob "relations-V": relation parameters and their Adagrad state
+//    (EncodeRelationBlob);
+//  - featurized models: blob "feature-table-V" (train/feature_table.h);
+//    models without id rows (--featurized features) write no tables;
+//  - Manifest::training.state_json: {"model": ModelOptions as JSON,
+//    "partition_versions": [table version of each partition],
+//    "trainer": trainer-owned position state}.
+// The manifest names V only after all of the above is durable.
+#ifndef EMBER_TRAIN_MODEL_CHECKPOINT_H_
+#define EMBER_TRAIN_MODEL_CHECKPOINT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "storage/graph.h"
+#include "train/model/feature_table.h"
+#include "train/model/model_options.h"
+
+namespace ember {
+
+struct RelationParams {
+  uint32_t num_relations = 0;
+  int param_size = 0;         // floats per relation (RelationParamSize)
+  std::vector<float> params;  // num_relations x param_size
+  std::vector<float> state;   // Adagrad state, same shape (may be empty)
+  const float* Of(uint32_t r) const { return params.data() + size_t{r} * param_size; }
+  float* Of(uint32_t r) { return params.data() + size_t{r} * param_size; }
+};
+
+struct StoredModel {
+  uint64_t version = 0;  // the checkpoint (relation blob) version
+  ModelOptions model;
+  RelationParams relations;
+  // Table version holding each partition's rows (a checkpoint may reuse an
+  // older version for a partition it did not rewrite).
+  std::vector<uint64_t> partition_versions;
+  // Featurized models: the feature embeddings (rows 0 otherwise).
+  FeatureTable features;
+};
+
+inline constexpr char kRelationBlobPrefix[] = "relations-";
+std::string RelationBlobName(uint64_t version);  // kRelationBlobPrefix + version
+std::string EncodeRelationBlob(const RelationParams& r);
+absl::StatusOr<RelationParams> DecodeRelationBlob(std::string_view bytes);
+
+std::string ModelOptionsToJson(const ModelOptions& m);
+absl::StatusOr<ModelOptions> ModelOptionsFromJson(std::string_view json);
+
+// The model of the graph's current checkpoint. FailedPrecondition naming
+// the graph when it has none ("run ember train first").
+absl::StatusOr<StoredModel> LoadStoredModel(const Graph& graph);
+
+// Removes what interrupted checkpoints left behind: every table version of a
+// partition other than the committed one (committed_locations[p]; 0: none)
+// and checkpoint blobs of other versions than `committed_version`. A kill
+// between a manifest flip and the deletions that follow it, or before the
+// flip, leaves such data; nothing reads it, but it holds disk. (Half-written
+// files go when the graph is opened for writing: Graph::Open.)
+// REQUIRES: graph open read-write (so no other writer runs).
+absl::Status RemoveUncommittedCheckpoints(Graph& graph, uint64_t committed_version,
+                                          const std::vector<uint64_t>& committed_locations);
+
+// Embedding rows of partition p of the stored model: size x dim floats.
+// For a featurized model these are the composed rows (id row and/or the
+// weighted mean of the node's feature rows), what training scored.
+absl::StatusOr<std::vector<float>> LoadPartitionEmbeddings(const Graph& graph,
+                                                           const StoredModel& model,
+                                                           uint32_t p);
+
+}  // namespace ember
+
+#endif  // EMBER_TRAIN_MODEL_CHECKPOINT_H_

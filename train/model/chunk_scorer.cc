@@ -1,0 +1,501 @@
+#include "train/model/chunk_scorer.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <utility>
+
+#include "storage/status_macros.h"
+#include "train/model/operators.h"
+#include "train/model/vec_math.h"
+
+namespace ember {
+namespace {
+
+// l2 distances are sqrt(max(d^2, kMinSquaredDistance)) as in PBG; where the
+// clamp applies the (sub)gradient is taken as 0.
+using vec::kMinSquaredDistance;
+// cos: |x| is clamped below at this value (torch.nn.functional.normalize).
+constexpr float kMinNorm = 1e-12f;
+
+// C (m × n) = alpha · X (m × k) · Yᵀ (n × k) + beta · C, all compact.
+inline void GemmNT(int m, int n, int k, const float* x, const float* y,
+                   float beta, float* c) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x, k, y,
+              k, beta, c, n);
+}
+// C (m × n) = X (m × k) · Y (k × n) + beta · C, all compact.
+inline void GemmNN(int m, int n, int k, const float* x, const float* y,
+                   float beta, float* c) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, x, k, y,
+              n, beta, c, n);
+}
+// C (m × n) = Xᵀ · Y + beta · C, X is k × m (row stride m), Y is k × n.
+inline void GemmTN(int m, int n, int k, const float* x, const float* y,
+                   float beta, float* c) {
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, n, k, 1.0f, x, m, y,
+              n, beta, c, n);
+}
+
+// Loss of one score row whose positive sits at column `pos_col` and whose
+// other n - 1 entries are negatives. Writes dLoss/drow into g (n floats;
+// also used as scratch, so it is written even when only the loss is wanted).
+template <Loss kLoss>
+float RowLoss(const float* s, int n, int pos_col, float margin, float* g) {
+  using vec::F8;
+  const float pos = s[pos_col];
+  if constexpr (kLoss == Loss::kSoftmax) {
+    const float m = vec::Max(s, n);
+    const float z = vec::MapSum(
+        n, g, [m](F8 x) { return vec::Exp(x - m); }, s);
+    const float inv_z = 1.0f / z;
+    vec::Map(
+        n, g, [inv_z](F8 x) { return x * inv_z; }, g);
+    g[pos_col] -= 1.0f;
+    return std::log(z) + m - pos;
+  } else if constexpr (kLoss == Loss::kRanking) {
+    const float shift = margin - pos;
+    const float total = vec::MapSum(
+        n, g, [shift](F8 x) { return vec::Max(x + shift, F8{}); }, s);
+    const float loss = total - g[pos_col];
+    const float active = vec::MapSum(
+        n, g, [](F8 x) { return x > F8{} ? vec::Splat(1.0f) : F8{}; }, g);
+    g[pos_col] = -(active - g[pos_col]);
+    return loss;
+  } else {
+    static_assert(kLoss == Loss::kLogistic);
+    // -log(1 - σ(x)) = softplus(x) = max(x, 0) + log(1 + e^-|x|).
+    const float total = vec::MapSum(
+        n, g,
+        [](F8 x) {
+          return vec::Max(x, F8{}) + vec::Log(1.0f + vec::Exp(-vec::Abs(x)));
+        },
+        s);
+    const float neg_weight = n > 1 ? 1.0f / static_cast<float>(n - 1) : 0.0f;
+    const float sp_pos = g[pos_col];
+    // -log σ(pos) = softplus(pos) - pos.
+    const float loss = (sp_pos - pos) + neg_weight * (total - sp_pos);
+    vec::Map(
+        n, g,
+        [neg_weight](F8 x) {
+          const F8 e = vec::Exp(-vec::Abs(x));
+          return neg_weight * (x >= F8{} ? vec::Splat(1.0f) : e) / (1.0f + e);
+        },
+        s);
+    // d/dpos of -log σ(pos) is σ(pos) - 1 = -σ(-pos).
+    const float e = std::exp(-std::fabs(pos));
+    g[pos_col] = -(pos >= 0.0f ? e : 1.0f) / (1.0f + e);
+    return loss;
+  }
+}
+
+}  // namespace
+
+ChunkWorkspace::ChunkWorkspace(int dim, int max_chunk, int max_negs)
+    : dim_(dim), max_chunk_(max_chunk), max_negs_(max_negs) {
+  EMBER_CHECK(dim >= 1 && max_chunk >= 1 && max_negs >= 0);
+  const size_t queries = static_cast<size_t>(max_chunk);
+  const size_t candidates = 2 * queries + max_negs;  // chunk, negs, endpoints
+  for (Side* side : {&dst_, &src_}) {
+    for (auto* v : {&side->q, &side->q_hat, &side->dq}) v->resize(queries * dim);
+    for (auto* v : {&side->k, &side->k_hat, &side->dk}) v->resize(candidates * dim);
+    for (auto* v : {&side->q_aux, &side->coef_q}) v->resize(queries);
+    for (auto* v : {&side->k_aux, &side->coef_k}) v->resize(candidates);
+    for (auto* v : {&side->scores, &side->g}) v->resize(queries * candidates);
+  }
+  conj_rel_.resize(queries * dim);
+  d_conj_rel_.resize(queries * dim);
+}
+
+namespace {
+
+// Copies the stacked rows of `parts` (pointer, rows) into out, or returns
+// the first part's pointer when the parts already lie one after another.
+const float* Stack(std::initializer_list<std::pair<const float*, int>> parts,
+                   int dim, float* out) {
+  bool contiguous = true;
+  const float* next = parts.begin()->first;
+  for (const auto& [rows, n] : parts) {
+    if (n == 0) continue;
+    if (rows != next) contiguous = false;
+    next = rows + int64_t{n} * dim;
+  }
+  if (contiguous) return parts.begin()->first;
+  float* w = out;
+  for (const auto& [rows, n] : parts) {
+    w = std::copy(rows, rows + int64_t{n} * dim, w);
+  }
+  return out;
+}
+
+}  // namespace
+
+// The templated chunk step; a friend of ChunkWorkspace.
+class ChunkKernels {
+ public:
+  template <Operator kOp, Comparator kCmp, Loss kLoss>
+  static float Step(const ModelOptions& options, const float* rel,
+                    const ChunkInput& in, const ChunkGrads* grads,
+                    ChunkWorkspace* ws);
+
+ private:
+  using Side = ChunkWorkspace::Side;
+
+  // Scores queries q (m rows) against candidates k (n rows) into side->scores
+  // (the positive of row i at column i; with endpoint_col >= 0, row i's own
+  // endpoint at column endpoint_col + i), excludes candidates, and returns the
+  // side's loss with dLoss/dscores in side->g. Keeps the comparator's
+  // operands in *qh, *kh for the backward pass.
+  template <Comparator kCmp, Loss kLoss>
+  static float SideForward(const float* q, int m, const float* k, int n, int d,
+                           float margin, int endpoint_col,
+                           const std::vector<std::pair<int, int>>* excluded,
+                           Side* side, const float** qh, const float** kh);
+
+  // dLoss/dQ into side->dq (m × d) and dLoss/dK into side->dk (n × d).
+  template <Comparator kCmp>
+  static void SideBackward(const float* q, int m, const float* k, int n, int d,
+                           const float* qh, const float* kh, Side* side);
+};
+
+template <Comparator kCmp, Loss kLoss>
+float ChunkKernels::SideForward(const float* q, int m, const float* k, int n,
+                                int d, float margin, int endpoint_col,
+                                const std::vector<std::pair<int, int>>* excluded,
+                                Side* side, const float** qh_out,
+                                const float** kh_out) {
+  const float* qh = q;
+  const float* kh = k;
+  float* q_aux = side->q_aux.data();
+  float* k_aux = side->k_aux.data();
+  if constexpr (kCmp == Comparator::kCos) {
+    auto normalize = [d](const float* x, int rows, float* xh, float* inv) {
+      for (int r = 0; r < rows; ++r) {
+        const float* xr = x + int64_t{r} * d;
+        const float norm = std::sqrt(vec::Dot(xr, xr, d));
+        const float s = 1.0f / std::max(norm, kMinNorm);
+        inv[r] = s;
+        vec::Map(
+            d, xh + int64_t{r} * d, [s](vec::F8 v) { return v * s; }, xr);
+      }
+    };
+    normalize(q, m, side->q_hat.data(), q_aux);
+    normalize(k, n, side->k_hat.data(), k_aux);
+    qh = side->q_hat.data();
+    kh = side->k_hat.data();
+  } else if constexpr (kCmp == Comparator::kL2) {
+    for (int r = 0; r < m; ++r) q_aux[r] = vec::Dot(q + int64_t{r} * d, q + int64_t{r} * d, d);
+    for (int r = 0; r < n; ++r) k_aux[r] = vec::Dot(k + int64_t{r} * d, k + int64_t{r} * d, d);
+  }
+  float* s = side->scores.data();
+  GemmNT(m, n, d, qh, kh, 0.0f, s);
+  if constexpr (kCmp == Comparator::kL2) {
+    vec::DotsToNegativeDistances(s, m, n, q_aux, k_aux);
+  }
+  // Positive scores, computed directly (for l2 this avoids the cancellation
+  // of the GEMM expansion where a positive pair is close).
+  for (int i = 0; i < m; ++i) {
+    float pos;
+    if constexpr (kCmp == Comparator::kL2) {
+      pos = -std::sqrt(std::max(
+          vec::SquaredDistance(q + int64_t{i} * d, k + int64_t{i} * d, d),
+          kMinSquaredDistance));
+    } else {
+      pos = vec::Dot(qh + int64_t{i} * d, kh + int64_t{i} * d, d);
+    }
+    s[int64_t{i} * n + i] = pos;
+  }
+  if constexpr (kCmp == Comparator::kL2) {
+    // A row's own endpoint is often its query itself (op none): exact zero
+    // distances, which the GEMM expansion would turn into noise.
+    if (endpoint_col >= 0) {
+      for (int i = 0; i < m; ++i) {
+        const int j = endpoint_col + i;
+        s[int64_t{i} * n + j] = -std::sqrt(std::max(
+            vec::SquaredDistance(q + int64_t{i} * d, k + int64_t{j} * d, d),
+            kMinSquaredDistance));
+      }
+    }
+  }
+  if (excluded != nullptr) {
+    for (const auto& [i, j] : *excluded) s[int64_t{i} * n + j] = kExcludedScore;
+  }
+  float* g = side->g.data();
+  float loss = 0.0f;
+  for (int i = 0; i < m; ++i) {
+    loss += RowLoss<kLoss>(s + int64_t{i} * n, n, i, margin, g + int64_t{i} * n);
+  }
+  *qh_out = qh;
+  *kh_out = kh;
+  return loss;
+}
+
+template <Comparator kCmp>
+void ChunkKernels::SideBackward(const float* q, int m, const float* k, int n,
+                                int d, const float* qh, const float* kh,
+                                Side* side) {
+  float* g = side->g.data();
+  float* coef_q = side->coef_q.data();
+  float* coef_k = side->coef_k.data();
+  if constexpr (kCmp == Comparator::kL2) {
+    // With S = -dist, dS/dq = (k - q) / dist. Replacing G by H = G / dist
+    // turns the backward into dq = (H K)_q - q · Σ(H entries of q), so the
+    // GEMMs below serve l2 too; coef_* collects those sums per row.
+    std::fill(coef_q, coef_q + m, 0.0f);
+    std::fill(coef_k, coef_k + n, 0.0f);
+    const float* s = side->scores.data();
+    const float min_dist = std::sqrt(kMinSquaredDistance);
+    for (int i = 0; i < m; ++i) {
+      const float* si = s + int64_t{i} * n;
+      float* gi = g + int64_t{i} * n;
+      coef_q[i] += vec::MapSum(
+          n, gi,
+          [min_dist](vec::F8 score, vec::F8 grad) {
+            const vec::F8 dist = -score;
+            return dist > min_dist ? grad / dist : vec::F8{};
+          },
+          si, gi);
+      vec::Add(gi, n, coef_k);
+    }
+  }
+  // dQ̂ = G K̂, dK̂ = Gᵀ Q̂.
+  float* dq = side->dq.data();
+  float* dk = side->dk.data();
+  GemmNN(m, d, n, g, kh, 0.0f, dq);
+  GemmTN(n, d, m, g, qh, 0.0f, dk);
+  if constexpr (kCmp == Comparator::kCos) {
+    auto unnormalize = [d](const float* xh, const float* inv, int rows, float* dx) {
+      for (int r = 0; r < rows; ++r) {
+        const float* x = xh + int64_t{r} * d;
+        float* gr = dx + int64_t{r} * d;
+        const float proj = vec::Dot(x, gr, d);
+        const float sc = inv[r];
+        vec::Map(
+            d, gr, [proj, sc](vec::F8 gk, vec::F8 xk) { return (gk - xk * proj) * sc; },
+            gr, x);
+      }
+    };
+    unnormalize(qh, side->q_aux.data(), m, dq);
+    unnormalize(kh, side->k_aux.data(), n, dk);
+  } else if constexpr (kCmp == Comparator::kL2) {
+    auto subtract = [d](const float* x, const float* coef, int rows, float* dx) {
+      for (int r = 0; r < rows; ++r) {
+        const float* xr = x + int64_t{r} * d;
+        float* gr = dx + int64_t{r} * d;
+        const float w = coef[r];
+        vec::Map(
+            d, gr, [w](vec::F8 gk, vec::F8 xk) { return gk - w * xk; }, gr, xr);
+      }
+    };
+    subtract(q, coef_q, m, dq);
+    subtract(k, coef_k, n, dk);
+  }
+}
+
+template <Operator kOp, Comparator kCmp, Loss kLoss>
+float ChunkKernels::Step(const ModelOptions& options, const float* rel,
+                         const ChunkInput& in, const ChunkGrads* grads,
+                         ChunkWorkspace* ws) {
+  const int d = options.dim;
+  const int c = in.chunk;
+  const int ns = in.num_src_negs;
+  const int nd = in.num_dst_negs;
+  const int e = in.endpoint_negs ? c : 0;
+  const int nkd = in.dst_candidates();
+  const int nks = in.src_candidates();
+  const int p = RelationParamSize(kOp, d);
+  const bool mixed = in.rel_slot != nullptr;
+  const int64_t cd = int64_t{c} * d;
+  Side& dst = ws->dst_;
+  Side& src = ws->src_;
+  auto row = [d](auto* x, int i) { return x + int64_t{i} * d; };
+  auto slot_rel = [&](auto* params, int i) {
+    return params + int64_t{in.rel_slot[i]} * p;
+  };
+
+  // Mixed chunks: the adjoint parameters of every slot in use.
+  int slots = 1;
+  if (mixed) {
+    slots = 1 + *std::max_element(in.rel_slot, in.rel_slot + c);
+    for (int r = 0; r < slots; ++r) {
+      AdjointRelationParams(kOp, rel + int64_t{r} * p, p, ws->conj_rel_.data() + int64_t{r} * p);
+    }
+  }
+
+  // Dst side: Q = op_{r_i}(L_i), K = [R; Ud; L if E].
+  const float* qd = in.lhs;
+  if constexpr (kOp != Operator::kNone) {
+    if (mixed) {
+      for (int i = 0; i < c; ++i) OpForward<kOp>(slot_rel(rel, i), row(in.lhs, i), 1, d, row(dst.q.data(), i));
+    } else {
+      OpForward<kOp>(rel, in.lhs, c, d, dst.q.data());
+    }
+    qd = dst.q.data();
+  }
+  const float* kd = Stack({{in.rhs, c}, {in.dst_negs, nd}, {in.lhs, e}}, d, dst.k.data());
+
+  // Src side. Grouped: Q = R, K = op_r([L; Us; R if E]). Mixed: Q = op*(R),
+  // K = [L; Us; R if E].
+  const float* qs = in.rhs;
+  const float* ks;
+  if (mixed) {
+    if constexpr (kOp != Operator::kNone) {
+      for (int i = 0; i < c; ++i) {
+        OpForward<kOp>(slot_rel(ws->conj_rel_.data(), i), row(in.rhs, i), 1, d, row(src.q.data(), i));
+      }
+      qs = src.q.data();
+    }
+    ks = Stack({{in.lhs, c}, {in.src_negs, ns}, {in.rhs, e}}, d, src.k.data());
+  } else if constexpr (kOp == Operator::kNone) {
+    ks = Stack({{in.lhs, c}, {in.src_negs, ns}, {in.rhs, e}}, d, src.k.data());
+  } else {
+    float* w = src.k.data();
+    OpForward<kOp>(rel, in.lhs, c, d, w);
+    OpForward<kOp>(rel, in.src_negs, ns, d, w + cd);
+    OpForward<kOp>(rel, in.rhs, e, d, w + cd + int64_t{ns} * d);
+    ks = w;
+  }
+
+  // Endpoint candidates that are the row's own answer.
+  std::vector<std::pair<int, int>>& excluded_dst = dst.excluded;
+  std::vector<std::pair<int, int>>& excluded_src = src.excluded;
+  excluded_dst.clear();
+  excluded_src.clear();
+  if (e > 0 && in.same_node_table) {
+    for (int i = 0; i < c; ++i) {
+      for (int j = 0; j < c; ++j) {
+        if (in.lhs_nodes[j] == in.rhs_nodes[i]) excluded_dst.push_back({i, c + nd + j});
+        if (in.rhs_nodes[j] == in.lhs_nodes[i]) excluded_src.push_back({i, c + ns + j});
+      }
+    }
+  }
+
+  const float *qdh, *kdh, *qsh, *ksh;
+  float loss = SideForward<kCmp, kLoss>(qd, c, kd, nkd, d, options.margin, e > 0 ? c + nd : -1,
+                                        excluded_dst.empty() ? nullptr : &excluded_dst, &dst,
+                                        &qdh, &kdh);
+  loss += SideForward<kCmp, kLoss>(qs, c, ks, nks, d, options.margin, e > 0 ? c + ns : -1,
+                                   excluded_src.empty() ? nullptr : &excluded_src, &src,
+                                   &qsh, &ksh);
+  if (grads == nullptr) return loss;
+  SideBackward<kCmp>(qd, c, kd, nkd, d, qdh, kdh, &dst);
+  SideBackward<kCmp>(qs, c, ks, nks, d, qsh, ksh, &src);
+
+  // Dst side into the caller's buffers: Q's rows went through op_{r_i}; K's
+  // rows are inputs.
+  if (mixed) {
+    for (int i = 0; i < c; ++i) {
+      OpBackward<kOp>(slot_rel(rel, i), row(in.lhs, i), row(dst.dq.data(), i), 1, d,
+                      row(grads->lhs, i), p > 0 ? slot_rel(grads->rel, i) : nullptr);
+    }
+  } else {
+    OpBackward<kOp>(rel, in.lhs, dst.dq.data(), c, d, grads->lhs, grads->rel);
+  }
+  const float* dkd = dst.dk.data();
+  vec::Add(dkd, c * d, grads->rhs);
+  if (nd > 0) vec::Add(dkd + cd, nd * d, grads->dst_negs);
+  if (e > 0) vec::Add(dkd + cd + int64_t{nd} * d, e * d, grads->lhs);
+
+  // Src side.
+  const float* dks = src.dk.data();
+  const float* dks_endpoints = dks + cd + int64_t{ns} * d;
+  if (mixed) {
+    if constexpr (kOp == Operator::kNone) {
+      vec::Add(src.dq.data(), c * d, grads->rhs);
+    } else {
+      float* d_conj = ws->d_conj_rel_.data();
+      std::fill(d_conj, d_conj + int64_t{slots} * p, 0.0f);
+      for (int i = 0; i < c; ++i) {
+        OpBackward<kOp>(slot_rel(ws->conj_rel_.data(), i), row(in.rhs, i),
+                        row(src.dq.data(), i), 1, d, row(grads->rhs, i), slot_rel(d_conj, i));
+      }
+      for (int r = 0; r < slots; ++r) {
+        float* g = d_conj + int64_t{r} * p;
+        AdjointRelationParams(kOp, g, p, g);
+        vec::Add(g, p, grads->rel + int64_t{r} * p);
+      }
+    }
+    vec::Add(dks, c * d, grads->lhs);
+    if (ns > 0) vec::Add(dks + cd, ns * d, grads->src_negs);
+    if (e > 0) vec::Add(dks_endpoints, e * d, grads->rhs);
+  } else {
+    vec::Add(src.dq.data(), c * d, grads->rhs);
+    OpBackward<kOp>(rel, in.lhs, dks, c, d, grads->lhs, grads->rel);
+    if (ns > 0) OpBackward<kOp>(rel, in.src_negs, dks + cd, ns, d, grads->src_negs, grads->rel);
+    if (e > 0) OpBackward<kOp>(rel, in.rhs, dks_endpoints, e, d, grads->rhs, grads->rel);
+  }
+  return loss;
+}
+
+namespace {
+
+using StepFn = float (*)(const ModelOptions&, const float*, const ChunkInput&,
+                         const ChunkGrads*, ChunkWorkspace*);
+
+constexpr int kNumSteps = kNumOperators * kNumComparators * kNumLosses;
+
+constexpr int StepIndex(Operator op, Comparator cmp, Loss loss) {
+  return (static_cast<int>(op) * kNumComparators + static_cast<int>(cmp)) *
+             kNumLosses +
+         static_cast<int>(loss);
+}
+
+template <size_t... kIndex>
+constexpr std::array<StepFn, kNumSteps> MakeStepTable(
+    std::index_sequence<kIndex...>) {
+  return {&ChunkKernels::Step<
+      static_cast<Operator>(kIndex / (kNumComparators * kNumLosses)),
+      static_cast<Comparator>(kIndex / kNumLosses % kNumComparators),
+      static_cast<Loss>(kIndex % kNumLosses)>...};
+}
+
+// The one map from runtime options to kernel instantiations.
+constexpr std::array<StepFn, kNumSteps> kSteps =
+    MakeStepTable(std::make_index_sequence<kNumSteps>{});
+
+float Dispatch(const ModelOptions& options, const float* rel,
+               const ChunkInput& in, const ChunkGrads* grads,
+               ChunkWorkspace* ws) {
+  EMBER_CHECK(options.dim == ws->dim());
+  EMBER_CHECK(options.op != Operator::kComplexDiagonal || options.dim % 2 == 0);
+  EMBER_CHECK(in.chunk >= 1 && in.chunk <= ws->max_chunk());
+  EMBER_CHECK(in.num_src_negs >= 0 && in.num_src_negs <= ws->max_negs());
+  EMBER_CHECK(in.num_dst_negs >= 0 && in.num_dst_negs <= ws->max_negs());
+  EMBER_CHECK(in.lhs != nullptr && in.rhs != nullptr);
+  EMBER_CHECK(in.num_src_negs == 0 || in.src_negs != nullptr);
+  EMBER_CHECK(in.num_dst_negs == 0 || in.dst_negs != nullptr);
+  EMBER_CHECK(in.rel_slot == nullptr || SupportsMixedChunks(options));
+  EMBER_CHECK(!in.endpoint_negs || !in.same_node_table ||
+              (in.lhs_nodes != nullptr && in.rhs_nodes != nullptr));
+  EMBER_CHECK(RelationParamSize(options.op, options.dim) == 0 ||
+              rel != nullptr);
+  if (grads != nullptr) {
+    EMBER_CHECK(grads->lhs != nullptr && grads->rhs != nullptr);
+    EMBER_CHECK(in.num_src_negs == 0 || grads->src_negs != nullptr);
+    EMBER_CHECK(in.num_dst_negs == 0 || grads->dst_negs != nullptr);
+    EMBER_CHECK(RelationParamSize(options.op, options.dim) == 0 ||
+                grads->rel != nullptr);
+  }
+  const int index = StepIndex(options.op, options.comparator, options.loss);
+  EMBER_CHECK(index >= 0 && index < kNumSteps);
+  return kSteps[index](options, rel, in, grads, ws);
+}
+
+}  // namespace
+
+float ChunkForward(const ModelOptions& options, const float* rel,
+                   const ChunkInput& input, ChunkWorkspace* ws) {
+  return Dispatch(options, rel, input, nullptr, ws);
+}
+
+float ChunkForwardBackward(const ModelOptions& options, const float* rel,
+                           const ChunkInput& input, const ChunkGrads& grads,
+                           ChunkWorkspace* ws) {
+  return Dispatch(options, rel, input, &grads, ws);
+}
+
+}  // namespace ember

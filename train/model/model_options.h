@@ -1,0 +1,133 @@
+// Model choices for PBG-style scoring: score(s, r, d) =
+// comparator(op_r(e_s), e_d), trained with a loss over one positive and many
+// negative scores per edge and side.
+#ifndef EMBER_TRAIN_MODEL_MODEL_OPTIONS_H_
+#define EMBER_TRAIN_MODEL_MODEL_OPTIONS_H_
+
+#include <cstdint>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "storage/enum_names.h"
+#include "train/model/featurized.h"
+
+namespace ember {
+
+// Relation operator op_r applied to the source embedding.
+enum class Operator : uint8_t {
+  kNone = 0,             // op_r(e) = e; no parameters.
+  kTranslation = 1,      // op_r(e) = e + t_r (TransE); t_r has dim floats.
+  kDiagonal = 2,         // op_r(e) = e ⊙ w_r (DistMult); w_r has dim floats.
+  kComplexDiagonal = 3,  // ComplEx: e and w_r hold dim/2 complex numbers,
+                         // real parts in [0, dim/2), imaginary parts in
+                         // [dim/2, dim) (PBG's layout); op_r(e) = e * w_r.
+};
+inline constexpr int kNumOperators = 4;
+
+enum class Comparator : uint8_t {
+  kDot = 0,  // <a, b>
+  kCos = 1,  // <a, b> / (|a| |b|), norms clamped below at 1e-12 as in PBG.
+  kL2 = 2,   // -|a - b|_2 (negative distance, as in PBG).
+};
+inline constexpr int kNumComparators = 3;
+
+enum class Loss : uint8_t {
+  // Sum over negatives of max(0, margin - pos + neg).
+  kRanking = 0,
+  // -log σ(pos) - mean over negatives of log(1 - σ(neg)) (PBG averages the
+  // negative term so that its weight does not grow with the negative count).
+  kLogistic = 1,
+  // -pos + log(exp(pos) + Σ_neg exp(neg)).
+  kSoftmax = 2,
+};
+inline constexpr int kNumLosses = 3;
+
+// The CLI spellings, one table each (storage/enum_names.h): also the typed
+// flags' names.
+template <>
+struct EnumNames<Operator> {
+  static constexpr std::string_view kWhat = "operator";
+  static constexpr EnumNameTable<Operator, kNumOperators> kTable = {{
+      {Operator::kNone, "none"},
+      {Operator::kTranslation, "translation"},
+      {Operator::kDiagonal, "diagonal"},
+      {Operator::kComplexDiagonal, "complex_diagonal"},
+  }};
+};
+template <>
+struct EnumNames<Comparator> {
+  static constexpr std::string_view kWhat = "comparator";
+  static constexpr EnumNameTable<Comparator, kNumComparators> kTable = {{
+      {Comparator::kDot, "dot"},
+      {Comparator::kCos, "cos"},
+      {Comparator::kL2, "l2"},
+  }};
+};
+template <>
+struct EnumNames<Loss> {
+  static constexpr std::string_view kWhat = "loss";
+  static constexpr EnumNameTable<Loss, kNumLosses> kTable = {{
+      {Loss::kRanking, "ranking"},
+      {Loss::kLogistic, "logistic"},
+      {Loss::kSoftmax, "softmax"},
+  }};
+};
+
+// Unknown names give InvalidArgument listing the accepted ones.
+inline absl::StatusOr<Operator> ParseOperator(std::string_view name) {
+  return EnumFromName<Operator>(name);
+}
+inline absl::StatusOr<Comparator> ParseComparator(std::string_view name) {
+  return EnumFromName<Comparator>(name);
+}
+inline absl::StatusOr<Loss> ParseLoss(std::string_view name) { return EnumFromName<Loss>(name); }
+// Inverse of the parse functions.
+inline std::string_view OperatorName(Operator op) { return EnumToName(op); }
+inline std::string_view ComparatorName(Comparator cmp) { return EnumToName(cmp); }
+inline std::string_view LossName(Loss loss) { return EnumToName(loss); }
+
+struct ModelOptions {
+  // Default: kNone.
+  Operator op = Operator::kNone;
+  // Default: kDot.
+  Comparator comparator = Comparator::kDot;
+  // Default: kSoftmax.
+  Loss loss = Loss::kSoftmax;
+  // Margin of the ranking loss; ignored by the other losses. Default: 0.1.
+  float margin = 0.1f;
+  // Embedding dimension; even for kComplexDiagonal. Default: 100.
+  int dim = 100;
+  // How a node's embedding is formed from its id row and its sparse
+  // features (train/featurized.h). Default: kOff (id rows only).
+  FeaturizedMode featurized = FeaturizedMode::kOff;
+
+  absl::Status Validate() const;
+};
+
+// True when chunks may mix relations (chunk_scorer.h): the adjoint form
+// cmp(op_r(x), y) = cmp(x, op*_r(y)) exists for op none with any comparator,
+// diagonal or complex_diagonal with dot, and translation with l2.
+bool SupportsMixedChunks(const ModelOptions& options);
+
+// The adjoint operator's parameters, where SupportsMixedChunks: with
+// p* = J·p for a diagonal ±1 matrix J, cmp(op_p(x), y) = cmp(x, op_p*(y)).
+// p* is -t for translation (under l2), conj(w) for complex_diagonal and w
+// for diagonal (under dot); none has no parameters. J is its own inverse
+// and transpose, so this also maps the adjoint's gradients back.
+// REQUIRES: in and out hold RelationParamSize(op, dim) floats; they may
+// alias.
+void AdjointRelationParams(Operator op, const float* in, int dim, float* out);
+
+// Number of floats of one relation's operator parameters: 0 for kNone, dim
+// otherwise.
+int RelationParamSize(Operator op, int dim);
+
+// Writes PBG's initial relation parameters (identity transforms): zeros for
+// kTranslation, ones for kDiagonal, 1 + 0i for kComplexDiagonal.
+// REQUIRES: `params` holds RelationParamSize(op, dim) floats.
+void InitRelationParams(Operator op, int dim, float* params);
+
+}  // namespace ember
+
+#endif  // EMBER_TRAIN_MODEL_MODEL_OPTIONS_H_

@@ -1,0 +1,218 @@
+// Options of `ember train`. Plain struct; flags map onto it in tools/.
+#ifndef EMBER_TRAIN_OPTIONS_TRAIN_OPTIONS_H_
+#define EMBER_TRAIN_OPTIONS_TRAIN_OPTIONS_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "partition/bucket_order.h"
+#include "storage/enum_names.h"
+#include "train/batch/batch_former.h"
+#include "train/eval/evaluator.h"
+#include "train/model/model_options.h"
+
+namespace ember {
+
+struct TrainProgress {
+  int epoch = 0;             // 0-based epoch being trained
+  int epochs = 0;            // target epoch count
+  uint64_t bucket = 0;       // buckets done this epoch
+  uint64_t buckets = 0;      // buckets per epoch
+  uint64_t edges_done = 0;   // train edges done this epoch
+  uint64_t edges_total = 0;  // train edges per epoch
+  double loss = 0;           // mean loss per edge so far this epoch
+  double edges_per_second = 0;
+};
+
+// How a batch of several relations is cut into negative-sharing chunks.
+enum class RelationBatching : uint8_t {
+  kMixed = 0,    // chunks of any relations (more in-chunk negatives, bigger
+                 // GEMMs); models without SupportsMixedChunks train grouped
+  kGrouped = 1,  // one relation per chunk (PBG)
+};
+template <>
+struct EnumNames<RelationBatching> {
+  static constexpr std::string_view kWhat = "relation batching";
+  static constexpr EnumNameTable<RelationBatching, 2> kTable = {{
+      {RelationBatching::kMixed, "mixed"},
+      {RelationBatching::kGrouped, "grouped"},
+  }};
+};
+inline absl::StatusOr<RelationBatching> ParseRelationBatching(std::string_view name) {
+  return EnumFromName<RelationBatching>(name);
+}
+inline std::string_view RelationBatchingName(RelationBatching kind) { return EnumToName(kind); }
+
+// Whether each chunk's endpoints also serve as negatives of the other side.
+enum class EndpointNegatives : uint8_t {
+  kAuto = 0,  // on for graphs of several relations, off for one (README:
+              // on single-relation R-MAT they cost 25 % of the speed and
+              // did not help; on knowledge graphs they double MRR)
+  kOn = 1,
+  kOff = 2,
+};
+// "auto", "on" or "true", "off" or "false".
+template <>
+struct EnumNames<EndpointNegatives> {
+  static constexpr std::string_view kWhat = "endpoint negatives";
+  static constexpr EnumNameTable<EndpointNegatives, 5> kTable = {{
+      {EndpointNegatives::kAuto, "auto"},
+      {EndpointNegatives::kOn, "on"},
+      {EndpointNegatives::kOff, "off"},
+      {EndpointNegatives::kOn, "true"},
+      {EndpointNegatives::kOff, "false"},
+  }};
+};
+
+// Benchmark only: one trainer made slower by a stated factor
+// (slowed_trainer.h), to measure dealing across trainers of unequal speed
+// on a machine whose trainers are equal.
+struct TrainerSlowdown {
+  // Index of the slowed trainer among the run's trainers; -1: none.
+  // Default: -1.
+  int trainer = -1;
+  // Each batch of that trainer takes this many times as long; >= 1.
+  // Default: 1.
+  double factor = 1;
+  bool active() const { return trainer >= 0; }
+};
+
+// PBG's step size: the default, and what --lr auto keeps unless its probes
+// show another to be better (train/probe.h).
+inline constexpr float kLrDefault = 0.1f;
+// Measured on `gen kg` (4000 entities, seeds 3, 5, 7, and 20000 entities; 5
+// epochs, dim 100, lr 0.1): against 1 (PBG's default, relation_lr = lr),
+// 3 raises filtered test MRR by 9-21 % for ComplEx and DistMult (e.g.
+// 0.306 -> 0.362, seed 5), 10 adds nothing more, TransE moves by -7 %
+// (within its noise), and single-relation SBM and R-MAT are unchanged
+// within noise. A relation's parameters take one summed gradient from
+// every edge of it in a chunk, so their Adagrad state grows far faster
+// than a node row's and their steps shrink first.
+inline constexpr float kRelationLrScaleDefault = 3.0f;
+
+struct TrainOptions {
+  ModelOptions model;
+  // Total epochs to reach; a resumed run trains only the missing ones.
+  // Default: 10.
+  int epochs = 10;
+  // Adagrad learning rate (embeddings and relation parameters). Default:
+  // kLrDefault.
+  float lr = kLrDefault;
+  // Relation parameters step at relation_lr_scale × lr (PBG's relation_lr
+  // as a multiple, so that it follows --lr auto); > 0 and finite. Default:
+  // kRelationLrScaleDefault.
+  float relation_lr_scale = kRelationLrScaleDefault;
+  // Choose `lr` by probes (train/probe.h ChooseLr) when the run starts from
+  // scratch and the graph has validation edges; a resumed run keeps the lr
+  // stored with its checkpoint. Default: false (the CLI's --lr auto sets it).
+  bool lr_auto = false;
+  // Positive edges per batch (variance-aware batching: the work of an
+  // average batch of this many edges). Default: 1000.
+  int batch_size = 1000;
+  // Default: kFixed.
+  BatchingKind batching = BatchingKind::kFixed;
+  // Edges per negative-sharing chunk. Default: 50.
+  int chunk_size = 50;
+  // Uniform negatives per chunk and side. Default: 50.
+  int num_uniform_negs = 50;
+  // Default: kMixed.
+  RelationBatching relation_batching = RelationBatching::kMixed;
+  // Each chunk's sources also serve as candidate destinations and its
+  // destinations as candidate sources, so that every edge h r t meets
+  // h r h and t r t as negatives (chunk_scorer.h). Default: kAuto.
+  EndpointNegatives endpoint_negatives = EndpointNegatives::kAuto;
+  // Std-dev of the normal init of embeddings. Default: 1e-3 (PBG).
+  float init_scale = 1e-3f;
+  uint64_t seed = 0;
+  // Total worker threads, split among trainers; >= 1 (the CLI resolves
+  // --threads 0 to all cores). Default: 1.
+  int threads = 1;
+  // Trainers working at once on buckets with disjoint partitions, as CPU
+  // trainers sharing `threads` (shorthand for `devices`). Default: 1.
+  int trainers = 1;
+  // The trainers by device, comma-separated (trainer_factory.h): "cpu",
+  // "cpu:THREADS", "cuda:N". Empty: `trainers` CPU trainers. Default: "".
+  std::string devices;
+  // Peak-memory target for partition rows, edges in flight and storage
+  // buffers (partition/train_memory.h); the binary itself comes on top.
+  // Default: 2 GiB.
+  uint64_t memory_budget = uint64_t{2} << 30;
+  // Partitions held in memory; 0: as many as the budget allows. Default: 0.
+  uint32_t buffer_partitions = 0;
+  // Edges per shuffled window of a bucket; 0: sized from the budget (a
+  // window as large as the bucket is a whole-bucket shuffle). Default: 0.
+  uint64_t window_edges = 0;
+  // Default: inside-out (PBG).
+  BucketOrderKind bucket_order = BucketOrderKind::kInsideOut;
+  // Also checkpoint every N buckets (0: only at the end of each epoch).
+  // Default: 0.
+  uint32_t checkpoint_every = 0;
+  // Ignore an existing checkpoint. Default: false.
+  bool from_scratch = false;
+  // One batch in flight, and variance-aware batches planned with a fixed
+  // edge cost instead of the measured one: with threads == 1, bit-identical
+  // results whether resumed or not. Default: false.
+  bool deterministic = false;
+  // Validation after each epoch (when the graph has a valid split): filtered
+  // MRR with its 95 % interval (train/evaluator.h) of the same seeded sample
+  // of valid edges every epoch, so that epochs compare on the same queries.
+  // Default: false.
+  bool eval_valid = false;
+  // 0: rank against every node; N: against N sampled negatives, which
+  // flatters (evaluator.h). Default: 0.
+  uint64_t eval_negatives = 0;
+  // Valid edges in the sample; 0: all of them. Smaller than `ember eval`'s
+  // 10,000 because it runs every epoch: 2,000 edges bound the 95 %
+  // interval of MRR to at most ±0.022 (1.96 · 0.5 / √2000) at a fifth of
+  // the cost, enough to follow the trend between epochs. Default: 2000.
+  uint64_t eval_max_edges = 2000;
+  // Called often from one thread at a time; throttle in the callee.
+  std::function<void(const TrainProgress&)> progress;
+  // Train only the edges of the latest `import --append` and update only
+  // the rows of nodes it added: old nodes' embeddings stay frozen.
+  // Default: false.
+  bool only_new_edges = false;
+  // Train on a seeded sample of about this share of the train edges, the
+  // same edges every epoch, in (0, 1] (probes: train/probe.h). Default: 1.
+  double edge_sample = 1.0;
+  // Benchmark only (`--bench-slow-trainer`): slow one trainer down.
+  // Default: none.
+  TrainerSlowdown bench_slow_trainer;
+  // Testing hook: stop as if killed (no final checkpoint) after this many
+  // buckets have been trained in this run. 0: never.
+  uint64_t stop_after_buckets = 0;
+  // Train without writing to the graph (probes, train/probe.h
+  // TrainWithoutWriting): from scratch, no checkpoint, no metrics line, no
+  // table writes; validation (eval_valid) runs once, after the last epoch,
+  // on the rows in memory. REQUIRES from_scratch, and checkpoint_every,
+  // stop_after_buckets, only_new_edges and lr_auto off. Default: false.
+  bool in_memory = false;
+
+  absl::Status Validate() const;
+};
+
+// Whether the trainers score endpoint negatives on a graph of
+// `num_relations` relations.
+inline bool UsesEndpointNegatives(const TrainOptions& options, uint32_t num_relations) {
+  return options.endpoint_negatives == EndpointNegatives::kOn ||
+         (options.endpoint_negatives == EndpointNegatives::kAuto && num_relations > 1);
+}
+
+// Whether the trainers form mixed-relation chunks.
+inline bool UsesMixedChunks(const TrainOptions& options) {
+  return options.relation_batching == RelationBatching::kMixed &&
+         SupportsMixedChunks(options.model);
+}
+
+// The per-epoch validation (eval_valid): the valid split, ranked against
+// eval_negatives (0: all nodes), the same sample of eval_max_edges edges
+// (seeded by options.seed) every epoch.
+EvalOptions ValidationOptions(const TrainOptions& options);
+
+}  // namespace ember
+
+#endif  // EMBER_TRAIN_OPTIONS_TRAIN_OPTIONS_H_

@@ -1,0 +1,128 @@
+// The partition buffer: up to `capacity` partitions' embeddings and
+// optimizer state in memory. Partitions are loaded from the table version
+// that holds them (or initialised), evicted by Belady's rule over the known
+// future of the bucket schedule, and written back under the current write
+// version. One background load/evict may run while training goes on.
+//
+// Thread-safety: Acquire, Prefetch, WriteResident and Quiesce are called
+// from one thread (the scheduler); Get may be called from trainer threads
+// for partitions pinned by the current round.
+#ifndef EMBER_TRAIN_SCHEDULE_PARTITION_BUFFER_H_
+#define EMBER_TRAIN_SCHEDULE_PARTITION_BUFFER_H_
+
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "storage/graph.h"
+#include "train/trainers/row_residency.h"
+#include "train/trainers/trainer.h"
+
+namespace ember {
+
+struct PartitionBufferOptions {
+  // Partitions in memory; >= 1. Default: 2.
+  uint32_t capacity = 2;
+  // Floats per row; >= 1. Default: 100.
+  int dim = 100;
+  // Std-dev of the normal init of never-trained partitions; finite, >= 0.
+  // Default: 1e-3.
+  float init_scale = 1e-3f;
+  // Seed of that init. Default: 0.
+  uint64_t seed = 0;
+  // Rows below frozen_rows[p] are never updated. Default: empty (none
+  // frozen).
+  std::vector<uint64_t> frozen_rows;
+  // Whether partitions have id rows (kept in Table::kEmbeddings and
+  // kOptimizer); false for FeaturizedMode::kFeatures, whose partitions
+  // hold only their features and write no tables.
+  bool id_rows = true;
+  // Load each partition's node features with it (featurized models).
+  // Default: false.
+  bool features = false;
+
+  // InvalidArgument naming the first field out of range.
+  absl::Status Validate() const;
+};
+
+class PartitionBuffer {
+ public:
+  // `locations[p]`: table version holding partition p, 0 = never written
+  // (initialised on first load). New writes go to `write_version`.
+  PartitionBuffer(Graph* graph, const PartitionBufferOptions& options,
+                  std::vector<uint64_t> locations, uint64_t write_version);
+  ~PartitionBuffer();  // waits for background work; writes nothing
+  PartitionBuffer(const PartitionBuffer&) = delete;
+  PartitionBuffer& operator=(const PartitionBuffer&) = delete;
+
+  // Makes every partition of `needed` resident, synchronously, after any
+  // background work. Victims are chosen outside `needed` by their next use
+  // in `future` (upcoming needed sets, nearest first).
+  absl::Status Acquire(std::span<const uint32_t> needed,
+                       std::span<const std::vector<uint32_t>> future);
+  // Starts loading `next` in the background, evicting only partitions
+  // outside `pinned`, as far as free or evictable slots allow. Errors
+  // surface at the next Acquire, Quiesce or WriteResident.
+  void Prefetch(std::vector<uint32_t> next, std::vector<uint32_t> pinned,
+                std::vector<std::vector<uint32_t>> future);
+  // Waits for background work; returns its status.
+  absl::Status Quiesce();
+  // After background work, whether every partition of `partitions` is
+  // resident.
+  absl::StatusOr<bool> AllResident(std::span<const uint32_t> partitions);
+  // Trainers that may hold newer copies of rows than the buffer's
+  // (row_residency.h): each is asked to sync a partition back before the
+  // buffer writes it, and to release it before eviction. Call before
+  // training starts; they must outlive the buffer's use.
+  void AddResidency(RowResidency* residency) { residencies_.push_back(residency); }
+  // REQUIRES: p resident (pinned by the current round).
+  PartitionData* Get(uint32_t p);
+  // Makes every resident partition's host copy current (SyncToHost of every
+  // residency holding newer rows), after background work; with `release`,
+  // the residencies then drop their copies, so that any trainer may train
+  // the host copy next. Call with no batch in flight. Cheap when no
+  // residency holds newer rows.
+  absl::Status SyncToHost(bool release);
+  // Writes every resident partition, and the initial rows of every
+  // partition never written before, under the write version (not synced):
+  // afterwards locations() names a complete set of tables.
+  absl::Status WriteResident();
+
+  void set_write_version(uint64_t v) { write_version_ = v; }
+  const std::vector<uint64_t>& locations() const { return locations_; }
+  uint64_t loads() const { return loads_; }
+
+ private:
+  absl::Status Load(uint32_t p);
+  absl::Status Evict(uint32_t p);
+  absl::Status Install(std::unique_ptr<PartitionData> data);
+  // Syncs data back from every residency, then writes its tables (if any)
+  // under the write version.
+  absl::Status WriteTables(PartitionData& data);
+  // Resident partition outside `keep` used furthest in the future, or -1.
+  int64_t Victim(std::span<const uint32_t> keep,
+                 std::span<const std::vector<uint32_t>> future) const;
+  absl::Status MakeResident(std::span<const uint32_t> needed,
+                            std::span<const uint32_t> keep,
+                            std::span<const std::vector<uint32_t>> future,
+                            bool best_effort);
+  uint32_t resident_count() const;
+
+  Graph* graph_;
+  const PartitionBufferOptions options_;
+  std::vector<uint64_t> locations_;
+  uint64_t write_version_;
+  mutable absl::Mutex mu_;  // guards the pointers in resident_
+  std::vector<std::unique_ptr<PartitionData>> resident_ ABSL_GUARDED_BY(mu_);
+  std::future<absl::Status> pending_;
+  uint64_t loads_ = 0;
+  std::vector<RowResidency*> residencies_;
+};
+
+}  // namespace ember
+
+#endif  // EMBER_TRAIN_SCHEDULE_PARTITION_BUFFER_H_

@@ -1,0 +1,127 @@
+#include "train/stream/batch_pipeline.h"
+
+#include <chrono>
+
+#include <tbb/parallel_pipeline.h>
+#include <tbb/task_arena.h>
+
+#include "absl/synchronization/mutex.h"
+#include "storage/status_macros.h"
+
+namespace ember {
+
+struct BatchPipeline::Rep {
+  explicit Rep(std::vector<Trainer*> t, int threads)
+      : trainers(std::move(t)), in_flight(trainers.size(), 0), arena(std::max(1, threads)) {}
+  std::vector<Trainer*> trainers;
+  absl::Mutex mu;
+  std::vector<int> in_flight ABSL_GUARDED_BY(mu);
+  tbb::task_arena arena;
+};
+
+BatchPipeline::BatchPipeline(std::vector<Trainer*> trainers, int threads)
+    : rep_(std::make_unique<Rep>(std::move(trainers), threads)) {
+  EMBER_CHECK(!rep_->trainers.empty());
+}
+
+BatchPipeline::~BatchPipeline() = default;
+
+size_t BatchPipeline::total_slots() const {
+  size_t n = 0;
+  for (Trainer* t : rep_->trainers) n += static_cast<size_t>(t->slots());
+  return n;
+}
+
+// The required trainer, or the one with the largest share of free slots.
+// Never blocks: a CPU trainer's slots are its threads, and a batch beyond
+// them just waits for a core.
+size_t BatchPipeline::Acquire(int required) {
+  absl::MutexLock lock(&rep_->mu);
+  size_t best = 0;
+  if (required >= 0) {
+    best = static_cast<size_t>(required);
+  } else {
+    double best_load = 1e300;
+    for (size_t t = 0; t < rep_->trainers.size(); ++t) {
+      const double load = double(rep_->in_flight[t]) / rep_->trainers[t]->slots();
+      if (load < best_load) {
+        best_load = load;
+        best = t;
+      }
+    }
+  }
+  ++rep_->in_flight[best];
+  return best;
+}
+
+void BatchPipeline::Release(size_t trainer) {
+  absl::MutexLock lock(&rep_->mu);
+  --rep_->in_flight[trainer];
+}
+
+absl::Status BatchPipeline::Run(BatchSource* source, size_t tokens,
+                                const std::function<void(const BatchDone&)>& on_done) {
+  using Clock = std::chrono::steady_clock;
+  absl::Mutex error_mu;
+  absl::Status error;
+  auto fail = [&](absl::Status s) {
+    absl::MutexLock lock(&error_mu);
+    if (error.ok()) error = std::move(s);
+  };
+  auto failed = [&] {
+    absl::MutexLock lock(&error_mu);
+    return !error.ok();
+  };
+  struct Trained {
+    std::unique_ptr<PipelineBatch> batch;
+    BatchDone done;
+  };
+  rep_->arena.execute([&] {
+    tbb::parallel_pipeline(
+        std::max<size_t>(1, tokens),
+        tbb::make_filter<void, std::unique_ptr<PipelineBatch>>(
+            tbb::filter_mode::serial_in_order,
+            [&](tbb::flow_control& fc) -> std::unique_ptr<PipelineBatch> {
+              auto b = std::make_unique<PipelineBatch>();
+              absl::StatusOr<bool> more = failed() ? false : source->Next(b.get());
+              if (!more.ok()) fail(more.status());
+              if (!more.ok() || !*more) {
+                fc.stop();
+                return nullptr;
+              }
+              return b;
+            }) &
+            tbb::make_filter<std::unique_ptr<PipelineBatch>, Trained>(
+                tbb::filter_mode::parallel,
+                [&](std::unique_ptr<PipelineBatch> b) {
+                  Trained out;
+                  if (failed()) return out;
+                  const size_t t = Acquire(b->trainer);
+                  const auto t0 = Clock::now();
+                  absl::StatusOr<double> loss =
+                      rep_->trainers[t]->TrainBatch(*b->task, b->range, b->edges());
+                  out.done.record.seconds =
+                      std::chrono::duration<double>(Clock::now() - t0).count();
+                  Release(t);
+                  if (!loss.ok()) {
+                    fail(loss.status());
+                    return out;
+                  }
+                  out.done.trainer = t;
+                  out.done.loss = *loss;
+                  out.done.record.edges = b->range.hi - b->range.lo;
+                  out.done.record.nnz = b->range.nnz;
+                  out.batch = std::move(b);
+                  return out;
+                }) &
+            tbb::make_filter<Trained, void>(tbb::filter_mode::serial_out_of_order,
+                                            [&](Trained t) {
+                                              if (t.batch == nullptr) return;
+                                              t.done.batch = t.batch.get();
+                                              if (on_done) on_done(t.done);
+                                            }));
+  });
+  return error;
+}
+
+}  // namespace ember

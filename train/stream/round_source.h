@@ -1,0 +1,108 @@
+// The pipeline's source for one epoch: pulls rounds from the bucket
+// scheduler, streams each bucket of the round in shuffled windows
+// (BucketWindowReader), plans each window's batches (PlanWindowBatches) and
+// hands them out interleaved across the round's buckets, so that every
+// trainer of the round has work from the start.
+//
+// While a round is emitted, the edge windows of the next round are already
+// being read (its readers start with the round), and RoundHooks::Started
+// lets the loop prefetch its partitions. At a round's end the source asks
+// RoundHooks::MayContinue whether the next round can follow inside the same
+// pipeline run (its partitions resident, no sync or checkpoint due); if not,
+// Next returns false and the next call of Next starts that round.
+#ifndef EMBER_TRAIN_STREAM_ROUND_SOURCE_H_
+#define EMBER_TRAIN_STREAM_ROUND_SOURCE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "storage/graph.h"
+#include "train/batch/batch_former.h"
+#include "train/stream/batch_pipeline.h"
+#include "train/schedule/bucket_scheduler.h"
+#include "train/stream/edge_window.h"
+
+namespace ember {
+
+class PartitionBuffer;
+
+class RoundHooks {
+ public:
+  virtual ~RoundHooks() = default;
+  // `round` starts; `next` is the round after it, if any (to prefetch).
+  virtual void Started(const Round& round, const Round* next) = 0;
+  // Every batch of `done` has been handed out; whether `next` may start
+  // now, inside the same pipeline run.
+  virtual absl::StatusOr<bool> MayContinue(const Round& done, const Round& next) = 0;
+  // Every batch of `done` (`batches` of them) has been handed out (called
+  // before MayContinue).
+  virtual void Emitted(const Round& done, uint64_t batches) = 0;
+};
+
+// Each field's default is the value shown.
+struct RoundSourceOptions {
+  BatchingKind batching = BatchingKind::kFixed;
+  uint32_t batch_size = 1000;       // >= 1
+  uint64_t window_edges = 1 << 20;  // edges per shuffled window; >= 1
+  int reader_depth = 1;             // windows read ahead per bucket; >= 1
+  uint64_t seed = 0;
+  int epoch = 0;
+  uint32_t min_generation = 0;
+  double edge_sample = 1.0;  // BucketReadSpec::sample; in (0, 1]
+  bool group_by_relation = false;
+  size_t trainers = 1;  // >= 1
+  // Fixed batching with several trainers: each batch goes to the trainer a
+  // static split names when true (trainers of one kind, equal speed), to
+  // whichever is free when false (kinds of unequal speed, e.g. a GPU
+  // beside the CPU, where a static split would idle the faster one).
+  bool static_split = true;
+
+  // InvalidArgument naming the first field out of range.
+  absl::Status Validate() const;
+};
+
+class RoundBatchSource final : public BatchSource {
+ public:
+  // `edge_cost` is read when a window is planned (it may change between
+  // windows; batching.h). All pointers must outlive the source.
+  RoundBatchSource(const Graph* graph, PartitionBuffer* buffer, BucketScheduler* scheduler,
+                   RoundHooks* hooks, const RoundSourceOptions& options,
+                   const std::atomic<uint32_t>* edge_cost);
+  ~RoundBatchSource() override;
+
+  absl::StatusOr<bool> Next(PipelineBatch* out) override;
+  // The round the next call of Next starts with (when none is under way):
+  // taken from the scheduler now if needed, its edges starting to read.
+  // Null when the epoch has no more rounds.
+  const Round* PeekNext();
+
+ private:
+  struct Slot;  // one bucket of the current round
+  struct Active;
+  absl::StatusOr<bool> StartRound();
+  std::vector<std::unique_ptr<BucketWindowReader>> OpenReaders(const Round& round);
+  absl::StatusOr<bool> Refill(Slot* slot);
+
+  const Graph* const graph_;
+  PartitionBuffer* const buffer_;
+  BucketScheduler* const scheduler_;
+  RoundHooks* const hooks_;
+  const RoundSourceOptions options_;
+  const std::atomic<uint32_t>* const edge_cost_;
+  std::unique_ptr<Active> current_;
+  std::optional<Round> next_round_;  // peeked, its readers already reading
+  std::vector<std::unique_ptr<BucketWindowReader>> next_readers_;
+  bool done_ = false;
+};
+
+// The seed of bucket b's batches in an epoch (negatives; with the window
+// number, its shuffles).
+uint64_t BucketSeed(uint64_t seed, int epoch, const Bucket& b, uint32_t P);
+
+}  // namespace ember
+
+#endif  // EMBER_TRAIN_STREAM_ROUND_SOURCE_H_
