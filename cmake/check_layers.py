@@ -5,10 +5,11 @@ usage: check_layers.py LAYERS_FILE SOURCE_DIR
 
 LAYERS_FILE (written by CMakeLists.txt) has one line per module:
   NAME FOLDER DEP1,DEP2,...
-A module is the files directly in FOLDER (not its sub-folders). A file may
+A module is the files directly in FOLDER and in FOLDER/internal. A file may
 include headers of its own module and of every module reachable through the
 DEPs; an include of any other module's header is a wrong-way include, and
-the build stops naming the file, the line and the modules. Folders outside
+so is an include of FOLDER/internal/ from outside the module: the build
+stops naming the file, the line and the modules. Folders outside
 every module (tests/, tools/bench/) are not checked.
 """
 import os
@@ -17,6 +18,16 @@ import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 SOURCES = ('.h', '.cc', '.cu', '.cuh')
+
+
+def ModuleFiles(root, folder):
+    """The sources of the module at `folder`, relative to `root`."""
+    for sub in (folder, folder + '/internal'):
+        path = os.path.join(root, sub)
+        if os.path.isdir(path):
+            for entry in sorted(os.listdir(path)):
+                if entry.endswith(SOURCES):
+                    yield os.path.join(sub, entry)
 
 
 def main():
@@ -31,6 +42,7 @@ def main():
             folder_of[name] = folder
             deps_of[name] = [d for d in (parts[2].split(',') if len(parts) > 2 else []) if d]
     module_of = {folder: name for name, folder in folder_of.items()}
+    module_of.update({f + '/internal': name for name, f in folder_of.items()})
 
     def closure(name):
         seen, todo = set(), [name]
@@ -45,20 +57,20 @@ def main():
     errors = []
     for name, folder in sorted(folder_of.items()):
         allowed = closure(name)
-        path = os.path.join(root, folder)
-        if not os.path.isdir(path):
-            continue
-        for entry in sorted(os.listdir(path)):
-            if not entry.endswith(SOURCES):
-                continue
-            file = os.path.join(folder, entry)
+        for file in ModuleFiles(root, folder):
             with open(os.path.join(root, file), encoding='utf-8') as src:
                 for number, text in enumerate(src, 1):
                     m = INCLUDE.match(text)
                     if not m:
                         continue
-                    target = module_of.get(os.path.dirname(m.group(1)))
-                    if target is not None and target not in allowed:
+                    included = os.path.dirname(m.group(1))
+                    target = module_of.get(included)
+                    if target is None:
+                        continue
+                    if included.endswith('/internal') and target != name:
+                        errors.append(f'{file}:{number}: includes "{m.group(1)}", internal to '
+                                      f'{target}; use its public headers')
+                    elif target not in allowed:
                         errors.append(f'{file}:{number}: includes "{m.group(1)}" of {target}, '
                                       f'which {name} may not use (it may use: '
                                       f'{", ".join(sorted(allowed - {name})) or "nothing"})')

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "storage/splitmix.h"
+#include "storage/base/splitmix.h"
 
 namespace ember {
 namespace {

@@ -14,8 +14,8 @@
 #include "partition/node_slots.h"
 #include "partition/record_file.h"
 #include "storage/graph_builder.h"
-#include "storage/node_hash.h"
-#include "storage/status_macros.h"
+#include "storage/base/node_hash.h"
+#include "storage/base/status_macros.h"
 
 namespace ember {
 namespace {

@@ -28,8 +28,8 @@
 #include "partition/train_memory.h"
 #include "storage/graph.h"
 #include "storage/graph_builder.h"
-#include "storage/node_hash.h"
-#include "storage/status_macros.h"
+#include "storage/base/node_hash.h"
+#include "storage/base/status_macros.h"
 
 namespace ember {
 namespace {

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "partition/record_file.h"
-#include "storage/status_macros.h"
+#include "storage/base/status_macros.h"
 
 namespace ember {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <bit>
 
-#include "storage/status_macros.h"
+#include "storage/base/status_macros.h"
 
 namespace ember {
 

@@ -6,7 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "storage/node_hash.h"
+#include "storage/base/node_hash.h"
 
 namespace ember {
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "storage/enum_names.h"
+#include "storage/base/enum_names.h"
 #include "storage/types.h"
 
 namespace ember {

@@ -24,12 +24,12 @@
 #include "rocksdb/env.h"
 #include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/write_buffer_manager.h"
-#include "storage/file_util.h"
-#include "storage/keys.h"
-#include "storage/node_hash.h"
-#include "storage/rocks_util.h"
-#include "storage/status_macros.h"
-#include "storage/writer_lock.h"
+#include "storage/base/file_util.h"
+#include "storage/internal/keys.h"
+#include "storage/base/node_hash.h"
+#include "storage/internal/rocks_util.h"
+#include "storage/base/status_macros.h"
+#include "storage/internal/writer_lock.h"
 
 namespace ember {
 namespace {

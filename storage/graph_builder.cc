@@ -25,10 +25,10 @@
 #include "absl/synchronization/mutex.h"
 #include "rocksdb/db.h"
 #include "rocksdb/sst_file_writer.h"
-#include "storage/file_util.h"
-#include "storage/keys.h"
-#include "storage/rocks_util.h"
-#include "storage/status_macros.h"
+#include "storage/base/file_util.h"
+#include "storage/internal/keys.h"
+#include "storage/internal/rocks_util.h"
+#include "storage/base/status_macros.h"
 
 namespace ember {
 namespace {

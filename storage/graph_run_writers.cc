@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "storage/graph_builder.h"
-#include "storage/keys.h"
-#include "storage/status_macros.h"
+#include "storage/internal/keys.h"
+#include "storage/base/status_macros.h"
 
 namespace ember {
 

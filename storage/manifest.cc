@@ -10,9 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "storage/file_util.h"
-#include "storage/json_reader.h"
-#include "storage/status_macros.h"
+#include "storage/base/file_util.h"
+#include "storage/base/json_reader.h"
+#include "storage/base/status_macros.h"
 
 namespace ember {
 namespace {

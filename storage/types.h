@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "storage/enum_names.h"
+#include "storage/base/enum_names.h"
 
 namespace ember {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "storage/keys.h"
+#include "storage/internal/keys.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view value(reinterpret_cast<const char*>(data), size);

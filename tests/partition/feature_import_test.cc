@@ -15,11 +15,11 @@
 #include "partition/record_file.h"
 #include "storage/graph.h"
 #include "storage/graph_builder.h"
-#include "storage/keys.h"
-#include "storage/node_hash.h"
+#include "storage/internal/keys.h"
+#include "storage/base/node_hash.h"
 #include "tests/partition/test_util.h"
-#include "tools/features_generator.h"
-#include "tools/sbm_generator.h"
+#include "tools/gen/features_generator.h"
+#include "tools/gen/sbm_generator.h"
 
 namespace ember::import_test {
 namespace {

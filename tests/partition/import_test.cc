@@ -13,8 +13,8 @@
 #include "partition/importer.h"
 #include "storage/graph.h"
 #include "tests/partition/test_util.h"
-#include "tools/gen_output.h"
-#include "tools/rmat_generator.h"
+#include "tools/gen/gen_output.h"
+#include "tools/gen/rmat_generator.h"
 
 namespace ember::import_test {
 namespace {

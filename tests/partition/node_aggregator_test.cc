@@ -6,7 +6,7 @@
 #include <map>
 #include <random>
 
-#include "storage/node_hash.h"
+#include "storage/base/node_hash.h"
 
 namespace ember {
 namespace {

@@ -6,7 +6,7 @@
 #include <random>
 
 #include "partition/node_slots.h"
-#include "storage/node_hash.h"
+#include "storage/base/node_hash.h"
 
 namespace ember {
 namespace {

@@ -1,4 +1,4 @@
-#include "storage/atomic_file.h"
+#include "storage/base/atomic_file.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "storage/file_util.h"
+#include "storage/base/file_util.h"
 #include "tests/storage/test_graph.h"
 #include "tests/test_process.h"
 

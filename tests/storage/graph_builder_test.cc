@@ -10,7 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "storage/graph.h"
-#include "storage/keys.h"
+#include "storage/internal/keys.h"
 #include "tests/storage/test_graph.h"
 
 namespace ember {

@@ -6,8 +6,8 @@
 #include "gtest/gtest.h"
 #include "storage/graph.h"
 #include "storage/graph_builder.h"
-#include "storage/keys.h"
-#include "storage/node_hash.h"
+#include "storage/internal/keys.h"
+#include "storage/base/node_hash.h"
 #include "tests/storage/test_graph.h"
 
 namespace ember {

@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "storage/graph_builder.h"
-#include "storage/keys.h"
+#include "storage/internal/keys.h"
 #include "storage/manifest.h"
 #include "tests/storage/test_graph.h"
 #include "tests/test_process.h"

@@ -1,4 +1,4 @@
-#include "storage/json_reader.h"
+#include "storage/base/json_reader.h"
 
 #include <cstdint>
 #include <string>

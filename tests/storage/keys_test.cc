@@ -1,4 +1,4 @@
-#include "storage/keys.h"
+#include "storage/internal/keys.h"
 
 #include <random>
 #include <string>

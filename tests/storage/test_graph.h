@@ -18,9 +18,9 @@
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
 #include "storage/graph_builder.h"
-#include "storage/keys.h"
+#include "storage/internal/keys.h"
 #include "storage/manifest.h"
-#include "storage/node_hash.h"
+#include "storage/base/node_hash.h"
 #include "storage/types.h"
 
 namespace ember::testing {

@@ -14,7 +14,7 @@
 #include "tests/partition/test_util.h"
 #include "tests/storage/test_graph.h"
 #include "tests/train/stored_model_util.h"
-#include "tools/eval_flags.h"
+#include "tools/cli/eval_flags.h"
 #include "train/model/checkpoint.h"
 #include "train/eval/evaluator.h"
 

@@ -1,7 +1,7 @@
 // ember export: every format read back by an independent reader (C++ parsers
 // here; NumPy for .npy) and compared with what the graph holds; sidecars;
 // atomicity; the one-partition memory bound.
-#include "tools/exporter.h"
+#include "tools/export/exporter.h"
 
 #include <malloc.h>
 #include <unistd.h>

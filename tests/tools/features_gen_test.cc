@@ -13,9 +13,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
-#include "tools/features_generator.h"
-#include "tools/gen_output.h"
-#include "tools/sbm_generator.h"
+#include "tools/gen/features_generator.h"
+#include "tools/gen/gen_output.h"
+#include "tools/gen/sbm_generator.h"
 
 namespace ember::tools::gen {
 namespace {

@@ -22,9 +22,9 @@
 #include "gtest/gtest.h"
 #include "tests/test_process.h"
 #include "tests/tools/gen_test_util.h"
-#include "tools/gen_output.h"
-#include "tools/rmat_generator.h"
-#include "tools/sbm_generator.h"
+#include "tools/gen/gen_output.h"
+#include "tools/gen/rmat_generator.h"
+#include "tools/gen/sbm_generator.h"
 
 namespace ember::tools::gen {
 namespace {

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "tools/gen_output.h"
+#include "tools/gen/gen_output.h"
 
 namespace ember::testing {
 

@@ -7,8 +7,8 @@
 #include "gtest/gtest.h"
 #include "tests/partition/test_util.h"
 #include "tests/storage/test_graph.h"
-#include "tools/cli.h"
-#include "tools/command_help.h"
+#include "tools/cli/cli.h"
+#include "tools/cli/command_help.h"
 
 namespace ember {
 namespace {

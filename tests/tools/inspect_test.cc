@@ -1,4 +1,4 @@
-#include "tools/inspect.h"
+#include "tools/export/inspect.h"
 
 #include <nlohmann/json.hpp>
 #include <string>

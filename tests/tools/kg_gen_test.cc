@@ -1,4 +1,4 @@
-// Tests for the synthetic knowledge graph generator (tools/kg_generator.h):
+// Tests for the synthetic knowledge graph generator (tools/gen/kg_generator.h):
 // the planted relation patterns hold exactly, the split keeps inverse and
 // mirror partners in train, output is deterministic and thread-independent,
 // bad options fail clearly, and `ember gen kg` output imports.
@@ -20,8 +20,8 @@
 #include "tests/storage/test_graph.h"
 #include "tests/test_process.h"
 #include "tests/tools/gen_test_util.h"
-#include "tools/gen_output.h"
-#include "tools/kg_generator.h"
+#include "tools/gen/gen_output.h"
+#include "tools/gen/kg_generator.h"
 
 namespace ember::tools::gen {
 namespace {

@@ -1,7 +1,7 @@
 // ember neighbors: flat equals brute force, IVF/HNSW recall against flat,
 // block purity on an SBM graph, relation operators, saved FAISS indexes, the
 // --json line format.
-#include "tools/neighbors.h"
+#include "tools/export/neighbors.h"
 
 #include <faiss/Index.h>
 #include <faiss/index_io.h>

@@ -1,6 +1,6 @@
 // Progress lines in logs (stderr not a terminal): full lines, each with a
 // measured rate and an ETA, never a first line that says 0 edges/s.
-#include "tools/progress.h"
+#include "storage/base/progress.h"
 
 #include <regex>
 #include <sstream>

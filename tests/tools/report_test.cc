@@ -1,4 +1,4 @@
-// tools/report.py end to end: two small runs of `ember train --eval-valid`
+// tools/report/report.py end to end: two small runs of `ember train --eval-valid`
 // (different dim and lr) and their `ember eval --json` results are turned
 // into a report, and the images are checked by parsing them, not by eye:
 // PNG signature, IHDR width and height, a complete chunk stream; SVG parsed
@@ -33,7 +33,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 const std::string kEmber = EMBER_BINARY;
-const std::string kReport = std::string(EMBER_SOURCE_DIR) + "/tools/report.py";
+const std::string kReport = std::string(EMBER_SOURCE_DIR) + "/tools/report/report.py";
 
 std::string Python() {
   return std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3"
@@ -50,7 +50,7 @@ ProcessResult Ember(const std::vector<std::string> &args,
   return r;
 }
 
-// Runs tools/report.py with `args` through python3 (found in PATH when
+// Runs tools/report/report.py with `args` through python3 (found in PATH when
 // /usr/bin/python3 is absent, via /usr/bin/env).
 ProcessResult Report(const std::vector<std::string> &args,
                      const std::string &capture_dir) {

@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/train/train_test_util.h"
-#include "tools/sbm_generator.h"
+#include "tools/gen/sbm_generator.h"
 #include "train/model/checkpoint.h"
 #include "train/train_loop.h"
 

@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "storage/splitmix.h"
+#include "storage/base/splitmix.h"
 
 namespace ember {
 namespace {

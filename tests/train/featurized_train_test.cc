@@ -9,9 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "storage/node_hash.h"
+#include "storage/base/node_hash.h"
 #include "tests/train/train_test_util.h"
-#include "tools/features_generator.h"
+#include "tools/gen/features_generator.h"
 #include "train/model/checkpoint.h"
 #include "train/train_loop.h"
 

@@ -17,7 +17,7 @@
 #include "nlohmann/json.hpp"
 #include "partition/importer.h"
 #include "storage/graph.h"
-#include "storage/status_macros.h"
+#include "storage/base/status_macros.h"
 #include "tests/storage/test_graph.h"
 #include "train/model/checkpoint.h"
 #include "train/model/model_options.h"

@@ -7,7 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "partition/train_memory.h"
-#include "storage/splitmix.h"
+#include "storage/base/splitmix.h"
 #include "tests/train/train_test_util.h"
 #include "train/stream/edge_window.h"
 #include "train/schedule/memory_plan.h"

@@ -18,10 +18,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "storage/keys.h"
+#include "storage/internal/keys.h"
 #include "storage/manifest.h"
 #include "tests/train/train_test_util.h"
-#include "tools/features_generator.h"
+#include "tools/gen/features_generator.h"
 #include "train/train_loop.h"
 #include "train/tune/auto_lr.h"
 

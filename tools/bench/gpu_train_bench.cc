@@ -35,7 +35,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
-#include "storage/status_macros.h"
+#include "storage/base/status_macros.h"
 #include "tools/bench/gpu_probe.h"
 #include "tools/bench/train_run.h"
 #include "train/trainers/trainer_factory.h"

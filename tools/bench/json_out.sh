@@ -2,7 +2,7 @@
 # Sourced by tools/bench/*.sh, before they cd: takes `--json-out FILE` (or
 # `--json-out=FILE`; the environment's JSON_OUT=FILE alike) out of the
 # script's arguments, and writes the figures the script prints as one JSON
-# object into FILE, which tools/report.py --bench draws:
+# object into FILE, which tools/report/report.py --bench draws:
 #   {"bench": NAME, "config": {KEY: VALUE, ...},
 #    "runs": [{"label": LABEL, KEY: VALUE, ...}, ...], "summary": {...}}
 # Values that read as numbers are written as numbers. The text output stays

@@ -11,7 +11,7 @@
 #include "oneapi/tbb/blocked_range.h"
 #include "oneapi/tbb/parallel_for.h"
 #include "train/model/init.h"
-#include "tools/rmat_generator.h"
+#include "tools/gen/rmat_generator.h"
 
 namespace ember::bench {
 

@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
-#include "storage/splitmix.h"
+#include "storage/base/splitmix.h"
 
 namespace ember {
 

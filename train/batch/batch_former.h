@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "storage/enum_names.h"
+#include "storage/base/enum_names.h"
 
 namespace ember {
 

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "storage/node_hash.h"
-#include "storage/splitmix.h"
-#include "storage/status_macros.h"
+#include "storage/base/node_hash.h"
+#include "storage/base/splitmix.h"
+#include "storage/base/status_macros.h"
 
 namespace ember {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "storage/splitmix.h"
+#include "storage/base/splitmix.h"
 
 namespace ember {
 namespace {

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "storage/status_macros.h"
+#include "storage/base/status_macros.h"
 #include "train/model/operators.h"
 #include "train/model/vec_math.h"
 

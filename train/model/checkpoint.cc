@@ -5,8 +5,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
-#include "storage/json_reader.h"
-#include "storage/status_macros.h"
+#include "storage/base/json_reader.h"
+#include "storage/base/status_macros.h"
 
 namespace ember {
 

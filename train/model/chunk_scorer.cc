@@ -9,7 +9,7 @@
 #include <initializer_list>
 #include <utility>
 
-#include "storage/status_macros.h"
+#include "storage/base/status_macros.h"
 #include "train/model/operators.h"
 #include "train/model/vec_math.h"
 

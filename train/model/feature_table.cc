@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
-#include "storage/node_hash.h"
+#include "storage/base/node_hash.h"
 #include "train/model/init.h"
 
 namespace ember {

@@ -8,7 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "storage/status_macros.h"
+#include "storage/base/status_macros.h"
 
 namespace ember {
 namespace {

@@ -69,7 +69,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
-#include "storage/enum_names.h"
+#include "storage/base/enum_names.h"
 #include "storage/types.h"
 
 namespace ember {

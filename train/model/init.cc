@@ -3,8 +3,8 @@
 #include <cmath>
 #include <numbers>
 
-#include "storage/splitmix.h"
-#include "storage/status_macros.h"
+#include "storage/base/splitmix.h"
+#include "storage/base/status_macros.h"
 
 namespace ember {
 namespace {

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "absl/strings/str_format.h"
-#include "storage/status_macros.h"
+#include "storage/base/status_macros.h"
 
 namespace ember {
 absl::Status ModelOptions::Validate() const {

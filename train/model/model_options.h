@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "storage/enum_names.h"
+#include "storage/base/enum_names.h"
 #include "train/model/featurized.h"
 
 namespace ember {

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "storage/status_macros.h"
+#include "storage/base/status_macros.h"
 
 namespace ember {
 

@@ -10,7 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "partition/bucket_order.h"
-#include "storage/enum_names.h"
+#include "storage/base/enum_names.h"
 #include "train/batch/batch_former.h"
 #include "train/eval/evaluator.h"
 #include "train/model/model_options.h"

@@ -1,6 +1,6 @@
 #include "train/schedule/parameter_sync.h"
 
-#include "storage/status_macros.h"
+#include "storage/base/status_macros.h"
 
 namespace ember {
 namespace {

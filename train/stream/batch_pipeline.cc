@@ -6,7 +6,7 @@
 #include <tbb/task_arena.h>
 
 #include "absl/synchronization/mutex.h"
-#include "storage/status_macros.h"
+#include "storage/base/status_macros.h"
 
 namespace ember {
 

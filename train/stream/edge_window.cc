@@ -4,9 +4,9 @@
 #include <cmath>
 #include <vector>
 
-#include "storage/node_hash.h"
-#include "storage/splitmix.h"
-#include "storage/status_macros.h"
+#include "storage/base/node_hash.h"
+#include "storage/base/splitmix.h"
+#include "storage/base/status_macros.h"
 
 namespace ember {
 

@@ -1,8 +1,8 @@
 #include "train/stream/round_source.h"
 
 #include "absl/strings/str_cat.h"
-#include "storage/node_hash.h"
-#include "storage/status_macros.h"
+#include "storage/base/node_hash.h"
+#include "storage/base/status_macros.h"
 #include "train/schedule/partition_buffer.h"
 #include "train/batch/round_batches.h"
 

@@ -7,9 +7,9 @@
 #include <tbb/enumerable_thread_specific.h>
 
 #include "absl/synchronization/mutex.h"
-#include "storage/node_hash.h"
-#include "storage/splitmix.h"
-#include "storage/status_macros.h"
+#include "storage/base/node_hash.h"
+#include "storage/base/splitmix.h"
+#include "storage/base/status_macros.h"
 #include "train/model/adagrad.h"
 #include "train/model/chunk_scorer.h"
 #include "train/model/featurized.h"

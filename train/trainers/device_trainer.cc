@@ -7,8 +7,8 @@
 #include "absl/container/node_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "storage/node_hash.h"
-#include "storage/status_macros.h"
+#include "storage/base/node_hash.h"
+#include "storage/base/status_macros.h"
 #include "train/model/adagrad.h"
 #include "train/device/device_batch_plan.h"
 

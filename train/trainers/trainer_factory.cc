@@ -5,7 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "storage/status_macros.h"
+#include "storage/base/status_macros.h"
 #include "train/trainers/cpu_trainer.h"
 #include "train/device/device_ops.h"
 #include "train/trainers/device_trainer.h"

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "storage/status_macros.h"
+#include "storage/base/status_macros.h"
 
 namespace ember {
 

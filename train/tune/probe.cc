@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "storage/status_macros.h"
+#include "storage/base/status_macros.h"
 #include "train/model/checkpoint.h"
 #include "train/train_loop.h"
 

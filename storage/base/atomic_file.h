@@ -1,0 +1,67 @@
+// AtomicOutputFile: the one way ember writes a file that readers must see
+// whole or not at all (manifests, blobs, exports, generated graphs, FAISS
+// indexes).
+#ifndef EMBER_STORAGE_BASE_ATOMIC_FILE_H_
+#define EMBER_STORAGE_BASE_ATOMIC_FILE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace ember {
+
+// A file written through a temporary beside it ("<path>.tmp-<pid>-<n>") and
+// moved into place by Commit(). The temporary is fsynced before the move and
+// the directory after it, so once Commit() returns OK the new contents
+// survive a crash. Until then `path` is untouched; destroying an uncommitted
+// file removes the temporary. Writes are buffered. Not copyable, not
+// thread-safe.
+class AtomicOutputFile {
+ public:
+  // Without `overwrite`, AlreadyExists naming `path` if it exists.
+  // FailedPrecondition if `path` is a directory. Errors of the file system
+  // name the temporary that could not be created.
+  static absl::StatusOr<std::unique_ptr<AtomicOutputFile>> Create(
+      const std::string& path, bool overwrite);
+  ~AtomicOutputFile();
+  AtomicOutputFile(const AtomicOutputFile&) = delete;
+  AtomicOutputFile& operator=(const AtomicOutputFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  const std::string& temp_path() const { return temp_; }
+  // Bytes appended so far.
+  uint64_t bytes() const { return bytes_; }
+
+  // FailedPrecondition after Close().
+  absl::Status Append(std::string_view data);
+  // Flushes, fsyncs and closes the temporary: the file is complete on disk
+  // but not yet visible at path(). Idempotent.
+  absl::Status Close();
+  // Close() if needed, then moves the temporary to path() and fsyncs the
+  // directory. With `overwrite` an existing path() is replaced; without it,
+  // a file that appeared at path() since Create() is never replaced
+  // (AlreadyExists, and the temporary is removed when this is destroyed).
+  absl::Status Commit();
+
+ private:
+  AtomicOutputFile(std::string path, std::string temp, int fd, bool overwrite);
+  absl::Status Flush();
+  absl::Status WriteAll(std::string_view data);
+  absl::Status MoveIntoPlace();
+
+  std::string path_;
+  std::string temp_;
+  int fd_ = -1;
+  bool overwrite_ = false;
+  bool committed_ = false;
+  uint64_t bytes_ = 0;
+  std::string buffer_;
+};
+
+}  // namespace ember
+
+#endif  // EMBER_STORAGE_BASE_ATOMIC_FILE_H_

@@ -1,0 +1,154 @@
+// ember eval GRAPH [--split test|valid|train] [--negatives all|N]
+//                  [--max-edges N] [--by-relation] [--memory-budget B]
+//                  [--seed S] [--threads T] [--json]
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
+#include "nlohmann/json.hpp"
+#include "storage/graph.h"
+#include "storage/base/status_macros.h"
+#include "tools/cli/cli.h"
+#include "tools/cli/common_flags.h"
+#include "tools/cli/eval_flags.h"
+#include "train/model/checkpoint.h"
+#include "train/eval/evaluator.h"
+
+namespace ember::tools {
+namespace {
+
+nlohmann::ordered_json MetricsJson(const RankMetrics& m) {
+  return {{"mrr", m.mrr},
+          {"mrr_ci95", m.mrr_ci95},
+          {"mr", m.mr},
+          {"hits@1", m.hits1},
+          {"hits@1_ci95", m.hits1_ci95},
+          {"hits@3", m.hits3},
+          {"hits@3_ci95", m.hits3_ci95},
+          {"hits@10", m.hits10},
+          {"hits@10_ci95", m.hits10_ci95},
+          {"auc", m.auc}};
+}
+
+nlohmann::ordered_json ResultJson(const EvalResult& r, const Split split,
+                                  const Manifest& manifest) {
+  nlohmann::ordered_json j = {
+      {"split", std::string(SplitName(split))},
+      {"protocol", DescribeProtocol(r)},
+      {"negatives", r.negatives == 0 ? nlohmann::ordered_json("all")
+                                     : nlohmann::ordered_json(r.negatives)},
+      {"edges", r.edges},
+      {"split_edges", r.split_edges},
+      {"queries", r.filtered.count},
+      {"seconds", r.seconds},
+      {"filtered", MetricsJson(r.filtered)},
+      {"raw", MetricsJson(r.raw)}};
+  if (!r.by_relation.empty()) {
+    nlohmann::ordered_json relations = nlohmann::ordered_json::array();
+    for (size_t id = 0; id < r.by_relation.size(); ++id) {
+      const RankMetrics& m = r.by_relation[id];
+      if (m.edges == 0) continue;
+      nlohmann::ordered_json rel = {{"relation", manifest.relations[id]},
+                                    {"id", id},
+                                    {"edges", m.edges},
+                                    {"queries", m.count}};
+      rel.update(MetricsJson(m));
+      relations.push_back(std::move(rel));
+    }
+    j["relations"] = std::move(relations);
+  }
+  return j;
+}
+
+// "  0.4000 ± 0.0123" (18 columns), or the value alone padded to as many.
+std::string Cell(double value, int digits, const double* ci95) {
+  std::string cell = absl::StrFormat("%8.*f", digits, value);
+  if (ci95 == nullptr) return cell + std::string(10, ' ');
+  return cell + absl::StrFormat(" ± %-7.4f", *ci95);
+}
+
+std::string Table(const EvalResult& r) {
+  std::string out = absl::StrFormat("%-8s %8s%10s %8s\n", "", "filtered", "", "raw");
+  auto row = [&](const char* name, double f, const double* f_ci, double raw,
+                 const double* raw_ci, int digits) {
+    std::string line =
+        absl::StrFormat("%-8s %s %s", name, Cell(f, digits, f_ci), Cell(raw, digits, raw_ci));
+    absl::StrAppend(&out, absl::StripTrailingAsciiWhitespace(line), "\n");
+  };
+  const RankMetrics &f = r.filtered, &w = r.raw;
+  row("MRR", f.mrr, &f.mrr_ci95, w.mrr, &w.mrr_ci95, 4);
+  row("MR", f.mr, nullptr, w.mr, nullptr, 2);
+  row("Hits@1", f.hits1, &f.hits1_ci95, w.hits1, &w.hits1_ci95, 4);
+  row("Hits@3", f.hits3, &f.hits3_ci95, w.hits3, &w.hits3_ci95, 4);
+  row("Hits@10", f.hits10, &f.hits10_ci95, w.hits10, &w.hits10_ci95, 4);
+  row("AUC", f.auc, nullptr, w.auc, nullptr, 4);
+  absl::StrAppend(&out, "(± is the half-width of a 95 % confidence interval over edges)\n");
+  return out;
+}
+
+// Filtered metrics of each relation with evaluated edges, by relation id.
+std::string RelationTable(const EvalResult& r, const Manifest& manifest) {
+  size_t width = 8;
+  for (size_t id = 0; id < r.by_relation.size(); ++id) {
+    if (r.by_relation[id].edges > 0) width = std::max(width, manifest.relations[id].size());
+  }
+  const int w = static_cast<int>(width);
+  std::string out = absl::StrFormat("\nper relation (filtered):\n%-*s %10s %8s%10s %8s %8s\n",
+                                    w, "relation", "edges", "MRR", "", "Hits@1", "Hits@10");
+  for (size_t id = 0; id < r.by_relation.size(); ++id) {
+    const RankMetrics& m = r.by_relation[id];
+    if (m.edges == 0) continue;
+    absl::StrAppend(&out, absl::StrFormat("%-*s %10d %s %8.4f %8.4f\n", w,
+                                          manifest.relations[id], m.edges,
+                                          Cell(m.mrr, 4, &m.mrr_ci95), m.hits1, m.hits10));
+  }
+  return out;
+}
+
+absl::Status Run(const std::string& dir) {
+  ASSIGN_OR_RETURN(EvalOptions options, EvalOptionsFromFlags());
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::Open(dir));
+  ASSIGN_OR_RETURN(StoredModel model, LoadStoredModel(*graph));
+  ProgressPrinter progress = ProgressFromFlags();
+  options.progress = [&](uint64_t done, uint64_t total) {
+    progress.Update("ranking", done, total, "pairs");
+  };
+  absl::StatusOr<EvalResult> evaluated = Evaluate(*graph, model, options);
+  progress.Finish();
+  ASSIGN_OR_RETURN(EvalResult r, std::move(evaluated));
+  if (absl::GetFlag(FLAGS_json)) {
+    std::printf("%s\n", ResultJson(r, options.split, graph->manifest()).dump().c_str());
+    return absl::OkStatus();
+  }
+  std::printf("%s split: %s, %.2f s\n%s", std::string(SplitName(options.split)).c_str(),
+              DescribeProtocol(r).c_str(), r.seconds, Table(r).c_str());
+  if (!r.by_relation.empty()) {
+    std::printf("%s", RelationTable(r, graph->manifest()).c_str());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// ember eval GRAPH: link-prediction metrics of the graph's current
+// checkpoint on one split (filtered and raw; see train/evaluator.h).
+int EvalMain(const std::vector<std::string>& args) {
+  if (args.size() != 1) {
+    return ReportStatus(
+        "eval", absl::InvalidArgumentError(
+                    "usage: ember eval GRAPH [--split test|valid|train] "
+                    "[--negatives all|N] [--max-edges N] [--by-relation] [--memory-budget B] "
+                    "[--json]"));
+  }
+  return ReportStatus("eval", Run(args[0]));
+}
+
+}  // namespace ember::tools

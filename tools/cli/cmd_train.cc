@@ -1,0 +1,229 @@
+// ember train GRAPH [flags]
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
+#include "storage/base/status_macros.h"
+#include "tools/cli/cli.h"
+#include "tools/cli/train_flags.h"
+#include "tools/cli/common_flags.h"
+#include "tools/cli/eval_flags.h"
+#include "storage/base/progress.h"
+#include "train/trainers/slowed_trainer.h"
+#include "train/train_loop.h"
+#include "train/tune/auto_lr.h"
+
+// Shared with import (defined in cmd_import.cc): train spends it on the
+// partition buffer, the edge windows in flight and storage buffers.
+
+ABSL_FLAG(int, epochs, 10, "train: total epochs (a resumed run trains the rest).");
+ABSL_FLAG(std::string, lr, "auto",
+          "train: Adagrad learning rate, or auto: probe 0.01, 0.03, 0.1 and 0.3 (0.1 and 0.3 on "
+          "graphs of several relations) on a sample of "
+          "the train edges (at most 10% of the run) and keep 0.1 unless a probe clearly beats "
+          "it on validation MRR (0.1 without validation edges; a resumed run keeps its lr).");
+ABSL_FLAG(double, relation_lr_scale, ember::kRelationLrScaleDefault,
+          "train: relation parameters step at this multiple of --lr.");
+ABSL_FLAG(int, batch_size, 1000, "train: positive edges per batch.");
+ABSL_FLAG(int, chunk_size, 50, "train: edges per negative-sharing chunk.");
+ABSL_FLAG(int, num_uniform_negs, 50, "train: uniform negatives per chunk and side.");
+ABSL_FLAG(ember::RelationBatching, relation_batching, ember::RelationBatching::kMixed,
+          "train: mixed (chunks of any relations, scored through the operator's adjoint) or "
+          "grouped (one relation per chunk, as PBG); models without an adjoint train grouped.");
+ABSL_FLAG(ember::EndpointNegatives, endpoint_negatives, ember::EndpointNegatives::kAuto,
+          "train: on, off or auto (on for graphs of several relations): also score each "
+          "chunk's sources as candidate destinations and its destinations as candidate sources "
+          "(every h r t meets h r h and t r t).");
+ABSL_FLAG(ember::Operator, operator, ember::Operator::kNone,
+          "train: relation operator: none, translation, diagonal, complex_diagonal.");
+ABSL_FLAG(ember::Comparator, comparator, ember::Comparator::kDot, "train: dot, cos or l2.");
+ABSL_FLAG(ember::Loss, loss, ember::Loss::kSoftmax, "train: ranking, logistic or softmax.");
+ABSL_FLAG(double, margin, 0.1, "train: margin of the ranking loss.");
+ABSL_FLAG(double, init_scale, 1e-3, "train: std-dev of the initial embeddings.");
+ABSL_FLAG(int, trainers, 1,
+          "train: CPU trainers working at once on disjoint buckets, sharing --threads "
+          "(shorthand for --devices cpu,cpu,...).");
+ABSL_FLAG(std::string, devices, "",
+          "train: trainers by device, comma-separated: cpu, cpu:THREADS, cuda:N "
+          "(default: --trainers CPU trainers).");
+ABSL_FLAG(int, buffer_partitions, 0,
+          "train: partitions held in memory (0: as many as --memory-budget allows).");
+ABSL_FLAG(uint64_t, window_edges, 0,
+          "train: edges per shuffled window of a bucket (0: sized from --memory-budget).");
+ABSL_FLAG(ember::BucketOrderKind, bucket_order, ember::BucketOrderKind::kInsideOut,
+          "train: inside-out (PBG), beta (Marius), sequential or random.");
+ABSL_FLAG(int, checkpoint_every, 0,
+          "train: also checkpoint every N buckets (0: at epoch ends only).");
+ABSL_FLAG(bool, from_scratch, false, "train: ignore an existing checkpoint.");
+ABSL_FLAG(bool, deterministic, false,
+          "train: one batch in flight; with --threads 1 results are bit-identical.");
+ABSL_FLAG(bool, only_new_edges, false,
+          "train: after `ember import --append`, train only the new edges and "
+          "update only the new nodes (old embeddings stay frozen).");
+ABSL_FLAG(ember::FeaturizedMode, featurized, ember::FeaturizedMode::kOff,
+          "train: off (id embeddings), features (weighted mean of the node's feature "
+          "embeddings; needs import --node-features) or id+features (both, summed).");
+ABSL_FLAG(ember::BatchingKind, batching, ember::BatchingKind::kFixed,
+          "train: fixed (--batch-size edges per batch) or variance-aware (batches of equal "
+          "work, i.e. feature non-zeros, dealt to whichever trainer is free).");
+ABSL_FLAG(bool, eval_valid, false,
+          "train: after each epoch, filtered validation MRR with its 95% interval, by "
+          "default of a sample of --eval-max-edges valid edges ranked against all nodes "
+          "(--eval-negatives).");
+ABSL_FLAG(std::string, bench_slow_trainer, "",
+          "train bench: benchmark only: INDEX:FACTOR makes trainer INDEX (from 0) take FACTOR "
+          ">= 1 times as long per batch, by waiting, to compare batching across trainers of "
+          "unequal speed on equal CPUs (tools/bench/unequal.sh). Empty: no trainer slowed.");
+
+namespace ember::tools {
+
+absl::StatusOr<TrainOptions> TrainOptionsFromFlags() {
+  TrainOptions o;
+  o.model.op = absl::GetFlag(FLAGS_operator);
+  o.model.comparator = absl::GetFlag(FLAGS_comparator);
+  o.model.loss = absl::GetFlag(FLAGS_loss);
+  o.model.margin = absl::GetFlag(FLAGS_margin);
+  o.model.dim = absl::GetFlag(FLAGS_dim);
+  o.model.featurized = absl::GetFlag(FLAGS_featurized);
+  o.batching = absl::GetFlag(FLAGS_batching);
+  o.relation_batching = absl::GetFlag(FLAGS_relation_batching);
+  o.endpoint_negatives = absl::GetFlag(FLAGS_endpoint_negatives);
+  o.epochs = absl::GetFlag(FLAGS_epochs);
+  const std::string lr = absl::GetFlag(FLAGS_lr);
+  o.lr_auto = lr == "auto";
+  if (!o.lr_auto && (!absl::SimpleAtof(lr, &o.lr) || !(o.lr > 0))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--lr takes auto or a positive number, got \"", lr, "\""));
+  }
+  o.relation_lr_scale = static_cast<float>(absl::GetFlag(FLAGS_relation_lr_scale));
+  o.batch_size = absl::GetFlag(FLAGS_batch_size);
+  o.chunk_size = absl::GetFlag(FLAGS_chunk_size);
+  o.num_uniform_negs = absl::GetFlag(FLAGS_num_uniform_negs);
+  o.init_scale = absl::GetFlag(FLAGS_init_scale);
+  o.seed = absl::GetFlag(FLAGS_seed);
+  o.threads = ThreadCount();
+  o.trainers = absl::GetFlag(FLAGS_trainers);
+  o.devices = absl::GetFlag(FLAGS_devices);
+  ASSIGN_OR_RETURN(o.memory_budget, MemoryBudget());
+  o.window_edges = absl::GetFlag(FLAGS_window_edges);
+  if (absl::GetFlag(FLAGS_buffer_partitions) < 0) {
+    return absl::InvalidArgumentError("--buffer-partitions must be >= 0");
+  }
+  o.buffer_partitions = absl::GetFlag(FLAGS_buffer_partitions);
+  o.bucket_order = absl::GetFlag(FLAGS_bucket_order);
+  if (absl::GetFlag(FLAGS_checkpoint_every) < 0) {
+    return absl::InvalidArgumentError("--checkpoint-every must be >= 0");
+  }
+  o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  o.from_scratch = absl::GetFlag(FLAGS_from_scratch);
+  o.deterministic = absl::GetFlag(FLAGS_deterministic);
+  o.eval_valid = absl::GetFlag(FLAGS_eval_valid);
+  o.eval_negatives = absl::GetFlag(FLAGS_eval_negatives).value;
+  o.eval_max_edges = absl::GetFlag(FLAGS_eval_max_edges);
+  o.only_new_edges = absl::GetFlag(FLAGS_only_new_edges);
+  if (const std::string slow = absl::GetFlag(FLAGS_bench_slow_trainer); !slow.empty()) {
+    ASSIGN_OR_RETURN(o.bench_slow_trainer, ParseTrainerSlowdown(slow));
+  }
+  RETURN_IF_ERROR(o.Validate());
+  return o;
+}
+
+namespace {
+
+// How --lr auto chose, one line per probe.
+void PrintLrChoice(const AutoLrTrainSummary& s) {
+  if (!s.lr_choice.has_value()) return;
+  const LrChoice& c = *s.lr_choice;
+  if (c.probes.empty()) {
+    std::fprintf(stderr, "lr auto: %g, the one step for this model on this graph (not probed)\n",
+                 c.lr);
+    return;
+  }
+  std::fprintf(stderr,
+               "lr auto: probes of 1 epoch on %.1f%% of the train edges, each ranking %llu "
+               "validation edges (%.1f s):\n",
+               100 * c.edge_sample, static_cast<unsigned long long>(c.eval_edges), c.seconds);
+  for (size_t k = 0; k < c.probes.size(); ++k) {
+    const RankMetrics& f = c.probes[k].valid.filtered;
+    std::fprintf(stderr, "  lr %-5g valid MRR %.4f ± %.4f%s\n", c.candidates[k], f.mrr,
+                 f.mrr_ci95, c.candidates[k] == c.lr ? "  <- chosen" : "");
+  }
+  if (!c.significant) {
+    std::fprintf(stderr, "  (no probe beat lr %g beyond the intervals: it stands)\n", c.baseline);
+  }
+}
+
+}  // namespace
+
+int TrainMain(const std::vector<std::string>& args) {
+  if (args.size() != 1) {
+    return ReportStatus("train", absl::InvalidArgumentError("usage: ember train GRAPH [flags]"));
+  }
+  auto options = TrainOptionsFromFlags();
+  if (!options.ok()) return ReportStatus("train", options.status());
+  ProgressPrinter progress = ProgressFromFlags();
+  options->progress = [&](const TrainProgress& p) {
+    progress.Update(absl::StrFormat("epoch %d/%d", p.epoch + 1, p.epochs), p.edges_done,
+                    p.edges_total, "edges",
+                    absl::StrFormat("%d/%d buckets done  loss %.4f", p.bucket, p.buckets, p.loss));
+  };
+  auto summary = TrainGraphAutoLr(args[0], *options);
+  progress.Finish();
+  if (!summary.ok()) return ReportStatus("train", summary.status());
+  PrintLrChoice(*summary);
+  if (options->lr_auto && !summary->lr_choice.has_value()) {
+    std::fprintf(stderr, "lr auto: %s; lr %g\n",
+                 summary->resumed ? "resumed, the checkpoint's" : "no validation edges to probe",
+                 summary->lr);
+  }
+  if (summary->resumed) {
+    std::fprintf(stderr, "resumed from checkpoint after %d epochs (round %llu)\n",
+                 summary->start_epoch, (unsigned long long)summary->start_round);
+  }
+  if (summary->epochs.empty() && !summary->stopped) {
+    std::fprintf(stderr, "%s already trained %d epochs; nothing to do (raise --epochs or "
+                 "pass --from-scratch)\n", args[0].c_str(), summary->start_epoch);
+  }
+  if (!absl::GetFlag(FLAGS_json) && !summary->epochs.empty() && summary->epochs[0].valid) {
+    std::printf("validation after each epoch: %s\n",
+                DescribeProtocol(*summary->epochs[0].valid).c_str());
+  }
+  for (const EpochStats& e : summary->epochs) {
+    if (absl::GetFlag(FLAGS_json)) {
+      std::printf("%s\n", EpochJsonLine(e).c_str());
+    } else {
+      std::string line = absl::StrFormat(
+          "epoch %d: loss %.4f, %s edges in %.2f s (%s edges/s), %llu partition loads", e.epoch,
+          e.loss, HumanCount(e.edges), e.seconds, HumanCount(e.edges_per_second),
+          (unsigned long long)e.partition_loads);
+      if (e.valid) {
+        absl::StrAppendFormat(&line, ", valid MRR %.4f ± %.4f", e.valid->filtered.mrr,
+                              e.valid->filtered.mrr_ci95);
+      }
+      absl::StrAppendFormat(&line, "\n  %llu batches, time cv %.2f",
+                            (unsigned long long)e.batches, e.batch_seconds_cv);
+      if (e.batch_nnz_max_over_mean > 0) {
+        absl::StrAppendFormat(&line, ", feature non-zeros cv %.2f (max/mean %.2f)",
+                              e.batch_nnz_cv, e.batch_nnz_max_over_mean);
+      }
+      if (e.batches_per_trainer.size() > 1) {
+        absl::StrAppendFormat(&line, ", trainers idle %.1f%%, batches by trainer %s",
+                              100 * e.idle_share, absl::StrJoin(e.batches_per_trainer, "/"));
+      }
+      std::printf("%s\n", line.c_str());
+    }
+  }
+  if (!absl::GetFlag(FLAGS_json) && summary->device_peak_bytes > 0) {
+    std::printf("trained on %s; device memory peak %s\n",
+                absl::StrJoin(summary->devices, ", ").c_str(),
+                HumanBytes(summary->device_peak_bytes).c_str());
+  }
+  return 0;
+}
+
+}  // namespace ember::tools

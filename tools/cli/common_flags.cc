@@ -1,0 +1,81 @@
+#include "tools/cli/common_flags.h"
+
+#include <cmath>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "partition/importer.h"
+#include "partition/train_memory.h"
+
+ABSL_FLAG(std::string, out, "", "Output path (graph directory or file).");
+ABSL_FLAG(uint64_t, seed, 0, "Random seed; the same seed gives the same result.");
+ABSL_FLAG(int, threads, 0, "Worker threads; 0 = all hardware threads.");
+ABSL_FLAG(bool, overwrite, false, "Replace an existing output.");
+ABSL_FLAG(bool, json, false, "Print results as JSON on stdout.");
+ABSL_FLAG(ember::tools::PartitionCount, partitions, ember::tools::PartitionCount{},
+          "Number of node partitions P (1 to 4096), or auto: the fewest that "
+          "`ember train --memory-budget` at --dim can train with.");
+ABSL_FLAG(bool, quiet, false, "No progress output.");
+ABSL_FLAG(
+    std::string, relations_out, "",
+    "export: also write relation parameters (name<TAB>p1..pk) here; "
+    "gen kg: write one name<TAB>kind<TAB>partner line per relation here.");
+ABSL_FLAG(ember::tools::ProgressInterval, progress_interval, ember::tools::ProgressInterval{},
+          "Seconds between progress lines when stderr is not a terminal (a log); 0: a line "
+          "at every update. On a terminal one line is redrawn in place.");
+ABSL_FLAG(int, dim, 100,
+          "Embedding dimension (train); import --partitions auto: the --dim "
+          "you will train with.");
+
+namespace ember::tools {
+
+bool AbslParseFlag(absl::string_view text, PartitionCount* out, std::string* error) {
+  if (text == "auto") {
+    out->value = 0;
+    return true;
+  }
+  uint32_t p = 0;
+  if (!absl::SimpleAtoi(text, &p) || p < 1 || p > kMaxAutoPartitions) {
+    *error = absl::StrCat("expected a partition count in [1, ", kMaxAutoPartitions,
+                          "] or auto");
+    return false;
+  }
+  out->value = p;
+  return true;
+}
+
+std::string AbslUnparseFlag(const PartitionCount& p) {
+  return p.value == 0 ? "auto" : absl::StrCat(p.value);
+}
+
+bool AbslParseFlag(absl::string_view text, ProgressInterval* out, std::string* error) {
+  double seconds = 0;
+  if (!absl::SimpleAtod(text, &seconds) || !(seconds >= 0) || std::isinf(seconds)) {
+    *error = "expected a number of seconds >= 0";
+    return false;
+  }
+  out->seconds = seconds;
+  return true;
+}
+
+std::string AbslUnparseFlag(const ProgressInterval& p) { return absl::StrCat(p.seconds); }
+
+ProgressPrinter ProgressFromFlags() {
+  return ProgressPrinter(!absl::GetFlag(FLAGS_quiet),
+                         absl::GetFlag(FLAGS_progress_interval).seconds);
+}
+
+absl::StatusOr<uint64_t> MemoryBudget() {
+  return ParseByteSize(absl::GetFlag(FLAGS_memory_budget));
+}
+
+int ThreadCount() {
+  int t = absl::GetFlag(FLAGS_threads);
+  if (t > 0) return t;
+  unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+}  // namespace ember::tools

@@ -1,0 +1,56 @@
+// Flags shared by several subcommands. Subcommand-specific flags are defined
+// in that subcommand's file.
+#ifndef EMBER_TOOLS_CLI_COMMON_FLAGS_H_
+#define EMBER_TOOLS_CLI_COMMON_FLAGS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/flags/declare.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "storage/base/progress.h"
+
+namespace ember::tools {
+// The value of --partitions: a count P >= 1, or `auto` (held as 0).
+struct PartitionCount {
+  uint32_t value = 1;  // 0: auto
+};
+// Accepts a decimal count in [1, 4096] or `auto`; abseil names the flag
+// in the error ("Illegal value 'x' specified for flag 'partitions'; ...").
+bool AbslParseFlag(absl::string_view text, PartitionCount* out, std::string* error);
+std::string AbslUnparseFlag(const PartitionCount& p);
+
+// The value of --progress-interval: seconds >= 0.
+struct ProgressInterval {
+  double seconds = 10;
+};
+bool AbslParseFlag(absl::string_view text, ProgressInterval* out, std::string* error);
+std::string AbslUnparseFlag(const ProgressInterval& p);
+}  // namespace ember::tools
+
+ABSL_DECLARE_FLAG(std::string, out);
+ABSL_DECLARE_FLAG(uint64_t, seed);
+ABSL_DECLARE_FLAG(int, threads);
+ABSL_DECLARE_FLAG(bool, overwrite);
+ABSL_DECLARE_FLAG(bool, json);
+ABSL_DECLARE_FLAG(ember::tools::PartitionCount, partitions);
+ABSL_DECLARE_FLAG(bool, quiet);
+ABSL_DECLARE_FLAG(std::string, relations_out);
+ABSL_DECLARE_FLAG(int, dim);
+ABSL_DECLARE_FLAG(ember::tools::ProgressInterval, progress_interval);
+// Defined by import (cmd_import.cc); train, tune, eval, export and neighbors
+// bound their memory by it too.
+ABSL_DECLARE_FLAG(std::string, memory_budget);
+
+namespace ember::tools {
+// --threads, with 0 meaning "all hardware threads".
+int ThreadCount();
+// --memory-budget in bytes; ParseByteSize's error for a malformed value.
+absl::StatusOr<uint64_t> MemoryBudget();
+// Progress lines on stderr unless --quiet, every --progress-interval
+// seconds when stderr is not a terminal.
+ProgressPrinter ProgressFromFlags();
+}  // namespace ember::tools
+
+#endif  // EMBER_TOOLS_CLI_COMMON_FLAGS_H_

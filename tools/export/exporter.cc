@@ -1,0 +1,423 @@
+#include "tools/export/exporter.h"
+
+#include <algorithm>
+#include <bit>
+#include <charconv>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
+#include "oneapi/tbb/parallel_for.h"
+#include "oneapi/tbb/task_arena.h"
+#include "storage/base/status_macros.h"
+#include "storage/base/progress.h"
+
+namespace ember::tools {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "npy/fvecs writers assume a little-endian host");
+
+// Rows formatted and written per step (also the progress granularity): about
+// 128K floats (<= 2.2 MB of text), at most 4096 rows.
+uint32_t BatchRows(int dim) {
+  return static_cast<uint32_t>(std::clamp(131072 / std::max(dim, 1), 16, 4096));
+}
+// Longest std::to_chars output of a float ("-1.17549435e-38").
+constexpr size_t kMaxFloatChars = 16;
+
+// Appends `name`, then for each value `sep` and its shortest round-trip
+// decimal form, then '\n'.
+void AppendTextRow(std::string_view name, const float* v, int dim, char sep,
+                   std::string* out) {
+  const size_t old = out->size();
+  out->resize(old + name.size() + static_cast<size_t>(dim) * (kMaxFloatChars + 1) + 1);
+  char* p = out->data() + old;
+  char* const end = out->data() + out->size();
+  std::memcpy(p, name.data(), name.size());
+  p += name.size();
+  for (int j = 0; j < dim; ++j) {
+    *p++ = sep;
+    p = std::to_chars(p, end, v[j]).ptr;
+  }
+  *p++ = '\n';
+  out->resize(p - out->data());
+}
+
+std::string FormatFloat(float f) {
+  char buf[kMaxFloatChars + 8];
+  char* e = std::to_chars(buf, buf + sizeof buf, f).ptr;
+  return std::string(buf, e);
+}
+
+std::string NpyHeader(uint64_t rows, int dim) {
+  std::string dict = absl::StrFormat(
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }", rows, dim);
+  // magic(6) + version(2) + header length(2) + dict + padding + '\n' is a
+  // multiple of 64 (NumPy aligns the data so).
+  const size_t unpadded = 10 + dict.size() + 1;
+  const size_t total = (unpadded + 63) / 64 * 64;
+  dict.append(total - unpadded, ' ');
+  dict.push_back('\n');
+  const uint16_t len = static_cast<uint16_t>(dict.size());
+  std::string h("\x93NUMPY\x01\x00", 8);
+  h.push_back(static_cast<char>(len & 0xff));
+  h.push_back(static_cast<char>(len >> 8));
+  return h + dict;
+}
+
+// Names go to line-oriented text files: refuse what would break a line (and
+// the field separators of the format).
+absl::Status CheckName(std::string_view name, ExportFormat format, uint64_t global_id) {
+  for (char c : name) {
+    const bool bad = c == '\n' || c == '\r' || c == '\t' ||
+                     (format == ExportFormat::kW2v && (c == ' ' || c == '\v' || c == '\f'));
+    if (bad) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "node %d has name '%s' with whitespace that the %s format cannot hold",
+          global_id, std::string(name), std::string(ExportFormatName(format))));
+    }
+  }
+  if (name.empty()) {
+    return absl::InvalidArgumentError(absl::StrFormat("node %d has an empty name", global_id));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool FormatHasNamesSidecar(ExportFormat format) {
+  return format == ExportFormat::kNpy || format == ExportFormat::kFvecs;
+}
+
+std::string_view NearestNeighborMetric(Comparator comparator) {
+  switch (comparator) {
+    case Comparator::kDot:
+      return "inner_product";
+    case Comparator::kCos:
+      return "cosine";
+    case Comparator::kL2:
+      return "l2";
+  }
+  return "?";
+}
+
+absl::Status ExportOptions::Validate() const {
+  if (out.empty()) return absl::InvalidArgumentError("export needs an output path (--out)");
+  if (out.back() == '/') {
+    return absl::InvalidArgumentError(absl::StrCat("output path ", out, " names a directory"));
+  }
+  if (!relations_out.empty() && relations_out == out) {
+    return absl::InvalidArgumentError("--relations-out must differ from --out");
+  }
+  if (threads < 0) return absl::InvalidArgumentError("threads must be >= 0");
+  return absl::OkStatus();
+}
+
+std::string MetaJson(const Graph& graph, const StoredModel& model, std::string_view format,
+                     const std::string& file, const std::string& names_file) {
+  const Manifest& m = graph.manifest();
+  nlohmann::json relations = nlohmann::json::array();
+  for (uint32_t r = 0; r < m.relations.size(); ++r) {
+    nlohmann::json params = nlohmann::json::array();
+    if (r < model.relations.num_relations) {
+      const float* p = model.relations.Of(r);
+      for (int j = 0; j < model.relations.param_size; ++j) params.push_back(p[j]);
+    }
+    relations.push_back({{"name", m.relations[r]}, {"parameters", params}});
+  }
+  nlohmann::json j = {
+      {"format", std::string(format)},
+      {"file", file},
+      {"names_file", names_file.empty() ? nlohmann::json(nullptr) : nlohmann::json(names_file)},
+      {"dimension", model.model.dim},
+      {"count", m.num_nodes},
+      {"operator", std::string(OperatorName(model.model.op))},
+      // Featurized models export their composed rows (id and/or features).
+      {"featurized", std::string(FeaturizedModeName(model.model.featurized))},
+      {"comparator", std::string(ComparatorName(model.model.comparator))},
+      {"metric", std::string(NearestNeighborMetric(model.model.comparator))},
+      {"normalize", model.model.comparator == Comparator::kCos},
+      {"checkpoint_version", model.version},
+      {"epochs", m.training.epochs_done},
+      {"graph", graph.dir()},
+      {"relations", relations},
+  };
+  return j.dump(2) + "\n";
+}
+
+namespace {
+
+class Exporter {
+ public:
+  Exporter(const Graph& graph, const StoredModel& model, const ExportOptions& options)
+      : graph_(graph),
+        model_(model),
+        options_(options),
+        dim_(model.model.dim),
+        threads_(options.threads > 0
+                     ? options.threads
+                     : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))) {}
+
+  absl::StatusOr<ExportStats> Run() {
+    const auto start = std::chrono::steady_clock::now();
+    const Manifest& m = graph_.manifest();
+    stats_.dim = dim_;
+    stats_.partitions = m.num_partitions;
+    stats_.checkpoint_version = model_.version;
+
+    ASSIGN_OR_RETURN(main_, AtomicOutputFile::Create(options_.out, options_.overwrite));
+    std::unique_ptr<AtomicOutputFile> rels;
+    if (!options_.relations_out.empty()) {
+      ASSIGN_OR_RETURN(rels, AtomicOutputFile::Create(options_.relations_out, options_.overwrite));
+    }
+    std::string names_path;
+    if (FormatHasNamesSidecar(options_.format)) {
+      names_path = options_.out + ".names.tsv";
+      ASSIGN_OR_RETURN(names_, AtomicOutputFile::Create(names_path, /*overwrite=*/true));
+    }
+    ASSIGN_OR_RETURN(auto meta,
+                     AtomicOutputFile::Create(options_.out + ".meta.json", /*overwrite=*/true));
+
+    // Header.
+    switch (options_.format) {
+      case ExportFormat::kNpy:
+        RETURN_IF_ERROR(main_->Append(NpyHeader(m.num_nodes, dim_)));
+        break;
+      case ExportFormat::kW2v:
+        RETURN_IF_ERROR(main_->Append(absl::StrCat(m.num_nodes, " ", dim_, "\n")));
+        break;
+      default:
+        break;
+    }
+
+    for (uint32_t p = 0; p < m.num_partitions; ++p) RETURN_IF_ERROR(ExportPartition(p));
+    if (rows_done_ != m.num_nodes) {
+      return absl::DataLossError(absl::StrFormat(
+          "graph %s: exported %d rows but the manifest counts %d nodes", graph_.dir(),
+          rows_done_, m.num_nodes));
+    }
+
+    if (rels) RETURN_IF_ERROR(WriteRelations(rels.get()));
+    RETURN_IF_ERROR(meta->Append(MetaJson(graph_, model_, ExportFormatName(options_.format),
+                                          BaseName(options_.out),
+                                          names_ ? BaseName(names_path) : "")));
+    // Everything complete on disk before anything becomes visible; PATH last.
+    RETURN_IF_ERROR(main_->Close());
+    if (names_) RETURN_IF_ERROR(names_->Close());
+    if (rels) RETURN_IF_ERROR(rels->Close());
+    RETURN_IF_ERROR(meta->Close());
+    stats_.bytes = main_->bytes();
+    stats_.total_bytes = main_->bytes() + meta->bytes() + (names_ ? names_->bytes() : 0) +
+                         (rels ? rels->bytes() : 0);
+    stats_.files.push_back(options_.out);
+    if (names_) {
+      RETURN_IF_ERROR(names_->Commit());
+      stats_.files.push_back(names_->path());
+    }
+    RETURN_IF_ERROR(meta->Commit());
+    stats_.files.push_back(meta->path());
+    if (rels) {
+      RETURN_IF_ERROR(rels->Commit());
+      stats_.files.push_back(rels->path());
+    }
+    RETURN_IF_ERROR(main_->Commit());
+    stats_.rows = rows_done_;
+    stats_.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return stats_;
+  }
+
+ private:
+  static std::string BaseName(const std::string& path) {
+    const size_t slash = path.rfind('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+  }
+
+  absl::Status ExportPartition(uint32_t p) {
+    const uint64_t size = graph_.manifest().partition_sizes[p];
+    const uint64_t base = graph_.manifest().PartitionBase(p);
+    ASSIGN_OR_RETURN(std::vector<float> rows, LoadPartitionEmbeddings(graph_, model_, p));
+    if (rows.size() != size * dim_) {
+      return absl::DataLossError(absl::StrFormat(
+          "graph %s: partition %d has %d embedding floats, expected %d x %d", graph_.dir(), p,
+          rows.size(), size, dim_));
+    }
+    rows_held_ += size;
+    stats_.peak_rows_held = std::max(stats_.peak_rows_held, rows_held_);
+
+    std::vector<std::string> names;
+    const uint32_t batch_rows = BatchRows(dim_);
+    names.reserve(std::min<uint64_t>(size, batch_rows));
+    uint64_t batch_first = 0;
+    uint64_t next = 0;
+    absl::Status s = graph_.ForEachNodeName(p, [&](uint32_t offset, std::string_view name) {
+      if (offset != next || offset >= size) {
+        return absl::DataLossError(absl::StrFormat(
+            "graph %s: partition %d names out of order at offset %d (expected %d of %d)",
+            graph_.dir(), p, offset, next, size));
+      }
+      RETURN_IF_ERROR(CheckName(name, options_.format, base + offset));
+      ++next;
+      names.emplace_back(name);
+      if (names.size() == batch_rows) {
+        RETURN_IF_ERROR(WriteBatch(p, rows.data() + batch_first * dim_, names));
+        batch_first = next;
+        names.clear();
+      }
+      return absl::OkStatus();
+    });
+    RETURN_IF_ERROR(s);
+    if (!names.empty()) RETURN_IF_ERROR(WriteBatch(p, rows.data() + batch_first * dim_, names));
+    if (next != size) {
+      return absl::DataLossError(absl::StrFormat(
+          "graph %s: partition %d lists %d node names, expected %d", graph_.dir(), p, next, size));
+    }
+    std::vector<float>().swap(rows);
+    rows_held_ -= size;
+    // Text buffers are re-grown per partition rather than kept while the
+    // next partition loads.
+    std::vector<std::string>().swap(pieces_);
+    std::string().swap(text_);
+    return absl::OkStatus();
+  }
+
+  // Writes rows [0, names.size()) of `x` (compact, dim_ floats each).
+  absl::Status WriteBatch(uint32_t p, const float* x, const std::vector<std::string>& names) {
+    const size_t n = names.size();
+    if (names_) {
+      text_.clear();
+      for (const std::string& name : names) {
+        text_.append(name);
+        text_.push_back('\n');
+      }
+      RETURN_IF_ERROR(names_->Append(text_));
+    }
+    switch (options_.format) {
+      case ExportFormat::kTsv:
+      case ExportFormat::kW2v: {
+        const char sep = options_.format == ExportFormat::kTsv ? '\t' : ' ';
+        const int pieces = static_cast<int>(std::min<size_t>(threads_, (n + 255) / 256));
+        if (pieces <= 1) {
+          text_.clear();
+          size_t bound = n * (static_cast<size_t>(dim_) * (kMaxFloatChars + 1) + 1);
+          for (const std::string& name : names) bound += name.size();
+          text_.reserve(bound);
+          for (size_t i = 0; i < n; ++i) AppendTextRow(names[i], x + i * dim_, dim_, sep, &text_);
+          RETURN_IF_ERROR(main_->Append(text_));
+        } else {
+          pieces_.resize(pieces);
+          if (!arena_) arena_ = std::make_unique<tbb::task_arena>(threads_);
+          arena_->execute([&] {
+            tbb::parallel_for(0, pieces, [&](int t) {
+              const size_t lo = n * t / pieces, hi = n * (t + 1) / pieces;
+              std::string& out = pieces_[t];
+              out.clear();
+              // Exact upper bound, so the piece never reallocates to 2x.
+              size_t bound = (hi - lo) * (static_cast<size_t>(dim_) * (kMaxFloatChars + 1) + 1);
+              for (size_t i = lo; i < hi; ++i) bound += names[i].size();
+              out.reserve(bound);
+              for (size_t i = lo; i < hi; ++i) {
+                AppendTextRow(names[i], x + i * dim_, dim_, sep, &out);
+              }
+            });
+          });
+          for (const std::string& piece : pieces_) RETURN_IF_ERROR(main_->Append(piece));
+        }
+        break;
+      }
+      case ExportFormat::kNpy:
+        RETURN_IF_ERROR(main_->Append(std::string_view(reinterpret_cast<const char*>(x),
+                                                       n * dim_ * sizeof(float))));
+        break;
+      case ExportFormat::kFvecs: {
+        text_.clear();
+        const int32_t d = dim_;
+        for (size_t i = 0; i < n; ++i) {
+          text_.append(reinterpret_cast<const char*>(&d), sizeof d);
+          text_.append(reinterpret_cast<const char*>(x + i * dim_), dim_ * sizeof(float));
+        }
+        RETURN_IF_ERROR(main_->Append(text_));
+        break;
+      }
+    }
+    rows_done_ += n;
+    if (options_.progress) {
+      options_.progress({p, graph_.manifest().num_partitions, rows_done_,
+                         graph_.manifest().num_nodes, main_->bytes()});
+    }
+    if (options_.fail_after_rows > 0 && rows_done_ >= options_.fail_after_rows) {
+      return absl::AbortedError(
+          absl::StrFormat("export stopped after %d rows (testing hook)", rows_done_));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status WriteRelations(AtomicOutputFile* out) {
+    const Manifest& m = graph_.manifest();
+    std::string text;
+    for (uint32_t r = 0; r < m.relations.size(); ++r) {
+      RETURN_IF_ERROR(CheckName(m.relations[r], ExportFormat::kTsv, r));
+      text.append(m.relations[r]);
+      if (r < model_.relations.num_relations) {
+        const float* p = model_.relations.Of(r);
+        for (int j = 0; j < model_.relations.param_size; ++j) {
+          text.push_back('\t');
+          text.append(FormatFloat(p[j]));
+        }
+      }
+      text.push_back('\n');
+    }
+    return out->Append(text);
+  }
+
+  const Graph& graph_;
+  const StoredModel& model_;
+  const ExportOptions& options_;
+  const int dim_;
+  const int threads_;
+  std::unique_ptr<AtomicOutputFile> main_;
+  std::unique_ptr<AtomicOutputFile> names_;
+  std::unique_ptr<tbb::task_arena> arena_;
+  std::string text_;
+  std::vector<std::string> pieces_;
+  uint64_t rows_done_ = 0;
+  uint64_t rows_held_ = 0;
+  ExportStats stats_;
+};
+
+}  // namespace
+
+uint64_t ExportMemoryBytes(const Manifest& manifest, int dim) {
+  constexpr uint64_t kNameBytes = 64;
+  const uint64_t d = static_cast<uint64_t>(std::max(dim, 1));
+  return manifest.LargestPartition() * d * sizeof(float) +
+         uint64_t{BatchRows(dim)} * (d * (kMaxFloatChars + 1) + 1 + 2 * kNameBytes) +
+         kDefaultBlockCacheBytes;
+}
+
+absl::StatusOr<ExportStats> ExportEmbeddings(const Graph& graph, const ExportOptions& options) {
+  RETURN_IF_ERROR(options.Validate());
+  ASSIGN_OR_RETURN(StoredModel model, LoadStoredModel(graph));
+  if (const uint64_t need = ExportMemoryBytes(graph.manifest(), model.model.dim);
+      options.memory_budget > 0 && need > options.memory_budget) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "exporting ", graph.dir(), " needs about ", HumanBytes(double(need)),
+        " (its largest partition holds ", graph.manifest().LargestPartition(), " rows of ",
+        model.model.dim, " dims, loaded whole), over the memory budget of ",
+        HumanBytes(double(options.memory_budget)),
+        "; raise --memory-budget, or import with more partitions"));
+  }
+  if (model.partition_versions.size() != graph.manifest().num_partitions) {
+    return absl::DataLossError(absl::StrFormat(
+        "graph %s: checkpoint %d lists %d partition versions for %d partitions", graph.dir(),
+        model.version, model.partition_versions.size(), graph.manifest().num_partitions));
+  }
+  Exporter exporter(graph, model, options);
+  return exporter.Run();
+}
+
+}  // namespace ember::tools
