@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Configures and builds ember. Usage: tools/build.sh [release|sanitize]
-# Builds into build/ (release) or build-sanitize/ (ASan + UBSan).
+# Configures and builds ember. Usage: tools/build.sh [release|sanitize] [TARGET...]
+# Builds into build/ (release) or build-sanitize/ (ASan + UBSan): every
+# target, or only the TARGETs named (e.g. `ember`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind=${1:-release}
+shift $(( $# > 0 ? 1 : 0 ))
 case "$kind" in
   release) dir=build; extra=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
   sanitize) dir=build-sanitize; extra=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=ON -DEMBER_CUDA=OFF) ;;
@@ -16,4 +18,6 @@ command -v ccache >/dev/null && gen+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMA
 if [ ! -f "$dir/CMakeCache.txt" ]; then
   cmake -S . -B "$dir" "${gen[@]}" "${extra[@]}" >/dev/null
 fi
-cmake --build "$dir" -j "$(nproc)"
+targets=()
+for t in "$@"; do targets+=(--target "$t"); done
+cmake --build "$dir" -j "$(nproc)" "${targets[@]}"

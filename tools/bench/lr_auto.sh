@@ -5,14 +5,14 @@
 # (a seeded sample of 2000 test edges, 5000 for gen kg), the step auto chose, and
 # what auto's probes cost: their seconds and their share of the whole
 # auto run (target: at most 10 %, which ember sizes the probes for).
-# Graphs (the README's "--lr auto" table): gen kg at 20000 entities (dense,
+# Graphs (the "--lr auto" table of docs/knowledge-graphs.md): gen kg at 20000 entities (dense,
 # and sparse with --facts-per-node 0.1) and 4000, ComplEx, dim 100, 5
 # epochs; R-MAT scale 14 (dot, dim 64, 10 epochs); R-MAT scale 16 with 8
 # hubs of 5 % degree (dot, dim 100, 10 epochs); SBM of 20000 nodes in 50
 # blocks (dot, dim 64, 10 epochs). Imports use --split 0.9,0.05,0.05 where
 # the generator writes no split.
 # GRAPH@OPERATOR/COMPARATOR/DIM trains that graph with another model, e.g.
-# kg20k@translation/l2/32 (the README's per-operator sweep).
+# kg20k@translation/l2/32 (the per-operator sweep in docs/knowledge-graphs.md).
 # Usage: tools/bench/lr_auto.sh [GRAPH...]   (kg20k kg20k-sparse kg4k rmat14 rmat16-hubs sbm)
 # --json-out FILE also writes the figures as JSON (tools/bench/json_out.sh).
 set -euo pipefail
