@@ -159,6 +159,17 @@ TEST(BlasStartupTest, UsersPrescottWinsWithAWarning) {
   EXPECT_NE(run.out.find("OPENBLAS_CORETYPE=" + DeservedCore(cpu)), std::string::npos) << run.out;
 }
 
+// The guard: when the core we re-exec'd with did not take (simulated: the
+// guard names the core OpenBLAS still reports), warn and go on, no loop.
+TEST(BlasStartupTest, ReexecThatDidNotTakeWarnsWithoutLooping) {
+  const CpuFeatures cpu = ReadCpuFeatures();
+  if (!(cpu.avx2 && cpu.fma)) GTEST_SKIP() << "no AVX2+FMA on this CPU";
+  const ChildRun run = RunChild({"OPENBLAS_CORETYPE=Prescott", "EMBER_BLAS_REEXEC=Prescott"}, {});
+  ASSERT_EQ(run.status, 0) << run.out;
+  EXPECT_NE(run.out.find("kernel=Prescott"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("ignored OPENBLAS_CORETYPE="), std::string::npos) << run.out;
+}
+
 // Issue 23: OpenBLAS' thread count is process-wide; constructing a CPU
 // trainer must not change it (the start-up decides it once).
 TEST(BlasStartupTest, MakingACpuTrainerLeavesTheThreadCountAlone) {
