@@ -167,7 +167,7 @@ int TrainMain(const std::vector<std::string>& args) {
   }
   auto options = TrainOptionsFromFlags();
   if (!options.ok()) return ReportStatus("train", options.status());
-  std::fprintf(stderr, "%s\n", BlasLine().c_str());
+  if (!absl::GetFlag(FLAGS_quiet)) std::fprintf(stderr, "%s\n", BlasLine().c_str());
   ProgressPrinter progress = ProgressFromFlags();
   options->progress = [&](const TrainProgress& p) {
     progress.Update(absl::StrFormat("epoch %d/%d", p.epoch + 1, p.epochs), p.edges_done,

@@ -8,6 +8,7 @@ int main(int argc, char** argv) {
   ember::BlasStartup(argc, argv);
   benchmark::AddCustomContext("blas_kernel", ember::BlasKernel());
   benchmark::AddCustomContext("blas_backend", ember::BlasBackend());
+  benchmark::AddCustomContext("blas_deserved", ember::DeservedCore(ember::ReadCpuFeatures()));
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -157,7 +157,6 @@ std::string BlasLine() {
   const int threads = openblas_get_num_threads();
   std::string line = "GEMM: " + BlasBackend() + ", kernel " + BlasKernel() + ", " +
                      std::to_string(threads) + (threads == 1 ? " thread" : " threads");
-  if (!Warning().empty()) line += "\n" + Warning();
   return line;
 }
 

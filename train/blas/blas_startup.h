@@ -14,10 +14,11 @@
 // dlsym'd pointers, in every module and test; and a second copy opened next to
 // the linked one would not replace it. Re-exec of /proc/self/exe with the same
 // argv (and OPENBLAS_CORETYPE set) costs one exec at start-up, only on the
-// CPUs that need it, and changes no call site. A guard variable
-// (EMBER_BLAS_REEXEC, holding the core we chose) stops a loop when the
-// correction does not take (e.g. an OpenBLAS built without DYNAMIC_ARCH): then
-// we warn and go on. A user's OPENBLAS_CORETYPE always wins: we never override
+// CPUs that need it, and changes no call site. At most one re-exec: after it
+// OPENBLAS_CORETYPE is set, and the guard variable EMBER_BLAS_REEXEC (the core
+// we chose) tells our setting from a user's, so a correction that did not take
+// (e.g. an OpenBLAS built without DYNAMIC_ARCH) gets its own warning and we go
+// on. Child processes inherit both variables, and so the corrected kernel. A user's OPENBLAS_CORETYPE always wins: we never override
 // it, only warn when it names a pre-AVX2 kernel on an AVX2+FMA CPU.
 //
 // Threads: ember parallelises over its own trainer threads (TBB) and its
@@ -81,7 +82,8 @@ std::string BlasBackend();
 // The kernel in use, e.g. "Cooperlake" (openblas_get_corename()).
 std::string BlasKernel();
 // One line for a command's start: "GEMM: OpenBLAS 0.3.21 ..., kernel
-// Cooperlake, 1 thread" plus the warning, if any, on its own line.
+// Cooperlake, 1 thread". (BlasStartup already printed the warning, if any,
+// in every binary, --quiet or not.)
 std::string BlasLine();
 // The start-up's warning ("" when none).
 const std::string& BlasWarning();
