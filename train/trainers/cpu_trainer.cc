@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include <cblas.h>
 #include <tbb/enumerable_thread_specific.h>
 
 #include "absl/synchronization/mutex.h"
