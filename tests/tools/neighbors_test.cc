@@ -273,10 +273,11 @@ TEST_F(NeighborsTest, CliJsonAndBlockPurity) {
   size_t i = 0;
   for (const auto& [name, block] : *blocks_) {
     const std::string& line = lines[i++];
-    // Key order as documented: {"node": ..., "neighbors": [...]}.
+    // Key order as documented: {"node": ..., "neighbors": [...], "gemm": {...}}.
     ASSERT_EQ(line.rfind("{\"node\":", 0), 0u) << line;
     const nlohmann::json j = nlohmann::json::parse(line);
-    ASSERT_EQ(j.size(), 2u);
+    ASSERT_EQ(j.size(), 3u);
+    ASSERT_FALSE(j["gemm"]["kernel"].get<std::string>().empty()) << line;
     ASSERT_EQ(j["node"], name);
     ASSERT_EQ(j["neighbors"].size(), 10u);
     double last = INFINITY;

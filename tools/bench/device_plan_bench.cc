@@ -42,4 +42,4 @@ BENCHMARK(BM_PlanBatch)->ArgsProduct({{24, 12}, {0, 1}})->ArgNames({"log2_rows",
 }  // namespace
 }  // namespace ember
 
-BENCHMARK_MAIN();
+// main: tools/bench/bench_main.cc (the GEMM start-up first).

@@ -90,4 +90,4 @@ BENCHMARK(BM_RandomRowAdagrad)->Arg(0)->Arg(8)->Threads(2)->UseRealTime();
 }  // namespace
 }  // namespace ember
 
-BENCHMARK_MAIN();
+// main: tools/bench/bench_main.cc (the GEMM start-up first).

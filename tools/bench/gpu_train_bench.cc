@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "train/blas/blas_startup.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -236,6 +237,7 @@ void Print(const TrainOptions& o, const Measured& m) {
 }  // namespace ember::bench
 
 int main(int argc, char** argv) {
+  ember::BlasStartup(argc, argv);  // first: may re-exec (train/blas/blas_startup.h)
   absl::SetProgramUsageMessage("training throughput of a trainer against cuBLAS and the CPU");
   absl::ParseCommandLine(argc, argv);
   ember::TrainOptions options;

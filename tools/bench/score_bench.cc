@@ -143,4 +143,4 @@ BENCHMARK(BM_Chunk)->Apply(ChunkArgs);
 }  // namespace
 }  // namespace ember
 
-BENCHMARK_MAIN();
+// main: tools/bench/bench_main.cc (the GEMM start-up first).

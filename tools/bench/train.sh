@@ -4,6 +4,9 @@
 # 2 threads; one epoch in memory and one out of core (--partitions 8
 # --buffer-partitions 3). Prints edges/s, the scoring work's FLOP/s and its
 # ratio to OpenBLAS sgemm FLOP/s at the chunk shape, measured in this run.
+# The sgemm ceiling and ember run the same GEMM start-up (train/blas): the
+# kernel the CPU's features deserve unless OPENBLAS_CORETYPE is set (a user's
+# setting wins); the script prints the kernel of both and the deserved one.
 # Usage: tools/bench/train.sh [SCALE] [EPOCHS] [--json-out FILE]
 # --json-out FILE also writes the figures as JSON (tools/bench/json_out.sh),
 # with each training run's peak RSS where /usr/bin/time is installed.
@@ -30,6 +33,8 @@ sgemm_json=$(OPENBLAS_NUM_THREADS=1 "$bench" --benchmark_filter='BM_SgemmChunkSe
   --benchmark_format=json --benchmark_min_time=1 2>/dev/null)
 # With UseRealTime the FLOPS counter is the rate of both threads together.
 sgemm=$(echo "$sgemm_json" | python3 -c 'import json,sys; b=json.load(sys.stdin)["benchmarks"][0]; print("%.1f" % b["FLOPS"])')
+ctx() { echo "$sgemm_json" | python3 -c "import json,sys; print(json.load(sys.stdin)['context'].get('$1', '?'))"; }
+kernel=$(ctx blas_kernel) deserved=$(ctx blas_deserved)
 
 # Scoring FLOPs per positive edge: forward + backward GEMMs of both sides,
 # 12 * (chunk + negs) * dim (see train/chunk_scorer.h).
@@ -42,7 +47,9 @@ train() {  # label graph extra flags...
   rm -f "$work/rss"
   eps=$("${timed[@]}" "$ember" train "$graph" --epochs "$epochs" --dim $dim --batch-size 1000 --chunk-size $chunk \
     --num-uniform-negs $negs --loss softmax --comparator dot --threads $threads --quiet --json "$@" \
-    | python3 -c 'import json,sys; r=[json.loads(l) for l in sys.stdin]; print("%.1f" % (sum(x["edges"] for x in r)/sum(x["seconds"] for x in r)))')
+    | python3 -c 'import json,sys; r=[json.loads(l) for l in sys.stdin]; print("%.1f %s" % (sum(x["edges"] for x in r)/sum(x["seconds"] for x in r), r[0]["gemm"]["kernel"]))')
+  local ember_kernel=${eps#* }; eps=${eps%% *}
+  [ "$ember_kernel" = "$kernel" ] || echo "warning: ember ran kernel $ember_kernel, the ceiling $kernel" >&2
   gflops=$(echo "$eps * $flops_per_edge / 1000000000" | bc -l)
   share=$(echo "$eps * $flops_per_edge / $sgemm" | bc -l)
   printf "%-34s %10.0f edges/s  scoring %6.1f GFLOP/s  = %5.1f%% of sgemm\n" "$label" "$eps" \
@@ -53,9 +60,12 @@ train() {  # label graph extra flags...
 }
 printf "R-MAT scale %d (%d edges), dim %d, chunk %d, %d negatives, softmax/dot, %d threads\n" \
   "$scale" $(( 16 << scale )) $dim $chunk $negs $threads
-printf "OpenBLAS sgemm at the chunk shape, %d threads: %.1f GFLOP/s\n" $threads "$(echo "$sgemm / 1000000000" | bc -l)"
+printf "OpenBLAS sgemm at the chunk shape, kernel %s (this CPU deserves %s%s), %d threads: %.1f GFLOP/s\n" \
+  "$kernel" "${deserved:-its own choice}" "${OPENBLAS_CORETYPE:+; OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE is set}" \
+  $threads "$(echo "$sgemm / 1000000000" | bc -l)"
 bench_json config "" scale="$scale" edges=$(( 16 << scale )) dim=$dim chunk=$chunk negatives=$negs \
-  threads=$threads epochs="$epochs" sgemm_gflops="$(echo "$sgemm / 1000000000" | bc -l)"
+  threads=$threads epochs="$epochs" sgemm_gflops="$(echo "$sgemm / 1000000000" | bc -l)" \
+  blas_kernel="$kernel" blas_deserved="$deserved"
 train in-memory "$work/g1"
 train out-of-core "$work/g8" --buffer-partitions 3 --bucket-order beta
 ratio=$(echo "$(cat "$work/out-of-core.eps") / $(cat "$work/in-memory.eps")" | bc -l)

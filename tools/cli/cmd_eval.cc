@@ -17,6 +17,7 @@
 #include "storage/graph.h"
 #include "storage/base/status_macros.h"
 #include "tools/cli/cli.h"
+#include "train/blas/blas_startup.h"
 #include "tools/cli/common_flags.h"
 #include "tools/cli/eval_flags.h"
 #include "train/model/checkpoint.h"
@@ -125,7 +126,9 @@ absl::Status Run(const std::string& dir) {
   progress.Finish();
   ASSIGN_OR_RETURN(EvalResult r, std::move(evaluated));
   if (absl::GetFlag(FLAGS_json)) {
-    std::printf("%s\n", ResultJson(r, options.split, graph->manifest()).dump().c_str());
+    nlohmann::ordered_json j = ResultJson(r, options.split, graph->manifest());
+    j["gemm"] = {{"backend", BlasBackend()}, {"kernel", BlasKernel()}};
+    std::printf("%s\n", j.dump().c_str());
     return absl::OkStatus();
   }
   std::printf("%s split: %s, %.2f s\n%s", std::string(SplitName(options.split)).c_str(),
@@ -148,6 +151,7 @@ int EvalMain(const std::vector<std::string>& args) {
                     "[--negatives all|N] [--max-edges N] [--by-relation] [--memory-budget B] "
                     "[--json]"));
   }
+  if (!absl::GetFlag(FLAGS_quiet)) std::fprintf(stderr, "%s\n", BlasLine().c_str());
   return ReportStatus("eval", Run(args[0]));
 }
 

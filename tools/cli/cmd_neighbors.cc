@@ -10,7 +10,9 @@
 #include "absl/strings/str_format.h"
 #include "storage/graph.h"
 #include "storage/base/status_macros.h"
+#include "nlohmann/json.hpp"
 #include "tools/cli/cli.h"
+#include "train/blas/blas_startup.h"
 #include "tools/cli/common_flags.h"
 #include "tools/export/neighbors.h"
 #include "storage/base/progress.h"
@@ -65,6 +67,7 @@ int NeighborsMain(const std::vector<std::string>& args) {
   if (!budget.ok()) return ReportStatus("neighbors", budget.status());
   options.memory_budget = *budget;
   const bool quiet = absl::GetFlag(FLAGS_quiet);
+  if (!quiet) std::fprintf(stderr, "%s\n", BlasLine().c_str());
   ProgressPrinter progress = ProgressFromFlags();
   options.progress = [&](std::string_view phase, uint64_t done, uint64_t total) {
     progress.Update(std::string(phase), done, total, "partitions");
@@ -106,7 +109,10 @@ int NeighborsMain(const std::vector<std::string>& args) {
   std::string out;
   for (const NeighborList& list : *results) {
     if (json) {
-      out += NeighborListJson(list);
+      // Each line names the GEMM backend and kernel the scores came from.
+      nlohmann::ordered_json line = nlohmann::ordered_json::parse(NeighborListJson(list));
+      line["gemm"] = {{"backend", BlasBackend()}, {"kernel", BlasKernel()}};
+      out += line.dump();
       out += '\n';
     } else {
       out += absl::StrFormat("%s\n", list.node);

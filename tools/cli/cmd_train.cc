@@ -10,6 +10,7 @@
 #include "nlohmann/json.hpp"
 #include "storage/base/status_macros.h"
 #include "tools/cli/cli.h"
+#include "train/blas/blas_startup.h"
 #include "tools/cli/train_flags.h"
 #include "tools/cli/common_flags.h"
 #include "tools/cli/eval_flags.h"
@@ -166,6 +167,7 @@ int TrainMain(const std::vector<std::string>& args) {
   }
   auto options = TrainOptionsFromFlags();
   if (!options.ok()) return ReportStatus("train", options.status());
+  if (!absl::GetFlag(FLAGS_quiet)) std::fprintf(stderr, "%s\n", BlasLine().c_str());
   ProgressPrinter progress = ProgressFromFlags();
   options->progress = [&](const TrainProgress& p) {
     progress.Update(absl::StrFormat("epoch %d/%d", p.epoch + 1, p.epochs), p.edges_done,
@@ -195,7 +197,10 @@ int TrainMain(const std::vector<std::string>& args) {
   }
   for (const EpochStats& e : summary->epochs) {
     if (absl::GetFlag(FLAGS_json)) {
-      std::printf("%s\n", EpochJsonLine(e).c_str());
+      // Each epoch line names the GEMM backend and kernel it ran on.
+      nlohmann::ordered_json line = nlohmann::ordered_json::parse(EpochJsonLine(e));
+      line["gemm"] = {{"backend", BlasBackend()}, {"kernel", BlasKernel()}};
+      std::printf("%s\n", line.dump().c_str());
     } else {
       std::string line = absl::StrFormat(
           "epoch %d: loss %.4f, %s edges in %.2f s (%s edges/s), %llu partition loads", e.epoch,

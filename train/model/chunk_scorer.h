@@ -31,9 +31,9 @@
 // side; the chunk's loss is the sum over rows and both sides.
 //
 // Threads: calls on distinct workspaces may run concurrently. The GEMMs go
-// to OpenBLAS, which should then be limited to one thread
-// (openblas_set_num_threads(1) or OPENBLAS_NUM_THREADS=1): these matrices are
-// too small to split, and nested threading oversubscribes the cores.
+// to OpenBLAS, which should then be limited to one thread (ember's binaries
+// do it once at start-up, train/blas/blas_startup.h): these matrices are too
+// small to split, and nested threading oversubscribes the cores.
 #ifndef EMBER_TRAIN_MODEL_CHUNK_SCORER_H_
 #define EMBER_TRAIN_MODEL_CHUNK_SCORER_H_
 

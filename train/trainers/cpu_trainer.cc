@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include <cblas.h>
 #include <tbb/enumerable_thread_specific.h>
 
 #include "absl/synchronization/mutex.h"
@@ -302,9 +301,8 @@ absl::StatusOr<std::unique_ptr<Trainer>> MakeCpuTrainer(const TrainOptions& opti
       (features != nullptr && features->dim == options.model.dim)) {
     return absl::InvalidArgumentError("feature table does not match the model");
   }
-  // Chunk GEMMs are small and already run on every trainer thread; OpenBLAS'
-  // own threads would only oversubscribe the cores.
-  openblas_set_num_threads(1);
+  // OpenBLAS' thread count is not set here: it is process-wide, decided once
+  // at start-up (train/blas/blas_startup.h), not by constructing a trainer.
   return std::unique_ptr<Trainer>(new CpuTrainer(options, threads, relations, features));
 }
 
