@@ -225,6 +225,20 @@ TEST(RankScheduleTest, ABucketGoesToAHolderOfItsPartitions) {
     EXPECT_EQ(b.rank, o.holders[b.bucket.src]) << b.bucket.src << "," << b.bucket.dst;
   }
   EXPECT_TRUE(s.rounds[0].transfers.empty());
+  // A holder takes a bucket while it stays within holder_slack x the bound,
+  // though another rank is less loaded: round 0 is (0,0) (1,1) (2,2) (3,3)
+  // with 100, 20, 10, 10 edges, bound 100; rank 0 holds 0, 1, 2.
+  o.trainers_per_rank = 2;
+  o.holders = {0, 0, 0, 1};
+  o.bucket_edges.assign(16, 1);
+  o.bucket_edges[0 * 4 + 0] = 100;
+  o.bucket_edges[1 * 4 + 1] = 20;
+  o.bucket_edges[2 * 4 + 2] = 10;
+  o.bucket_edges[3 * 4 + 3] = 10;
+  const RankSchedule pref = Compute(o);
+  ASSERT_EQ(pref.rounds[0].buckets.size(), 4u);
+  EXPECT_EQ(pref.BucketsOf(0, 0), (std::vector<Bucket>{{0, 0}, {1, 1}}));
+  EXPECT_EQ(pref.rounds[0].transfers, (std::vector<Transfer>{{2, 0, 1, true}}));
   // Over a whole epoch, holder preference moves fewer partitions than there
   // are buckets needing a partition from elsewhere if assigned blindly.
   uint64_t moves = 0;
