@@ -227,7 +227,9 @@ TEST_F(ProbeTest, TrainsAnEdgeSampleInMemoryAndLeavesTheGraphAndItsCheckpointAlo
   EXPECT_NEAR(double(result->train_edges) / (2 * train_edges), 0.5, 0.03);
   EXPECT_EQ(result->valid.edges, 300u);
   EXPECT_EQ(result->valid.negatives, 0u);  // against every node
-  EXPECT_GT(result->valid.filtered.mrr, 0);
+  // Measured 0.0466; chance (2000 nodes) 0.0041: a probe that trains
+  // nothing stays near chance.
+  EXPECT_GT(result->valid.filtered.mrr, 4 * train_test::ChanceMrr(StandardSbm().nodes));
   EXPECT_EQ((*graph)->manifest().training.checkpoint_version, checkpoint);
   graph->reset();
   // Not a byte of the graph (checkpoint, metrics, tables) changed, and no
