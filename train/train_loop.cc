@@ -131,12 +131,15 @@ class TrainLoop final : public RoundHooks {
   std::vector<uint64_t> committed_locations_;  // what the manifest references
   uint64_t committed_version_ = 0;
   uint64_t write_version_ = 1;
-  std::unique_ptr<PartitionBuffer> buffer_;
   std::vector<std::unique_ptr<Trainer>> trainers_;
   std::vector<Trainer*> trainer_ptrs_;
   std::unique_ptr<BatchPipeline> pipeline_;
   std::unique_ptr<ParameterSync> sync_;
   std::unique_ptr<FeatureTable> features_;  // featurized models only
+  // Declared after the trainers and the features, so destroyed before
+  // them: ~PartitionBuffer waits for a pending prefetch, whose evictions
+  // call SyncToHost on the trainers (an error path can leave one pending).
+  std::unique_ptr<PartitionBuffer> buffer_;
   // The epoch's scheduler, and the partitions of the last tokens_ rounds
   // of this stretch that handed out batches: with at most tokens_ batches
   // in flight, every batch in flight not of the current round is of one of

@@ -81,7 +81,10 @@ TEST_F(FeaturizedCliTest, TrainEvalExport) {
   r = Ember({"eval", graph_, "--split", "test", "--json", "--quiet"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto eval = nlohmann::json::parse(r.out);
-  EXPECT_GT(eval["filtered"]["mrr"].get<double>(), 0.0);
+  // Measured: 0.0534 (three runs, to 4 digits); with training that learns
+  // nothing (lr 1e-9) 0.0043. 0.02 sits about 3 standard errors of 245 test
+  // edges below the first and far above the second.
+  EXPECT_GT(eval["filtered"]["mrr"].get<double>(), 0.02) << r.out;
 
   const std::string out = tmp_.Sub("emb.tsv");
   r = Ember({"export", graph_, "--format", "tsv", "--out", out, "--quiet"});

@@ -29,7 +29,8 @@
 
 namespace ember::device {
 
-// The values of Operator, Comparator and Loss (train/model_options.h); this
+// The values of Operator, Comparator and Loss (train/model/model_options.h;
+// static_asserts in train/trainers/trainer_factory.cc hold them equal); this
 // header is also compiled by nvcc, without the rest of train/.
 enum : int { kOpNone = 0, kOpTranslation = 1, kOpDiagonal = 2, kOpComplexDiagonal = 3 };
 enum : int { kCmpDot = 0, kCmpCos = 1, kCmpL2 = 2 };

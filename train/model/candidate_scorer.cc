@@ -17,7 +17,7 @@ namespace {
 
 // Same clamps as the chunk scorer (chunk_scorer.cc).
 using vec::kMinSquaredDistance;
-constexpr float kMinNorm = 1e-12f;
+using vec::kMinNorm;
 
 void EnsureSize(std::vector<float>* v, size_t n) {
   if (v->size() < n) v->resize(n);

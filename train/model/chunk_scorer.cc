@@ -20,7 +20,7 @@ namespace {
 // clamp applies the (sub)gradient is taken as 0.
 using vec::kMinSquaredDistance;
 // cos: |x| is clamped below at this value (torch.nn.functional.normalize).
-constexpr float kMinNorm = 1e-12f;
+using vec::kMinNorm;
 
 // C (m × n) = alpha · X (m × k) · Yᵀ (n × k) + beta · C, all compact.
 inline void GemmNT(int m, int n, int k, const float* x, const float* y,

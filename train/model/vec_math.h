@@ -179,6 +179,9 @@ inline void Add(const float* x, int n, float* y) {
 
 // l2 scores are -sqrt(max(d^2, kMinSquaredDistance)), as in PBG.
 inline constexpr float kMinSquaredDistance = 1e-30f;
+// cos: |x| is clamped below at this value (torch.nn.functional.normalize);
+// the chunk and candidate scorers share it.
+inline constexpr float kMinNorm = 1e-12f;
 
 // Turns a rows x cols matrix of dot products s[i][j] = <x_i, y_j> into l2
 // scores -|x_i - y_j| via |x|^2 + |y|^2 - 2<x, y>, given row_sq[i] = |x_i|^2

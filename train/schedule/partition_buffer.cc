@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "storage/base/status_macros.h"
@@ -225,11 +227,21 @@ void PartitionBuffer::Prefetch(std::vector<uint32_t> next, std::vector<uint32_t>
   EMBER_CHECK(!pending_.valid());
   // Blocking I/O runs on its own thread so that it never occupies a oneTBB
   // worker that training needs.
-  pending_ = std::async(std::launch::async, [this, next = std::move(next),
-                                             pinned = std::move(pinned),
-                                             future = std::move(future)] {
-    return MakeResident(next, pinned, future, /*best_effort=*/true);
-  });
+  // A thread that cannot start (std::system_error) is the prefetch's
+  // error, surfacing where its errors do, not an exception out of a
+  // pipeline stage.
+  try {
+    pending_ = std::async(std::launch::async, [this, next = std::move(next),
+                                               pinned = std::move(pinned),
+                                               future = std::move(future)] {
+      return MakeResident(next, pinned, future, /*best_effort=*/true);
+    });
+  } catch (const std::system_error& e) {
+    std::promise<absl::Status> failed;
+    failed.set_value(absl::ResourceExhaustedError(
+        absl::StrCat("cannot start the partition prefetch thread: ", e.what())));
+    pending_ = failed.get_future();
+  }
 }
 
 absl::Status PartitionBuffer::WriteResident() {

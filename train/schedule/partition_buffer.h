@@ -10,6 +10,7 @@
 #ifndef EMBER_TRAIN_SCHEDULE_PARTITION_BUFFER_H_
 #define EMBER_TRAIN_SCHEDULE_PARTITION_BUFFER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <future>
 #include <memory>
@@ -94,7 +95,7 @@ class PartitionBuffer {
 
   void set_write_version(uint64_t v) { write_version_ = v; }
   const std::vector<uint64_t>& locations() const { return locations_; }
-  uint64_t loads() const { return loads_; }
+  uint64_t loads() const { return loads_.load(std::memory_order_relaxed); }
 
  private:
   absl::Status Load(uint32_t p);
@@ -119,7 +120,8 @@ class PartitionBuffer {
   mutable absl::Mutex mu_;  // guards the pointers in resident_
   std::vector<std::unique_ptr<PartitionData>> resident_ ABSL_GUARDED_BY(mu_);
   std::future<absl::Status> pending_;
-  uint64_t loads_ = 0;
+  // Counted on the prefetch thread and on the caller's.
+  std::atomic<uint64_t> loads_{0};
   std::vector<RowResidency*> residencies_;
 };
 

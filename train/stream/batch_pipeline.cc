@@ -1,5 +1,6 @@
 #include "train/stream/batch_pipeline.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <tbb/parallel_pipeline.h>
@@ -32,17 +33,32 @@ size_t BatchPipeline::total_slots() const {
   return n;
 }
 
-// The required trainer, or the one with the largest share of free slots.
-// Never blocks: a CPU trainer's slots are its threads, and a batch beyond
-// them just waits for a core.
+// The required trainer once it has a free slot, or the trainer with the
+// largest share of free slots once one has any: TrainBatch takes at most
+// slots() concurrent calls (trainer.h), a statically assigned trainer
+// included. Waiting holds a oneTBB worker only while every slot it could
+// use is training, and each of those releases its slot when done.
 size_t BatchPipeline::Acquire(int required) {
   absl::MutexLock lock(&rep_->mu);
+  auto free_slot = [this](size_t t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(rep_->mu) {
+    return rep_->in_flight[t] < std::max(1, rep_->trainers[t]->slots());
+  };
   size_t best = 0;
   if (required >= 0) {
     best = static_cast<size_t>(required);
+    auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(rep_->mu) { return free_slot(best); };
+    rep_->mu.Await(absl::Condition(&ready));
   } else {
+    auto any = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(rep_->mu) {
+      for (size_t t = 0; t < rep_->trainers.size(); ++t) {
+        if (free_slot(t)) return true;
+      }
+      return false;
+    };
+    rep_->mu.Await(absl::Condition(&any));
     double best_load = 1e300;
     for (size_t t = 0; t < rep_->trainers.size(); ++t) {
+      if (!free_slot(t)) continue;
       const double load = double(rep_->in_flight[t]) / rep_->trainers[t]->slots();
       if (load < best_load) {
         best_load = load;

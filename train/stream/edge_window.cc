@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <system_error>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "storage/base/node_hash.h"
 #include "storage/base/splitmix.h"
 #include "storage/base/status_macros.h"
@@ -20,7 +22,16 @@ BucketWindowReader::BucketWindowReader(const Graph* graph, const BucketReadSpec&
       spec_(spec),
       window_edges_(std::max<uint64_t>(1, window_edges)),
       depth_(static_cast<size_t>(std::max(1, depth))) {
-  thread_ = std::thread([this] { Read(); });
+  // A thread that cannot start (std::system_error) is the reader's error,
+  // returned by Next(), not an exception out of a pipeline stage.
+  try {
+    thread_ = std::thread([this] { Read(); });
+  } catch (const std::system_error& e) {
+    absl::MutexLock lock(&mu_);
+    status_ = absl::ResourceExhaustedError(
+        absl::StrCat("cannot start the edge reader thread: ", e.what()));
+    finished_ = true;
+  }
 }
 
 BucketWindowReader::~BucketWindowReader() {
@@ -28,7 +39,7 @@ BucketWindowReader::~BucketWindowReader() {
     absl::MutexLock lock(&mu_);
     cancelled_ = true;
   }
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 std::unique_ptr<EdgeWindow> BucketWindowReader::NewWindow(uint64_t read_so_far,

@@ -7,8 +7,8 @@
 // Waiting (not spinning) is the point: a slower device keeps its caller
 // waiting without taking a core from the other trainers. It also keeps at
 // most slots() batches in flight, as a device with that many lanes would:
-// a call beyond them waits for a lane (the pipeline's static split can
-// hand a trainer more batches than it has slots). Everything else
+// a call beyond them waits for a lane (the pipeline never makes one, but
+// the trainer does not rely on it). Everything else
 // (relations, row residency) is the inner trainer's.
 #ifndef EMBER_TRAIN_TRAINERS_SLOWED_TRAINER_H_
 #define EMBER_TRAIN_TRAINERS_SLOWED_TRAINER_H_

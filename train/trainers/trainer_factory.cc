@@ -6,6 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "storage/base/status_macros.h"
+#include "train/model/adagrad.h"
+#include "train/model/model_options.h"
+#include "train/model/vec_math.h"
 #include "train/trainers/cpu_trainer.h"
 #include "train/device/device_ops.h"
 #include "train/trainers/device_trainer.h"
@@ -165,5 +168,24 @@ absl::StatusOr<std::vector<std::unique_ptr<Trainer>>> MakeTrainers(
   }
   return out;
 }
+
+// kernel_bodies.h mirrors these values for nvcc, which cannot include
+// train/model/; the first TU that sees both holds them equal.
+static_assert(device::kOpNone == static_cast<int>(Operator::kNone));
+static_assert(device::kOpTranslation == static_cast<int>(Operator::kTranslation));
+static_assert(device::kOpDiagonal == static_cast<int>(Operator::kDiagonal));
+static_assert(device::kOpComplexDiagonal == static_cast<int>(Operator::kComplexDiagonal));
+static_assert(kNumOperators == 4);
+static_assert(device::kCmpDot == static_cast<int>(Comparator::kDot));
+static_assert(device::kCmpCos == static_cast<int>(Comparator::kCos));
+static_assert(device::kCmpL2 == static_cast<int>(Comparator::kL2));
+static_assert(kNumComparators == 3);
+static_assert(device::kLossRanking == static_cast<int>(Loss::kRanking));
+static_assert(device::kLossLogistic == static_cast<int>(Loss::kLogistic));
+static_assert(device::kLossSoftmax == static_cast<int>(Loss::kSoftmax));
+static_assert(kNumLosses == 3);
+static_assert(device::kMinSquaredDistance == vec::kMinSquaredDistance);
+static_assert(device::kMinNorm == vec::kMinNorm);
+static_assert(device::kAdagradEps == kAdagradEps);
 
 }  // namespace ember
