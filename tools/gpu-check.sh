@@ -7,13 +7,16 @@
 # timeout and an explicit exit code; a failed step is reported and the next
 # one still runs; a summary table comes last; exit 0 only when every step
 # passed. No GPU (nvidia-smi lists none) is a failure, exit 3.
-# Steps (GPU_CHECK_STEPS, default "tests bench e2e"; about 5.5 min at most):
+# Steps (GPU_CHECK_STEPS, default "tests bench e2e torch"; under 6.5 min at most,
+# about 5 when nothing hangs):
 #   tests  train_test --gtest_filter='Cuda*' (only the tests that need a GPU;
 #          the emulated Device* tests run in CI): a skip fails, 90 s
 #   bench  gpu_train_bench on cuda:0 (R-MAT SCALE, dim 100, batch 1000, chunk
 #          50, 50 negatives, softmax, dot), 150 s
 #   e2e    `ember train` on R-MAT scale 20, cuda:0 then cpu; a run that fails
 #          or prints no edges/s fails the step, 90 s
+#   torch  tools/bench/torch_reference.py on cuda: PyTorch's edges/s and the
+#          ratio ember / PyTorch, 45 s
 # Inventory first: GPU, driver, the library search path of the bundle
 # (EMBER_LIBRARY_PATH, the toolkit, PyTorch's nvidia/* packages), and where
 # libcublas and libnccl were found. Logs go to $OUT (a temporary folder when
@@ -25,7 +28,7 @@ scale=${1:-24}
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
 bundle=${GPU_CHECK_BUNDLE:-build-device}
-steps=${GPU_CHECK_STEPS:-tests bench e2e}
+steps=${GPU_CHECK_STEPS:-tests bench e2e torch}
 start=$SECONDS
 names=() rcs=() secs=() notes=()
 record() { names+=("$1"); rcs+=("$2"); secs+=("$3"); notes+=("$4"); }
@@ -150,11 +153,27 @@ e2e_step() {
   done
 }
 
+# The PyTorch reference (tools/bench/torch_reference.py), same step and shapes,
+# with ember's benchmark figure for the ratio. Fails when no python3 has torch.
+torch_step() {
+  local py eps
+  for py in $(command -v -a python3 2>/dev/null) /opt/*/bin/python3 /venv/bin/python3; do
+    [ -x "$py" ] && timeout 30 "$py" -c 'import torch' 2>/dev/null && break
+    py=
+  done
+  [ -n "$py" ] || { echo "no python3 with torch" >"$out/torch.note"; exit 1; }
+  eps=$(grep -m1 -oE '[0-9.e+]+ edges/s' "$out/bench.txt" 2>/dev/null | cut -d' ' -f1 || true)
+  "$py" tools/bench/torch_reference.py --device cuda --seconds 15 --ember "${eps:-0}" \
+    2>&1 | tee "$out/torch.txt"
+  grep -m1 -oE '(= [0-9.]+x|[0-9.e+]+ edges/s)' "$out/torch.txt" | tail -1 >"$out/torch.note"
+}
+
 for s in $steps; do
   case $s in
     tests) run_step tests 90 tests_step ;;
     bench) run_step bench 150 bench_step ;;
     e2e) run_step e2e 90 e2e_step ;;
+    torch) run_step torch 45 torch_step ;;
     *) record "$s" 1 0 "unknown step" ;;
   esac
 done
