@@ -69,13 +69,34 @@ if [ ! -x "$dir/lib/ld-linux-x86-64.so.2" ]; then
   tar -C "$tmp" -xzf "$here/bundle.tar.gz"
   mv -T "$tmp" "$dir" 2>/dev/null || rm -rf "$tmp"  # another run unpacked it first
 fi
-prog=${1:?usage: $0 PROG [ARGS] (PROG: $(ls "$dir/bin" | tr '\n' ' '))}
+prog=${1:?usage: $0 PROG [ARGS] (PROG: $(ls "$dir/bin" | tr '\n' ' '); or --library-dirs)}
 shift
-# Bundled libraries first (our C library must win); then the CUDA toolkit
-# and the driver, which only the host has.
-exec "$dir/lib/ld-linux-x86-64.so.2" \
-  --library-path "$dir/lib:/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:/usr/local/nvidia/lib64:/usr/lib/x86_64-linux-gnu:/usr/lib64" \
-  "$dir/bin/$prog" "$@"
+# Search path: the bundled libraries first (our C library must win); then
+# EMBER_LIBRARY_PATH (colon-separated, added at run time); then the CUDA
+# toolkit's folders and the cuBLAS/NCCL that PyTorch brings as Python packages
+# (site-packages/nvidia/{cublas,nccl,cuda_runtime}/lib of every python3 found);
+# then the driver's folders; then the caller's LD_LIBRARY_PATH, which
+# --library-path would otherwise replace.
+gpu_dirs() {
+  local py sp
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda-*/lib64; do
+    if [ -d "$d" ]; then echo "$d"; fi
+  done
+  for py in $(command -v -a python3 2>/dev/null) /opt/*/bin/python3 /venv/bin/python3 "${VIRTUAL_ENV:-/nonexistent}/bin/python3"; do
+    [ -x "$py" ] || continue
+    timeout 10 "$py" -c 'import site; print("\n".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null || true
+  done | sort -u | while read -r sp; do
+    for d in "$sp"/nvidia/cublas/lib "$sp"/nvidia/nccl/lib "$sp"/nvidia/cuda_runtime/lib "$sp"/nvidia/cu*/lib; do
+      if [ -d "$d" ]; then echo "$d"; fi
+    done
+  done
+  for d in /usr/local/nvidia/lib64 /usr/lib/x86_64-linux-gnu /usr/lib64; do
+    if [ -d "$d" ]; then echo "$d"; fi
+  done
+}
+if [ "$prog" = --library-dirs ]; then gpu_dirs | awk '!seen[$0]++'; exit 0; fi
+path="$dir/lib${EMBER_LIBRARY_PATH:+:$EMBER_LIBRARY_PATH}:$(gpu_dirs | awk '!seen[$0]++' | paste -sd:)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+exec "$dir/lib/ld-linux-x86-64.so.2" --library-path "$path" "$dir/bin/$prog" "$@"
 RUN
 chmod +x "$out/run"
 size=$(du -sb "$out" | cut -f1)

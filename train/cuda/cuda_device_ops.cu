@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <cstdio>
 #include <type_traits>
 #include <vector>
 
@@ -17,6 +18,12 @@ namespace {
 
 std::string CudaError(const char* what, cudaError_t e) {
   return std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
+}
+
+// For calls whose caller cannot take a status (frees, destroys, destructors):
+// a failure is printed, not dropped, so a run that leaks or corrupts says so.
+void Report(const char* what, cudaError_t e) {
+  if (e != cudaSuccess) std::fprintf(stderr, "ember cuda: %s\n", CudaError(what, e).c_str());
 }
 
 std::string CublasError(const char* what, cublasStatus_t s) {
@@ -120,9 +127,14 @@ class CudaDeviceOps final : public DeviceOps {
   CudaDeviceOps(const Cublas* cublas, int device, std::string name, int sms)
       : cublas_(cublas), device_(device), name_(std::move(name)), sms_(sms) {}
   ~CudaDeviceOps() override {
-    cudaSetDevice(device_);
-    for (cublasHandle_t h : blas_) cublas_->destroy(h);
-    for (cudaStream_t s : streams_) cudaStreamDestroy(s);
+    Report("cudaSetDevice", cudaSetDevice(device_));
+    for (cublasHandle_t h : blas_) {
+      const cublasStatus_t bs = cublas_->destroy(h);
+      if (bs != CUBLAS_STATUS_SUCCESS) {
+        std::fprintf(stderr, "ember cuda: %s\n", CublasError("cublasDestroy", bs).c_str());
+      }
+    }
+    for (cudaStream_t s : streams_) Report("cudaStreamDestroy", cudaStreamDestroy(s));
   }
 
   std::string Init(int streams) {
@@ -136,8 +148,11 @@ class CudaDeviceOps final : public DeviceOps {
       cublasHandle_t h;
       const cublasStatus_t bs = cublas_->create(&h);
       if (bs != CUBLAS_STATUS_SUCCESS) return CublasError("cublasCreate", bs);
-      cublas_->set_stream(h, s);
       blas_.push_back(h);
+      // Unchecked, a failure here would run the GEMMs on the default stream,
+      // unordered with the kernels around them.
+      const cublasStatus_t ss = cublas_->set_stream(h, s);
+      if (ss != CUBLAS_STATUS_SUCCESS) return CublasError("cublasSetStream", ss);
     }
     return "";
   }
@@ -147,7 +162,9 @@ class CudaDeviceOps final : public DeviceOps {
 
   std::string Alloc(size_t bytes, void** out) override {
     *out = nullptr;
-    cudaSetDevice(device_);
+    if (const cudaError_t d = cudaSetDevice(device_); d != cudaSuccess) {
+      return CudaError("cudaSetDevice", d);
+    }
     const cudaError_t e = cudaMalloc(out, std::max<size_t>(bytes, 1));
     if (e != cudaSuccess) {
       *out = nullptr;
@@ -158,16 +175,16 @@ class CudaDeviceOps final : public DeviceOps {
   }
   void Free(void* p) override {
     if (p == nullptr) return;
-    cudaSetDevice(device_);
+    Report("cudaSetDevice", cudaSetDevice(device_));
     Untrack(p);
-    cudaFree(p);
+    Report("cudaFree", cudaFree(p));
   }
   std::string AllocPinned(size_t bytes, void** out) override {
     const cudaError_t e = cudaMallocHost(out, std::max<size_t>(bytes, 1));
     return e == cudaSuccess ? "" : CudaError("cudaMallocHost", e);
   }
   void FreePinned(void* p) override {
-    if (p != nullptr) cudaFreeHost(p);
+    if (p != nullptr) Report("cudaFreeHost", cudaFreeHost(p));
   }
   size_t bytes_in_use() const override { return in_use_; }
   size_t peak_bytes() const override { return peak_; }
@@ -180,13 +197,17 @@ class CudaDeviceOps final : public DeviceOps {
   }
   std::string Step(int stream, const device::StepShape& shape,
                    const device::StepArgs& args) override {
-    cudaSetDevice(device_);
+    if (const cudaError_t d = cudaSetDevice(device_); d != cudaSuccess) {
+      return CudaError("cudaSetDevice", d);
+    }
     CudaLauncher launch{cublas_, streams_[stream], blas_[stream], sms_, ""};
     device::RunStepSequence(launch, shape, args);
     return launch.error;
   }
   std::string Synchronize(int stream) override {
-    cudaSetDevice(device_);
+    if (const cudaError_t d = cudaSetDevice(device_); d != cudaSuccess) {
+      return CudaError("cudaSetDevice", d);
+    }
     const cudaError_t e = cudaStreamSynchronize(streams_[stream]);
     return e == cudaSuccess ? "" : CudaError("cudaStreamSynchronize", e);
   }
@@ -194,7 +215,9 @@ class CudaDeviceOps final : public DeviceOps {
  private:
   std::string Copy(int stream, void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
     if (bytes == 0) return "";
-    cudaSetDevice(device_);
+    if (const cudaError_t d = cudaSetDevice(device_); d != cudaSuccess) {
+      return CudaError("cudaSetDevice", d);
+    }
     const cudaError_t e = cudaMemcpyAsync(dst, src, bytes, kind, streams_[stream]);
     return e == cudaSuccess ? "" : CudaError("cudaMemcpyAsync", e);
   }
@@ -251,7 +274,10 @@ std::unique_ptr<DeviceOps> MakeCudaDeviceOps(int device, int streams, std::strin
   const Cublas* cublas = Cublas::Get(error);
   if (cublas == nullptr) return nullptr;
   cudaDeviceProp prop;
-  cudaGetDeviceProperties(&prop, device);
+  if (const cudaError_t pe = cudaGetDeviceProperties(&prop, device); pe != cudaSuccess) {
+    *error = CudaError("cudaGetDeviceProperties", pe);
+    return nullptr;
+  }
   auto ops = std::make_unique<CudaDeviceOps>(
       cublas, device, "cuda:" + std::to_string(device) + " (" + prop.name + ")",
       prop.multiProcessorCount);
