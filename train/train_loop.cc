@@ -25,6 +25,8 @@
 #include "train/batch/round_batches.h"
 #include "train/stream/round_source.h"
 #include "train/trainers/trainer_factory.h"
+#include "train/distributed/cluster_sync.h"
+#include "train/rank_exchange.h"
 
 namespace ember {
 
@@ -43,6 +45,7 @@ struct SavedPosition {
   std::string bucket_order;
   uint32_t buffer_partitions = 0;
   uint32_t round_size = 0;
+  uint32_t world_size = 1;
   double lr = 0;
 };
 
@@ -67,6 +70,8 @@ absl::StatusOr<SavedPosition> ReadSavedPosition(const Graph& graph) {
   RETURN_IF_ERROR(r.Optional(*t, "round_size", absl::StrCat(field, ".round_size"),
                              &out.round_size));
   RETURN_IF_ERROR(r.Optional(*t, "lr", absl::StrCat(field, ".lr"), &out.lr));
+  RETURN_IF_ERROR(r.Optional(*t, "world_size", absl::StrCat(field, ".world_size"),
+                             &out.world_size));
   return out;
 }
 
@@ -78,9 +83,14 @@ absl::StatusOr<SavedPosition> ReadSavedPosition(const Graph& graph) {
 // trainer_factory.h, row_residency.h.
 class TrainLoop final : public RoundHooks {
  public:
-  // `graph` must outlive the loop.
-  TrainLoop(Graph* graph, const TrainOptions& options)
-      : graph_(graph), options_(options), P_(graph_->manifest().num_partitions) {}
+  // `graph` and `cluster` must outlive the loop. `cluster`: the ranks of a
+  // run across processes (rank 0 writes the checkpoints; the others open
+  // the graph read-only), or null for one process.
+  TrainLoop(Graph* graph, const TrainOptions& options, Cluster* cluster = nullptr)
+      : graph_(graph),
+        options_(options),
+        P_(graph_->manifest().num_partitions),
+        cluster_(cluster != nullptr && cluster->world_size() > 1 ? cluster : nullptr) {}
 
   absl::StatusOr<TrainSummary> Run();
   // After Run() with TrainOptions::in_memory: false when the model did not
@@ -96,6 +106,18 @@ class TrainLoop final : public RoundHooks {
   absl::Status PlanMemory(const std::vector<DeviceSpec>& devices);
   absl::Status RestoreOrInit();
   absl::Status Checkpoint(int epoch, uint64_t next_round, int epochs_done);
+  // Rank 0's part of a checkpoint, and every rank's (partitions handed to
+  // rank 0, then its commit, agreed by all).
+  absl::Status WriteCheckpoint(int epoch, uint64_t next_round, int epochs_done);
+  absl::Status CheckpointAcrossRanks(int epoch, uint64_t next_round, int epochs_done);
+  // Across ranks: this epoch's schedule, and the partitions this rank
+  // holds at its start loaded (first epoch of the run) or checked.
+  absl::Status ScheduleEpochAcrossRanks(int epoch, uint64_t first_round);
+  // Across ranks: edges and loss summed over every rank, reported.
+  absl::Status ReportGlobalProgress();
+  bool distributed() const { return cluster_ != nullptr; }
+  uint32_t world_size() const { return distributed() ? cluster_->world_size() : 1; }
+  bool writer() const { return !distributed() || cluster_->rank() == 0; }
   // Trains the rounds of one epoch from `first_round`; sets *stopped when
   // stop_after_buckets fired.
   absl::Status TrainEpoch(int epoch, uint64_t first_round, bool* stopped);
@@ -121,6 +143,14 @@ class TrainLoop final : public RoundHooks {
   Graph* const graph_;
   TrainOptions options_;
   const uint32_t P_;
+  Cluster* const cluster_;  // null: one process
+  // Across ranks: the buffer order's capacity (as one process would plan
+  // it), the epoch's schedule and the holders the next epoch starts from.
+  uint32_t order_capacity_ = 1;
+  std::unique_ptr<RankSchedule> rank_schedule_;
+  std::vector<uint32_t> next_holders_;
+  ClusterSync* cluster_sync_ = nullptr;
+  absl::Duration rank_timeout_ = absl::Seconds(300);
   TrainMemoryPlan memory_;
   uint32_t capacity_ = 1;
   uint32_t round_size_ = 1;
@@ -165,6 +195,10 @@ class TrainLoop final : public RoundHooks {
   absl::Mutex progress_mu_;
   TrainProgress progress_ ABSL_GUARDED_BY(progress_mu_);
   double epoch_loss_ ABSL_GUARDED_BY(progress_mu_) = 0;
+  // Across ranks: the epoch's edges and mean loss over every rank, as of
+  // the last ReportGlobalProgress.
+  uint64_t global_edges_ = 0;
+  double global_loss_ = 0;
   Clock::time_point epoch_start_;
 };
 
@@ -175,7 +209,8 @@ nlohmann::json TrainLoop::TrainerState(int epoch, uint64_t next_round) const {
           {"seed", options_.seed},
           {"bucket_order", std::string(BucketOrderName(options_.bucket_order))},
           {"buffer_partitions", capacity_},
-          {"round_size", round_size_}};
+          {"round_size", round_size_},
+          {"world_size", world_size()}};
 }
 
 absl::Status TrainLoop::RestoreOrInit() {
@@ -192,8 +227,10 @@ absl::Status TrainLoop::RestoreOrInit() {
       ASSIGN_OR_RETURN(stored, LoadStoredModel(*graph_));
       committed_locations_ = stored->partition_versions;
     }
-    RETURN_IF_ERROR(
-        RemoveUncommittedCheckpoints(*graph_, committed_version_, committed_locations_));
+    if (writer()) {
+      RETURN_IF_ERROR(
+          RemoveUncommittedCheckpoints(*graph_, committed_version_, committed_locations_));
+    }
   }
   if (stored.has_value()) {
     if (!options_.from_scratch) {
@@ -216,6 +253,12 @@ absl::Status TrainLoop::RestoreOrInit() {
       ASSIGN_OR_RETURN(const SavedPosition saved, ReadSavedPosition(*graph_));
       start_epoch_ = m.training.epochs_done;
       start_round_ = saved.next_round;
+      if (start_round_ > 0 && std::max<uint32_t>(saved.world_size, 1) != world_size()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            graph_->dir(), " was stopped mid-epoch by a run of ",
+            std::max<uint32_t>(saved.world_size, 1), " rank(s); resume it with as many ranks "
+            "(this run has ", world_size(), "), or pass --from-scratch"));
+      }
       if (start_round_ > 0 &&
           (saved.seed != options_.seed ||
            saved.bucket_order != BucketOrderName(options_.bucket_order) ||
@@ -310,6 +353,25 @@ void TrainLoop::FillBatchStats(EpochStats* s) const {
 }
 
 absl::Status TrainLoop::Checkpoint(int epoch, uint64_t next_round, int epochs_done) {
+  if (distributed()) return CheckpointAcrossRanks(epoch, next_round, epochs_done);
+  return WriteCheckpoint(epoch, next_round, epochs_done);
+}
+
+absl::Status TrainLoop::CheckpointAcrossRanks(int epoch, uint64_t next_round, int epochs_done) {
+  const uint64_t before = next_round == 0 ? rank_schedule_->rounds.size() : next_round;
+  const std::vector<uint32_t> holders = rank_schedule_->HoldersBefore(before);
+  absl::Status s = HandPartitionsToWriter(*cluster_, *buffer_, holders, rank_timeout_);
+  if (s.ok() && writer()) s = WriteCheckpoint(epoch, next_round, epochs_done);
+  RETURN_IF_ERROR(AgreeOnStatus(*cluster_, s));
+  if (!writer()) {  // keep the version count in step with rank 0
+    committed_version_ = write_version_;
+    write_version_ = committed_version_ + 1;
+    buffer_->set_write_version(write_version_);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TrainLoop::WriteCheckpoint(int epoch, uint64_t next_round, int epochs_done) {
   RETURN_IF_ERROR(buffer_->WriteResident());
   const uint64_t version = write_version_;
   RETURN_IF_ERROR(graph_->WriteBlob(RelationBlobName(version), EncodeRelationBlob(relations_)));
@@ -412,11 +474,92 @@ absl::Status TrainLoop::PlanMemory(const std::vector<DeviceSpec>& devices) {
   const uint32_t trainers = static_cast<uint32_t>(devices.size());
   round_size_ =
       capacity_ >= P_ ? trainers : std::max<uint32_t>(1, std::min(trainers, capacity_ / 2));
+  if (distributed()) {
+    // A rank holds its share of the partitions in memory for the whole run
+    // (ScheduleEpochAcrossRanks checks that the share fits); rounds span
+    // every trainer of every rank.
+    order_capacity_ = std::min(capacity_, P_);
+    capacity_ = P_;
+    round_size_ = trainers * world_size();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TrainLoop::ScheduleEpochAcrossRanks(int epoch, uint64_t first_round) {
+  const Manifest& m = graph_->manifest();
+  RankScheduleOptions o;
+  o.seed = options_.seed;
+  o.num_partitions = P_;
+  o.world_size = world_size();
+  o.trainers_per_rank = static_cast<uint32_t>(trainers_.size());
+  o.order = options_.bucket_order;
+  o.buffer_capacity = order_capacity_;
+  o.bucket_edges = m.train_bucket_edges;
+  const bool run_start = next_holders_.empty();
+  if (run_start) {
+    ASSIGN_OR_RETURN(next_holders_, HoldersAtEpoch(o, epoch));
+  }
+  o.epoch = static_cast<uint64_t>(epoch);
+  o.holders = next_holders_;
+  ASSIGN_OR_RETURN(RankSchedule schedule, ComputeRankSchedule(o));
+  rank_schedule_ = std::make_unique<RankSchedule>(std::move(schedule));
+  next_holders_ = rank_schedule_->final_holders;
+  const uint32_t me = cluster_->rank();
+  // The most partitions this rank holds at once, against the budget's.
+  uint32_t peak = 0;
+  for (uint64_t g = 0; g <= rank_schedule_->rounds.size(); ++g) {
+    const std::vector<uint32_t> h = rank_schedule_->HoldersBefore(g);
+    peak = std::max<uint32_t>(peak, std::count(h.begin(), h.end(), me));
+  }
+  if (peak > memory_.buffer_partitions) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "rank ", me, " (", cluster_->where(), ") holds up to ", peak,
+        " partitions at once in this epoch, but --memory-budget ",
+        options_.memory_budget >> 20, " MiB has room for ", memory_.buffer_partitions,
+        "; raise --memory-budget or run more ranks"));
+  }
+  const std::vector<uint32_t> h = rank_schedule_->HoldersBefore(first_round);
+  std::vector<uint32_t> mine;
+  for (uint32_t p = 0; p < P_; ++p) {
+    if (h[p] == me) mine.push_back(p);
+  }
+  if (run_start) return buffer_->Acquire(mine, {});
+  ASSIGN_OR_RETURN(const std::vector<uint32_t> resident, buffer_->Resident());
+  if (resident != mine) {
+    return absl::InternalError(absl::StrCat("rank ", me, " starts epoch ", epoch, " holding ",
+                                            resident.size(), " partitions, not the ",
+                                            mine.size(), " its schedule names"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TrainLoop::ReportGlobalProgress() {
+  double sums[2];
+  {
+    absl::MutexLock lock(&progress_mu_);
+    sums[0] = static_cast<double>(progress_.edges_done);
+    sums[1] = epoch_loss_;
+  }
+  RETURN_IF_ERROR(cluster_->SumDoubles(sums));
+  TrainProgress p;
+  {
+    absl::MutexLock lock(&progress_mu_);
+    p = progress_;
+  }
+  p.edges_done = static_cast<uint64_t>(sums[0]);
+  p.loss = sums[1] / std::max(sums[0], 1.0);
+  const double secs = std::chrono::duration<double>(Clock::now() - epoch_start_).count();
+  p.edges_per_second = secs > 0 ? sums[0] / secs : 0;
+  global_edges_ = p.edges_done;
+  global_loss_ = p.loss;
+  if (options_.progress) options_.progress(p);
   return absl::OkStatus();
 }
 
 void TrainLoop::Started(const Round& round, const Round* next) {
-  if (next != nullptr) {
+  // Across ranks every partition a rank holds is resident; the next
+  // round's arrive from their holders (ExchangeBeforeRound), not the disk.
+  if (next != nullptr && !distributed()) {
     std::vector<uint32_t> pinned = round.partitions;
     for (const auto& r : recent_rounds_) pinned.insert(pinned.end(), r.begin(), r.end());
     buffer_->Prefetch(next->partitions, std::move(pinned), scheduler_->Upcoming(kLookaheadRounds));
@@ -428,10 +571,14 @@ void TrainLoop::Emitted(const Round& done, uint64_t batches) {
     recent_rounds_.push_back(done.partitions);
     if (recent_rounds_.size() > tokens_) recent_rounds_.pop_front();
   }
-  buckets_this_run_ += done.buckets.size();
-  buckets_since_checkpoint_ += done.buckets.size();
+  // Across ranks, every rank counts the global round, so that every rank
+  // agrees on when a checkpoint or stop is due.
+  const uint64_t buckets =
+      distributed() ? rank_schedule_->rounds[done.index].buckets.size() : done.buckets.size();
+  buckets_this_run_ += buckets;
+  buckets_since_checkpoint_ += buckets;
   absl::MutexLock lock(&progress_mu_);
-  progress_.bucket += done.buckets.size();
+  progress_.bucket += buckets;
 }
 
 absl::StatusOr<bool> TrainLoop::MayContinue(const Round& done, const Round& next) {
@@ -452,13 +599,22 @@ void TrainLoop::OnBatchDone(const BatchDone& d) {
   progress_.loss = epoch_loss_ / std::max<uint64_t>(progress_.edges_done, 1);
   const double secs = std::chrono::duration<double>(Clock::now() - epoch_start_).count();
   progress_.edges_per_second = secs > 0 ? progress_.edges_done / secs : 0;
-  if (options_.progress) options_.progress(progress_);
+  // Across ranks progress is reported per round, summed over every rank.
+  if (options_.progress && !distributed()) options_.progress(progress_);
 }
 
 absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stopped) {
   const Manifest& m = graph_->manifest();
-  scheduler_ = MakeRoundScheduler(options_.bucket_order, P_, capacity_, round_size_,
-                                  options_.seed + epoch, first_round);
+  RankRoundScheduler* rank_rounds = nullptr;
+  if (distributed()) {
+    auto s = std::make_unique<RankRoundScheduler>(rank_schedule_.get(), cluster_->rank(),
+                                                  first_round);
+    rank_rounds = s.get();
+    scheduler_ = std::move(s);
+  } else {
+    scheduler_ = MakeRoundScheduler(options_.bucket_order, P_, capacity_, round_size_,
+                                    options_.seed + epoch, first_round);
+  }
   RoundSourceOptions so;
   so.batching = options_.batching;
   so.batch_size = static_cast<uint32_t>(options_.batch_size);
@@ -470,9 +626,24 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
   so.group_by_relation = relations_.num_relations > 1 && !UsesMixedChunks(options_);
   so.trainers = trainers_.size();
   so.static_split = one_device_kind_;
+  so.trainer_per_bucket = options_.deterministic;
   RoundBatchSource source(graph_, buffer_.get(), scheduler_.get(), this, so, &edge_cost_);
   while (const Round* next = source.PeekNext()) {
-    RETURN_IF_ERROR(buffer_->Acquire(next->partitions, scheduler_->Upcoming(kLookaheadRounds)));
+    if (distributed()) {
+      const uint64_t g = next->index;
+      RETURN_IF_ERROR(
+          ExchangeBeforeRound(*cluster_, *buffer_, rank_schedule_->rounds[g], rank_timeout_));
+      ASSIGN_OR_RETURN(const bool here, buffer_->AllResident(next->partitions));
+      if (!here) {
+        return absl::InternalError(absl::StrCat("rank ", cluster_->rank(), " lacks a partition of its round ", g));
+      }
+      std::vector<int32_t> keys = rank_rounds->KeysOf(g);
+      keys.resize(trainers_.size(), -1);
+      cluster_sync_->SetRoundKeys(std::move(keys));
+    } else {
+      RETURN_IF_ERROR(
+          buffer_->Acquire(next->partitions, scheduler_->Upcoming(kLookaheadRounds)));
+    }
     recent_rounds_.clear();  // the last stretch has drained
     const auto start = Clock::now();
     last_done_.assign(trainers_.size(), start);
@@ -488,6 +659,7 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
     // Rows trained on a device back to the host copies: validation reads them,
     // and with several trainers the next round may train them elsewhere.
     if (rows_off_host_) RETURN_IF_ERROR(buffer_->SyncToHost(/*release=*/trainers_.size() > 1));
+    if (distributed()) RETURN_IF_ERROR(ReportGlobalProgress());
     if (StopDue()) {
       RETURN_IF_ERROR(buffer_->Quiesce());
       *stopped = true;
@@ -528,13 +700,23 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     one_device_kind_ &= d.kind == devices[0].kind;
     rows_off_host_ |= d.kind != "cpu";
   }
-  RETURN_IF_ERROR(PlanMemory(devices));
-  if (options_.in_memory &&
-      (capacity_ < P_ || options_.model.featurized != FeaturizedMode::kOff)) {
-    fits_in_memory_ = false;  // nothing trained, nothing written
-    return TrainSummary();
+  if (distributed()) {
+    // Every rank sets up, then all agree before the first collective that
+    // needs a working peer; then they check that they train one graph.
+    absl::Status setup = PlanMemory(devices);
+    if (setup.ok()) setup = RestoreOrInit();
+    RETURN_IF_ERROR(AgreeOnStatus(*cluster_, setup));
+    RETURN_IF_ERROR(CheckSameGraphAndTrainers(*cluster_, *graph_,
+                                              static_cast<uint32_t>(devices.size())));
+  } else {
+    RETURN_IF_ERROR(PlanMemory(devices));
+    if (options_.in_memory &&
+        (capacity_ < P_ || options_.model.featurized != FeaturizedMode::kOff)) {
+      fits_in_memory_ = false;  // nothing trained, nothing written
+      return TrainSummary();
+    }
+    RETURN_IF_ERROR(RestoreOrInit());
   }
-  RETURN_IF_ERROR(RestoreOrInit());
 
   TrainSummary summary;
   summary.resumed = resumed_;
@@ -552,23 +734,39 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     threads += t->slots();
   }
   pipeline_ = std::make_unique<BatchPipeline>(trainer_ptrs_, threads);
-  sync_ = MakeInProcessSync(trainers_.size());
+  if (distributed()) {
+    auto sync = MakeClusterSync(cluster_, options_.deterministic, round_size_);
+    cluster_sync_ = sync.get();
+    sync_ = std::move(sync);
+  } else {
+    sync_ = MakeInProcessSync(trainers_.size());
+  }
   for (int epoch = start_epoch_; epoch < options_.epochs; ++epoch) {
     const uint64_t first_round = epoch == start_epoch_ ? start_round_ : 0;
     const uint64_t loads_before = buffer_->loads();
+    if (distributed()) RETURN_IF_ERROR(ScheduleEpochAcrossRanks(epoch, first_round));
     {
-      // Progress counts what this run trains of the epoch.
-      auto counter = MakeRoundScheduler(options_.bucket_order, P_, capacity_, round_size_,
-                                        options_.seed + epoch, 0);
+      // Progress counts what this run trains of the epoch (across ranks:
+      // the global rounds, every rank's buckets).
+      std::vector<std::vector<Bucket>> rounds;
+      if (distributed()) {
+        for (const GlobalRound& g : rank_schedule_->rounds) {
+          rounds.emplace_back();
+          for (const RankBucket& b : g.buckets) rounds.back().push_back(b.bucket);
+        }
+      } else {
+        auto counter = MakeRoundScheduler(options_.bucket_order, P_, capacity_, round_size_,
+                                          options_.seed + epoch, 0);
+        while (std::optional<Round> r = counter->Next()) rounds.push_back(std::move(r->buckets));
+      }
       absl::MutexLock lock(&progress_mu_);
       progress_ = TrainProgress();
       progress_.epoch = epoch;
       progress_.epochs = options_.epochs;
-      progress_.buckets = counter->buckets_per_epoch();
+      for (const auto& r : rounds) progress_.buckets += r.size();
       progress_.edges_total = m.edges.train;
       for (uint64_t r = 0; r < first_round; ++r) {
-        const std::optional<Round> done = counter->Next();
-        for (const Bucket& b : done->buckets) {
+        for (const Bucket& b : rounds[r]) {
           ++progress_.bucket;
           if (!m.train_bucket_edges.empty()) {
             progress_.edges_total -= m.train_bucket_edges[uint64_t{b.src} * P_ + b.dst];
@@ -594,6 +792,10 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
       stats.edges = progress_.edges_done;
       stats.loss = progress_.loss;
     }
+    if (distributed()) {  // every rank's, as of the epoch's last round
+      stats.edges = global_edges_;
+      stats.loss = global_loss_;
+    }
     stats.seconds = std::chrono::duration<double>(Clock::now() - epoch_start_).count();
     stats.edges_per_second = stats.seconds > 0 ? stats.edges / stats.seconds : 0;
     FillBatchStats(&stats);
@@ -608,10 +810,14 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     RETURN_IF_ERROR(Checkpoint(epoch + 1, 0, epoch + 1));
     buckets_since_checkpoint_ = 0;
     stats.checkpoint_version = committed_version_;
-    if (options_.eval_valid && m.edges.valid > 0) {
-      ASSIGN_OR_RETURN(stats.valid, Validate());
+    // Across ranks rank 0 alone validates (from the checkpoint it wrote)
+    // and appends the metrics line.
+    if (writer()) {
+      if (options_.eval_valid && m.edges.valid > 0) {
+        ASSIGN_OR_RETURN(stats.valid, Validate());
+      }
+      RETURN_IF_ERROR(AppendMetrics(stats));
     }
-    RETURN_IF_ERROR(AppendMetrics(stats));
     summary.epochs.push_back(stats);
   }
   summary.checkpoint_version = committed_version_;
@@ -661,9 +867,31 @@ absl::StatusOr<std::optional<TrainSummary>> TrainWithoutWriting(Graph& graph,
 
 absl::StatusOr<TrainSummary> TrainGraph(const std::string& graph_dir,
                                         const TrainOptions& options, const LrChooser& choose_lr) {
+  return TrainGraphOnCluster(graph_dir, options, nullptr, choose_lr);
+}
+
+absl::Status CheckTrainableAcrossRanks(const TrainOptions& options) {
+  auto refuse = [](const char* what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " is not supported across ranks yet; train it in one process"));
+  };
+  if (options.lr_auto) return refuse("--lr auto (its probes run in one process)");
+  if (options.model.featurized != FeaturizedMode::kOff) return refuse("a featurized model");
+  if (options.only_new_edges) return refuse("--only-new-edges");
+  if (options.in_memory) return refuse("training without writing");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TrainSummary> TrainGraphOnCluster(const std::string& graph_dir,
+                                                 const TrainOptions& options, Cluster* cluster,
+                                                 const LrChooser& choose_lr) {
   RETURN_IF_ERROR(options.Validate());
+  const bool across_ranks = cluster != nullptr && cluster->world_size() > 1;
+  if (across_ranks) RETURN_IF_ERROR(CheckTrainableAcrossRanks(options));
   GraphOpenOptions open;
-  open.read_only = false;
+  // Across ranks rank 0 alone writes; the others read edges and, at the
+  // start, the committed checkpoint.
+  open.read_only = across_ranks && cluster->rank() != 0;
   // Memtables and the block cache of every shard share the budget's
   // storage share, half each.
   const uint64_t storage = SplitTrainBudget(options.memory_budget).storage;
@@ -676,7 +904,7 @@ absl::StatusOr<TrainSummary> TrainGraph(const std::string& graph_dir,
   {
     // The loop's background work ends when it is destroyed; only then may
     // the graph be closed.
-    TrainLoop loop(graph.get(), resolved);
+    TrainLoop loop(graph.get(), resolved, cluster);
     summary = loop.Run();
   }
   if (!summary.ok()) return summary;

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "storage/graph.h"
+#include "train/distributed/cluster.h"
 #include "train/eval/evaluator.h"
 #include "train/options/train_options.h"
 
@@ -73,6 +74,23 @@ std::string EpochJsonLine(const EpochStats& s);
 using LrChooser = std::function<absl::StatusOr<float>(Graph& graph, const TrainOptions& options)>;
 absl::StatusOr<TrainSummary> TrainGraph(const std::string& graph_dir, const TrainOptions& options,
                                         const LrChooser& choose_lr = nullptr);
+
+// One rank's part of a run across the ranks of `cluster` (cluster.h); with
+// a null cluster or one rank, TrainGraph. Every rank calls it with the same
+// options and its own copy of the graph (one shared path or identical
+// copies: checked). Each rank holds its share of the partitions in memory
+// under options.memory_budget; partitions move holder to holder between
+// rounds (RankSchedule); relation parameters are summed across ranks at
+// every round end (ClusterSync); rank 0 alone writes checkpoints, metrics
+// and validation. With options.deterministic the run equals one process
+// with as many trainers in all, bit for bit. A run stopped mid-epoch
+// resumes only with as many ranks; at an epoch boundary with any number.
+absl::StatusOr<TrainSummary> TrainGraphOnCluster(const std::string& graph_dir,
+                                                 const TrainOptions& options, Cluster* cluster,
+                                                 const LrChooser& choose_lr = nullptr);
+// InvalidArgument for what a run across ranks does not train yet (--lr
+// auto, featurized models, --only-new-edges, in-memory probes).
+absl::Status CheckTrainableAcrossRanks(const TrainOptions& options);
 
 // Trains `graph` from scratch without writing to it (TrainOptions::in_memory,
 // which this sets): the probes' way to train on the user's graph, with no

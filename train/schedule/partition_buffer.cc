@@ -95,6 +95,45 @@ absl::Status PartitionBuffer::Install(std::unique_ptr<PartitionData> data) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::unique_ptr<PartitionData>> PartitionBuffer::Take(uint32_t p) {
+  RETURN_IF_ERROR(Quiesce());
+  std::unique_ptr<PartitionData> data;
+  {
+    absl::MutexLock lock(&mu_);
+    if (p >= resident_.size() || resident_[p] == nullptr) return data;
+    data = std::move(resident_[p]);
+  }
+  for (RowResidency* r : residencies_) {
+    RETURN_IF_ERROR(r->SyncToHost(data.get()));
+    r->Release(p);
+  }
+  return data;
+}
+
+absl::Status PartitionBuffer::Put(std::unique_ptr<PartitionData> data) {
+  RETURN_IF_ERROR(Quiesce());
+  const uint32_t p = data->partition;
+  if (!options_.frozen_rows.empty()) data->frozen_rows = options_.frozen_rows[p];
+  {
+    absl::MutexLock lock(&mu_);
+    if (p >= resident_.size() || resident_[p] != nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("partition buffer: partition ", p, " received but already resident"));
+    }
+  }
+  return Install(std::move(data));
+}
+
+absl::StatusOr<std::vector<uint32_t>> PartitionBuffer::Resident() {
+  RETURN_IF_ERROR(Quiesce());
+  std::vector<uint32_t> out;
+  absl::MutexLock lock(&mu_);
+  for (uint32_t p = 0; p < resident_.size(); ++p) {
+    if (resident_[p] != nullptr) out.push_back(p);
+  }
+  return out;
+}
+
 absl::Status PartitionBuffer::WriteTables(PartitionData& data) {
   for (RowResidency* r : residencies_) RETURN_IF_ERROR(r->SyncToHost(&data));
   if (options_.id_rows) {

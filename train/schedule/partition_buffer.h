@@ -93,6 +93,20 @@ class PartitionBuffer {
   // afterwards locations() names a complete set of tables.
   absl::Status WriteResident();
 
+  // Hand-offs between ranks (train/distributed/): the buffer is one rank's
+  // share of the partitions, and a partition leaves with its holder.
+  // Take removes resident partition p (after background work, its rows
+  // synced back from and released by every residency) and returns it;
+  // null when p is not resident. Put installs a partition received from
+  // another rank; FailedPrecondition when p is resident already.
+  absl::StatusOr<std::unique_ptr<PartitionData>> Take(uint32_t p);
+  absl::Status Put(std::unique_ptr<PartitionData> data);
+  // Writes a partition that is not resident (a copy received for a
+  // checkpoint) under the write version, as WriteResident would.
+  absl::Status WriteCopy(PartitionData& data) { return WriteTables(data); }
+  // The resident partitions, in order, after background work.
+  absl::StatusOr<std::vector<uint32_t>> Resident();
+
   void set_write_version(uint64_t v) { write_version_ = v; }
   const std::vector<uint64_t>& locations() const { return locations_; }
   uint64_t loads() const { return loads_.load(std::memory_order_relaxed); }

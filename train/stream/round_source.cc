@@ -156,11 +156,15 @@ absl::StatusOr<bool> RoundBatchSource::Next(PipelineBatch* out) {
       out->task = s.task;
       out->range = s.batches[s.next++];
       ++a.emitted;
-      out->trainer = options_.batching == BatchingKind::kFixed && options_.trainers > 1 &&
-                             options_.static_split
-                         ? static_cast<int>(FixedTrainerOf(i, k, out->range.index,
-                                                           options_.trainers))
-                         : -1;
+      if (options_.trainer_per_bucket && options_.trainers > 1) {
+        out->trainer = static_cast<int>(i);
+      } else {
+        out->trainer = options_.batching == BatchingKind::kFixed && options_.trainers > 1 &&
+                               options_.static_split
+                           ? static_cast<int>(FixedTrainerOf(i, k, out->range.index,
+                                                             options_.trainers))
+                           : -1;
+      }
       return true;
     }
     // Every bucket of the round is handed out.

@@ -60,6 +60,11 @@ struct RoundSourceOptions {
   // whichever is free when false (kinds of unequal speed, e.g. a GPU
   // beside the CPU, where a static split would idle the faster one).
   bool static_split = true;
+  // Every batch of the round's i-th bucket goes to trainer i (a round has
+  // at most `trainers` buckets), whatever the batching: each trainer's
+  // relation copy then sees one bucket's batches in order, which a run
+  // split across ranks can repeat exactly (deterministic runs).
+  bool trainer_per_bucket = false;
 
   // InvalidArgument naming the first field out of range.
   absl::Status Validate() const;

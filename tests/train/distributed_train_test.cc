@@ -1,0 +1,185 @@
+// Training across ranks (TrainGraphOnCluster) with the in-process cluster:
+// N ranks as threads of one process over one graph directory (rank 0
+// writes, the others read). The MPI cluster runs the same loop; its
+// end-to-end tests run `mpirun ... ember train` (tests/mpi/).
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/train/train_test_util.h"
+#include "train/distributed/cluster.h"
+#include "train/train_loop.h"
+
+namespace ember {
+namespace {
+
+using ::testing::HasSubstr;
+using train_test::LoadSnapshot;
+using train_test::TempDir;
+
+class DistributedTrainTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    tmp_ = new TempDir();
+    edges_ = tmp_->Sub("sbm.tsv");
+    tools::gen::SbmOptions sbm;
+    sbm.nodes = 1200;
+    sbm.blocks = 10;
+    sbm.avg_degree = 10;
+    sbm.mixing = 0.1;
+    sbm.seed = 5;
+    train_test::WriteSbmEdges(sbm, edges_);
+    graphs_ = new train_test::GraphFactory(tmp_->path(), {edges_});
+  }
+  static void TearDownTestSuite() {
+    delete graphs_;
+    delete tmp_;
+  }
+
+  // Deterministic, with relation parameters (translation) that the ranks
+  // must sum in the same order as one process.
+  static TrainOptions Options(int epochs) {
+    TrainOptions o = train_test::SmallOptions(epochs);
+    o.model.dim = 16;
+    o.model.op = Operator::kTranslation;
+    o.deterministic = true;
+    o.threads = 1;
+    o.trainers = 1;
+    return o;
+  }
+
+  // Runs rank r's TrainGraphOnCluster(dirs[r], options) on its own thread.
+  static std::vector<absl::StatusOr<TrainSummary>> RunRanks(
+      InProcessCluster& cluster, uint32_t n, const std::vector<std::string>& dirs,
+      const TrainOptions& options) {
+    std::vector<absl::StatusOr<TrainSummary>> out(n, absl::UnknownError("not run"));
+    std::vector<std::thread> threads;
+    for (uint32_t r = 0; r < n; ++r) {
+      threads.emplace_back([&, r] {
+        out[r] = TrainGraphOnCluster(dirs[r], options, cluster.rank(r));
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    return out;
+  }
+
+  static TempDir* tmp_;
+  static std::string edges_;
+  static train_test::GraphFactory* graphs_;
+};
+
+TempDir* DistributedTrainTest::tmp_ = nullptr;
+std::string DistributedTrainTest::edges_;
+train_test::GraphFactory* DistributedTrainTest::graphs_ = nullptr;
+
+// N ranks of one trainer each equal one process of N trainers, bit for bit,
+// and partitions did move between the ranks.
+TEST_F(DistributedTrainTest, DeterministicRanksEqualOneProcessOfAsManyTrainers) {
+  for (uint32_t n : {2u, 3u}) {
+    SCOPED_TRACE(absl::StrCat(n, " ranks"));
+    const std::string one = graphs_->New(4);
+    TrainOptions single = Options(2);
+    single.trainers = static_cast<int>(n);
+    single.threads = static_cast<int>(n);
+    auto s = TrainGraph(one, single);
+    ASSERT_TRUE(s.ok()) << s.status();
+
+    const std::string many = graphs_->New(4);
+    auto cluster = InProcessCluster::Create(n);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    auto runs = RunRanks(**cluster, n, std::vector<std::string>(n, many), Options(2));
+    for (uint32_t r = 0; r < n; ++r) {
+      ASSERT_TRUE(runs[r].ok()) << "rank " << r << ": " << runs[r].status();
+      ASSERT_EQ(runs[r]->epochs.size(), 2u);
+      EXPECT_EQ(runs[r]->epochs[1].edges, s->epochs[1].edges) << "rank " << r;
+      EXPECT_EQ(runs[r]->epochs[1].loss, s->epochs[1].loss) << "rank " << r;
+    }
+    EXPECT_GT((*cluster)->messages(), 0u) << "no partition moved between ranks";
+    auto a = LoadSnapshot(one);
+    auto b = LoadSnapshot(many);
+    ASSERT_TRUE(a.ok()) << a.status();
+    ASSERT_TRUE(b.ok()) << b.status();
+    train_test::ExpectBitIdentical(*a, *b);
+  }
+}
+
+// A run across ranks stopped mid-epoch (after a checkpoint) resumes with as
+// many ranks and ends where an uninterrupted run ends; one process may not
+// resume it mid-epoch.
+TEST_F(DistributedTrainTest, StoppedMidEpochResumesWithAsManyRanksBitIdentically) {
+  const std::string whole = graphs_->New(4);
+  TrainOptions single = Options(2);
+  single.trainers = 2;
+  single.threads = 2;
+  ASSERT_TRUE(TrainGraph(whole, single).ok());
+
+  const std::string dir = graphs_->New(4);
+  TrainOptions o = Options(2);
+  o.checkpoint_every = 3;
+  o.stop_after_buckets = 28;  // mid epoch 2 (16 buckets an epoch), after a checkpoint
+  auto cluster = InProcessCluster::Create(2);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto stopped = RunRanks(**cluster, 2, {dir, dir}, o);
+  for (const auto& r : stopped) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->stopped);
+  }
+  auto m = train_test::ManifestOf(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->training.epochs_done, 1);
+
+  TrainOptions alone = single;
+  alone.stop_after_buckets = 0;
+  auto refused = TrainGraph(dir, alone);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("2 rank(s)"));
+
+  o.stop_after_buckets = 0;
+  auto resumed = RunRanks(**cluster, 2, {dir, dir}, o);
+  for (const auto& r : resumed) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->resumed);
+    EXPECT_GT(r->start_round, 0u);
+  }
+  auto a = LoadSnapshot(whole);
+  auto b = LoadSnapshot(dir);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  train_test::ExpectBitIdentical(*a, *b);
+}
+
+// Ranks whose graph copies differ stop before training, naming both.
+TEST_F(DistributedTrainTest, ADifferentGraphCopyIsRefusedOnEveryRank) {
+  const std::string dir = graphs_->New(4);
+  const std::string other = tmp_->Sub("other");
+  ASSERT_TRUE(train_test::ImportEdges(other, {edges_}, 4, /*with_splits=*/false).ok());
+  auto cluster = InProcessCluster::Create(2);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto runs = RunRanks(**cluster, 2, {dir, other}, Options(1));
+  for (const auto& r : runs) {
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+    EXPECT_THAT(r.status().message(), HasSubstr("different copy of the graph"));
+    EXPECT_THAT(r.status().message(), HasSubstr(other));
+    EXPECT_THAT(r.status().message(), HasSubstr(dir));
+  }
+  auto m = train_test::ManifestOf(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->training.checkpoint_version, 0u);
+}
+
+TEST_F(DistributedTrainTest, WhatRanksCannotTrainYetIsRefused) {
+  TrainOptions o = Options(1);
+  o.lr_auto = true;
+  EXPECT_THAT(CheckTrainableAcrossRanks(o).message(), HasSubstr("--lr auto"));
+  o = Options(1);
+  o.model.featurized = FeaturizedMode::kIdPlusFeatures;
+  EXPECT_FALSE(CheckTrainableAcrossRanks(o).ok());
+  EXPECT_TRUE(CheckTrainableAcrossRanks(Options(1)).ok());
+}
+
+}  // namespace
+}  // namespace ember

@@ -1,0 +1,225 @@
+#include "train/rank_exchange.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "storage/base/status_macros.h"
+
+namespace ember {
+namespace {
+
+PartitionState ToState(PartitionData&& d) {
+  PartitionState s;
+  s.partition = d.partition;
+  s.rows = d.rows;
+  s.dim = static_cast<uint32_t>(d.dim);
+  s.embeddings = std::move(d.embeddings);
+  s.optimizer = std::move(d.optimizer);
+  return s;
+}
+
+std::unique_ptr<PartitionData> FromState(PartitionState&& s) {
+  auto d = std::make_unique<PartitionData>();
+  d->partition = s.partition;
+  d->rows = s.rows;
+  d->dim = static_cast<int>(s.dim);
+  d->embeddings = std::move(s.embeddings);
+  d->optimizer = std::move(s.optimizer);
+  return d;
+}
+
+// What must agree across ranks, one "name=value" per field.
+std::vector<std::pair<std::string, std::string>> Identity(const Graph& graph, uint32_t trainers) {
+  const Manifest& m = graph.manifest();
+  return {{"nodes", absl::StrCat(m.num_nodes)},
+          {"partitions", absl::StrCat(m.num_partitions)},
+          {"relations", absl::StrCat(m.relations.size(), ":", absl::StrJoin(m.relations, ","))},
+          {"edges", absl::StrCat(m.edges.train, "/", m.edges.valid, "/", m.edges.test)},
+          {"edge_generation", absl::StrCat(m.edge_generation)},
+          {"partition_sizes", absl::StrJoin(m.partition_sizes, ",")},
+          {"train_bucket_edges", absl::StrJoin(m.train_bucket_edges, ",")},
+          {"checkpoint_version", absl::StrCat(m.training.checkpoint_version)},
+          {"trainers", absl::StrCat(trainers)}};
+}
+
+std::string Shorten(const std::string& s) {
+  return s.size() <= 60 ? s : s.substr(0, 57) + "...";
+}
+
+}  // namespace
+
+absl::Status ExchangeBeforeRound(Cluster& cluster, PartitionBuffer& buffer,
+                                 const GlobalRound& round, absl::Duration timeout) {
+  PartitionTransport& t = *cluster.transport();
+  const uint32_t me = cluster.rank();
+  std::vector<TransportHandle> sends;
+  std::vector<std::pair<uint32_t, TransportHandle>> receives;
+  for (const Transfer& x : round.transfers) {
+    if (x.to == me) receives.emplace_back(x.partition, t.Receive(x.from, x.partition));
+  }
+  for (const Transfer& x : round.transfers) {
+    if (x.from != me) continue;
+    ASSIGN_OR_RETURN(std::unique_ptr<PartitionData> data, buffer.Take(x.partition));
+    if (data == nullptr) {
+      return absl::InternalError(absl::StrCat("rank ", me, " must send partition ", x.partition,
+                                              " to rank ", x.to, " before round ", round.index,
+                                              " but does not hold it"));
+    }
+    sends.push_back(t.Send(x.to, ToState(std::move(*data))));
+  }
+  for (auto& [p, h] : receives) {
+    RETURN_IF_ERROR(h.Wait(timeout));
+    PartitionState s = h.TakeState();
+    if (s.partition != p) {
+      return absl::DataLossError(absl::StrCat("rank ", me, " expected partition ", p,
+                                              " and received partition ", s.partition));
+    }
+    RETURN_IF_ERROR(buffer.Put(FromState(std::move(s))));
+  }
+  for (TransportHandle& h : sends) RETURN_IF_ERROR(h.Wait(timeout));
+  return absl::OkStatus();
+}
+
+absl::Status HandPartitionsToWriter(Cluster& cluster, PartitionBuffer& buffer,
+                                    std::span<const uint32_t> holders, absl::Duration timeout) {
+  PartitionTransport& t = *cluster.transport();
+  const uint32_t me = cluster.rank();
+  for (uint32_t p = 0; p < holders.size(); ++p) {
+    const uint32_t holder = holders[p];
+    if (holder == 0 || (me != 0 && me != holder)) continue;
+    if (me == holder) {
+      ASSIGN_OR_RETURN(std::vector<uint32_t> resident, buffer.Resident());
+      if (!std::binary_search(resident.begin(), resident.end(), p)) {
+        return absl::InternalError(absl::StrCat("rank ", me, " holds partition ", p,
+                                                " by the schedule but not in memory"));
+      }
+      const PartitionData& d = *buffer.Get(p);
+      PartitionState copy;
+      copy.partition = p;
+      copy.rows = d.rows;
+      copy.dim = static_cast<uint32_t>(d.dim);
+      copy.embeddings = d.embeddings;
+      copy.optimizer = d.optimizer;
+      TransportHandle h = t.Send(0, std::move(copy));
+      RETURN_IF_ERROR(h.Wait(timeout));
+      continue;
+    }
+    TransportHandle h = t.Receive(holder, p);
+    RETURN_IF_ERROR(h.Wait(timeout));
+    std::unique_ptr<PartitionData> d = FromState(h.TakeState());
+    if (d->partition != p) {
+      return absl::DataLossError(absl::StrCat("rank 0 expected partition ", p, " from rank ",
+                                              holder, " and received partition ", d->partition));
+    }
+    RETURN_IF_ERROR(buffer.WriteCopy(*d));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AgreeOnStatus(Cluster& cluster, const absl::Status& mine) {
+  const std::string word = mine.ok() ? std::string()
+                                     : absl::StrCat(static_cast<int>(mine.code()), " ",
+                                                    cluster.where(), ": ", mine.message());
+  ASSIGN_OR_RETURN(const std::vector<std::string> all, cluster.AllGather(word));
+  for (uint32_t r = 0; r < all.size(); ++r) {
+    if (all[r].empty()) continue;
+    if (r == cluster.rank()) return mine;
+    const size_t space = all[r].find(' ');
+    const int code = std::atoi(all[r].substr(0, space).c_str());
+    return absl::Status(static_cast<absl::StatusCode>(code),
+                        absl::StrCat("rank ", r, " (", all[r].substr(space + 1), ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckSameGraphAndTrainers(Cluster& cluster, const Graph& graph, uint32_t trainers) {
+  const auto mine = Identity(graph, trainers);
+  std::string line = graph.dir() + "\n" + cluster.where();
+  for (const auto& [k, v] : mine) absl::StrAppend(&line, "\n", k, "=", v);
+  ASSIGN_OR_RETURN(const std::vector<std::string> all, cluster.AllGather(line));
+  const std::vector<std::string> first = absl::StrSplit(all[0], '\n');
+  for (uint32_t r = 1; r < all.size(); ++r) {
+    const std::vector<std::string> other = absl::StrSplit(all[r], '\n');
+    for (size_t i = 2; i < std::min(first.size(), other.size()); ++i) {
+      if (first[i] == other[i]) continue;
+      const std::string field = first[i].substr(0, first[i].find('='));
+      const std::string what =
+          field == "trainers" ? "trains with a different number of trainers"
+                              : "has a different copy of the graph";
+      return absl::FailedPreconditionError(absl::StrCat(
+          "rank ", r, " (", other[1], ", ", other[0], ") ", what, " than rank 0 (", first[1],
+          ", ", first[0], "): ", field, " ", Shorten(other[i].substr(field.size() + 1)),
+          " against ", Shorten(first[i].substr(field.size() + 1)),
+          field == "trainers" ? "; give every rank the same --trainers or --devices"
+                              : "; give every rank the same graph (one shared path, or "
+                                "identical copies)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+RankRoundScheduler::RankRoundScheduler(const RankSchedule* schedule, uint32_t rank,
+                                       uint64_t first_round)
+    : schedule_(schedule), rank_(rank), next_(first_round) {
+  for (uint64_t g = 0; g < schedule_->rounds.size(); ++g) {
+    std::vector<int32_t> keys;
+    const uint64_t mine = Make(g, &keys).buckets.size();
+    buckets_ += mine;
+    if (g < first_round) taken_ += mine;
+  }
+}
+
+Round RankRoundScheduler::Make(uint64_t g, std::vector<int32_t>* keys) const {
+  Round r;
+  r.index = g;
+  keys->clear();
+  const std::vector<RankBucket>& all = schedule_->rounds[g].buckets;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i].rank != rank_ || all[i].edges == 0) continue;
+    r.buckets.push_back(all[i].bucket);
+    keys->push_back(static_cast<int32_t>(i));
+    for (uint32_t p : {all[i].bucket.src, all[i].bucket.dst}) {
+      if (std::find(r.partitions.begin(), r.partitions.end(), p) == r.partitions.end()) {
+        r.partitions.push_back(p);
+      }
+    }
+  }
+  return r;
+}
+
+std::optional<Round> RankRoundScheduler::Next() {
+  if (next_ >= schedule_->rounds.size()) return std::nullopt;
+  std::vector<int32_t> keys;
+  Round r = Make(next_++, &keys);
+  taken_ += r.buckets.size();
+  return r;
+}
+
+std::vector<int32_t> RankRoundScheduler::KeysOf(uint64_t g) const {
+  std::vector<int32_t> keys;
+  if (g < schedule_->rounds.size()) Make(g, &keys);
+  return keys;
+}
+
+std::vector<std::vector<uint32_t>> RankRoundScheduler::Upcoming(size_t n) const {
+  std::vector<std::vector<uint32_t>> out;
+  std::vector<int32_t> keys;
+  for (uint64_t g = next_; g < schedule_->rounds.size() && out.size() < n; ++g) {
+    out.push_back(Make(g, &keys).partitions);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<uint32_t>> HoldersAtEpoch(RankScheduleOptions options, int epoch) {
+  options.holders = DefaultHolders(options.num_partitions, options.world_size);
+  for (int e = 0; e < epoch; ++e) {
+    options.epoch = static_cast<uint64_t>(e);
+    ASSIGN_OR_RETURN(RankSchedule s, ComputeRankSchedule(options));
+    options.holders = std::move(s.final_holders);
+  }
+  return options.holders;
+}
+
+}  // namespace ember

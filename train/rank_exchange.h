@@ -1,0 +1,80 @@
+// What the training loop exchanges with the other ranks of a run across
+// processes (cluster.h): partitions moved holder to holder before a round,
+// partitions handed to rank 0 for a checkpoint, the graph-identity check
+// and agreement on errors. Every function is collective unless it says
+// otherwise: all ranks call it with the same arguments, in the same order.
+#ifndef EMBER_TRAIN_RANK_EXCHANGE_H_
+#define EMBER_TRAIN_RANK_EXCHANGE_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "storage/graph.h"
+#include "train/distributed/cluster.h"
+#include "train/distributed/rank_schedule.h"
+#include "train/schedule/bucket_scheduler.h"
+#include "train/schedule/partition_buffer.h"
+
+namespace ember {
+
+// Carries out `round.transfers` for this rank: each partition it sends
+// leaves `buffer`, each one it receives enters it. Waits for all of them,
+// each within `timeout`. Call with no batch in flight.
+absl::Status ExchangeBeforeRound(Cluster& cluster, PartitionBuffer& buffer,
+                                 const GlobalRound& round, absl::Duration timeout);
+
+// For a checkpoint: a copy of every partition held by a rank other than 0
+// (`holders[p]`) goes to rank 0, one partition at a time in partition
+// order, and rank 0 writes it under `buffer`'s write version; the holders
+// keep theirs. Rank 0 then holds, in its buffer's locations(), a complete
+// set once it has written its own (WriteResident).
+absl::Status HandPartitionsToWriter(Cluster& cluster, PartitionBuffer& buffer,
+                                    std::span<const uint32_t> holders, absl::Duration timeout);
+
+// Every rank's `mine`; the first error by rank, naming the rank and where
+// it runs, on every rank (OK when every rank is OK).
+absl::Status AgreeOnStatus(Cluster& cluster, const absl::Status& mine);
+
+// FailedPrecondition, on every rank, when the ranks' copies of the graph
+// differ (nodes, partitions, edges per split, edge generation, relations,
+// committed checkpoint) or their trainer counts differ; it names both
+// ranks, where they run, their graph directories and what differs.
+absl::Status CheckSameGraphAndTrainers(Cluster& cluster, const Graph& graph, uint32_t trainers);
+
+// Rank `rank`'s rounds of `schedule` from global round `first_round`, every
+// global round included (empty where the rank trains nothing), without the
+// buckets known to hold no edges (their rows need not be on the rank).
+class RankRoundScheduler final : public BucketScheduler {
+ public:
+  // `schedule` must outlive the scheduler.
+  RankRoundScheduler(const RankSchedule* schedule, uint32_t rank, uint64_t first_round);
+  std::optional<Round> Next() override;
+  std::vector<std::vector<uint32_t>> Upcoming(size_t n) const override;
+  uint64_t buckets_per_epoch() const override { return buckets_; }
+  uint64_t buckets_taken() const override { return taken_; }
+  // For each of this rank's buckets in global round `g`, in their order:
+  // its position in the global round (the ClusterSync key of the trainer
+  // that trains it).
+  std::vector<int32_t> KeysOf(uint64_t g) const;
+
+ private:
+  Round Make(uint64_t g, std::vector<int32_t>* keys) const;
+
+  const RankSchedule* const schedule_;
+  const uint32_t rank_;
+  uint64_t next_;
+  uint64_t buckets_ = 0;
+  uint64_t taken_ = 0;
+};
+
+// The holders at the start of epoch `epoch` of a run whose epoch 0 starts
+// from DefaultHolders: each epoch starts where the one before ended.
+absl::StatusOr<std::vector<uint32_t>> HoldersAtEpoch(RankScheduleOptions options, int epoch);
+
+}  // namespace ember
+
+#endif  // EMBER_TRAIN_RANK_EXCHANGE_H_
