@@ -115,7 +115,13 @@ class TrainLoop final : public RoundHooks {
   absl::Status ScheduleEpochAcrossRanks(int epoch, uint64_t first_round);
   // Across ranks: edges and loss summed over every rank, reported.
   absl::Status ReportGlobalProgress();
+  // Across ranks, at an epoch's end: the epoch's measure over every rank,
+  // and the model's predictions (the first epoch of the run only).
+  absl::Status MeasureEpochAcrossRanks(int epoch, double checkpoint_seconds,
+                                       bool predict, EpochStats* stats);
   bool distributed() const { return cluster_ != nullptr; }
+  // Bytes of partition p's rows and optimizer state.
+  uint64_t PartitionBytes(uint32_t p) const;
   uint32_t world_size() const { return distributed() ? cluster_->world_size() : 1; }
   bool writer() const { return !distributed() || cluster_->rank() == 0; }
   // Trains the rounds of one epoch from `first_round`; sets *stopped when
@@ -150,7 +156,7 @@ class TrainLoop final : public RoundHooks {
   std::unique_ptr<RankSchedule> rank_schedule_;
   std::vector<uint32_t> next_holders_;
   ClusterSync* cluster_sync_ = nullptr;
-  absl::Duration rank_timeout_ = absl::Seconds(300);
+  const absl::Duration rank_timeout_ = absl::Seconds(options_.rank_timeout_seconds);
   TrainMemoryPlan memory_;
   uint32_t capacity_ = 1;
   uint32_t round_size_ = 1;
@@ -199,6 +205,12 @@ class TrainLoop final : public RoundHooks {
   // the last ReportGlobalProgress.
   uint64_t global_edges_ = 0;
   double global_loss_ = 0;
+  // Across ranks, this epoch on this rank: seconds training, moving
+  // partitions and summing parameters, and the partition bytes it sent.
+  double train_seconds_ = 0;
+  double transfer_seconds_ = 0;
+  double sync_seconds_ = 0;
+  uint64_t bytes_sent_ = 0;
   Clock::time_point epoch_start_;
 };
 
@@ -429,6 +441,20 @@ std::string EpochJsonLine(const EpochStats& s) {
                       {"batch_nnz_max_over_mean", s.batch_nnz_max_over_mean},
                       {"edge_cost", s.edge_cost},
                       {"idle_share", s.idle_share}};
+  if (s.ranks_measure.has_value()) {
+    const EpochMeasure& m = *s.ranks_measure;
+    j["ranks"] = m.ranks;
+    j["rounds"] = m.rounds;
+    j["bytes_moved"] = m.bytes_moved;
+    j["train_seconds"] = m.train_seconds;
+    j["transfer_seconds"] = m.transfer_seconds;
+    j["sync_seconds"] = m.sync_seconds;
+    j["checkpoint_seconds"] = m.checkpoint_seconds;
+  }
+  if (s.predicted.has_value() && s.predicted_doubled.has_value()) {
+    j["predicted_seconds"] = s.predicted->total();
+    j["predicted_seconds_doubled_ranks"] = s.predicted_doubled->total();
+  }
   if (s.valid.has_value()) {
     j["valid_mrr"] = s.valid->filtered.mrr;
     j["valid_mrr_ci95"] = s.valid->filtered.mrr_ci95;
@@ -533,6 +559,46 @@ absl::Status TrainLoop::ScheduleEpochAcrossRanks(int epoch, uint64_t first_round
   return absl::OkStatus();
 }
 
+uint64_t TrainLoop::PartitionBytes(uint32_t p) const {
+  return graph_->manifest().partition_sizes[p] * (uint64_t(options_.model.dim) + 1) *
+         sizeof(float);
+}
+
+absl::Status TrainLoop::MeasureEpochAcrossRanks(int epoch, double checkpoint_seconds,
+                                                bool predict, EpochStats* stats) {
+  double sums[4] = {static_cast<double>(bytes_sent_), train_seconds_, transfer_seconds_,
+                    sync_seconds_};
+  RETURN_IF_ERROR(cluster_->SumDoubles(sums));
+  const uint32_t n = world_size();
+  EpochMeasure m;
+  m.ranks = n;
+  m.rounds = rank_schedule_->rounds.size();
+  m.train_edges = stats->edges;
+  m.bytes_moved = static_cast<uint64_t>(sums[0]);
+  m.train_seconds = sums[1] / n;
+  m.transfer_seconds = sums[2] / n;
+  m.sync_seconds = sums[3] / n;
+  m.checkpoint_seconds = checkpoint_seconds;
+  uint64_t all = 0;
+  for (uint32_t p = 0; p < P_; ++p) all += PartitionBytes(p);
+  m.partition_bytes = all / P_;
+  stats->ranks_measure = m;
+  if (!predict) return absl::OkStatus();
+  RankScheduleOptions o;
+  o.seed = options_.seed;
+  o.epoch = static_cast<uint64_t>(epoch);
+  o.num_partitions = P_;
+  o.trainers_per_rank = static_cast<uint32_t>(trainers_.size());
+  o.order = options_.bucket_order;
+  o.buffer_capacity = order_capacity_;
+  o.bucket_edges = graph_->manifest().train_bucket_edges;
+  o.world_size = 2 * n;
+  ASSIGN_OR_RETURN(const RankSchedule doubled, ComputeRankSchedule(o));
+  stats->predicted = PredictEpoch(m, *rank_schedule_);
+  stats->predicted_doubled = PredictEpoch(m, doubled);
+  return absl::OkStatus();
+}
+
 absl::Status TrainLoop::ReportGlobalProgress() {
   double sums[2];
   {
@@ -631,8 +697,13 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
   while (const Round* next = source.PeekNext()) {
     if (distributed()) {
       const uint64_t g = next->index;
+      const auto moving = Clock::now();
       RETURN_IF_ERROR(
           ExchangeBeforeRound(*cluster_, *buffer_, rank_schedule_->rounds[g], rank_timeout_));
+      transfer_seconds_ += std::chrono::duration<double>(Clock::now() - moving).count();
+      for (const Transfer& t : rank_schedule_->rounds[g].transfers) {
+        if (t.from == cluster_->rank()) bytes_sent_ += PartitionBytes(t.partition);
+      }
       ASSIGN_OR_RETURN(const bool here, buffer_->AllResident(next->partitions));
       if (!here) {
         return absl::InternalError(absl::StrCat("rank ", cluster_->rank(), " lacks a partition of its round ", g));
@@ -650,11 +721,14 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
     RETURN_IF_ERROR(pipeline_->Run(&source, tokens_,
                                    [this](const BatchDone& d) { OnBatchDone(d); }));
     const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+    train_seconds_ += wall;
     for (const Clock::time_point& t : last_done_) {
       trainer_busy_seconds_ += std::min(wall, std::chrono::duration<double>(t - start).count());
     }
     trainer_available_seconds_ += wall * trainers_.size();
+    const auto summing = Clock::now();
     RETURN_IF_ERROR(sync_->SyncRelations(trainer_ptrs_, &relations_));
+    sync_seconds_ += std::chrono::duration<double>(Clock::now() - summing).count();
     RETURN_IF_ERROR(sync_->SyncFeatures(trainer_ptrs_, features_.get()));
     // Rows trained on a device back to the host copies: validation reads them,
     // and with several trainers the next round may train them elsewhere.
@@ -776,6 +850,8 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
       epoch_loss_ = 0;
     }
     ResetBatchStats();
+    train_seconds_ = transfer_seconds_ = sync_seconds_ = 0;
+    bytes_sent_ = 0;
     epoch_start_ = Clock::now();
     bool stopped = false;
     RETURN_IF_ERROR(TrainEpoch(epoch, first_round, &stopped));
@@ -807,9 +883,15 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
       summary.epochs.push_back(stats);
       continue;
     }
+    const auto checkpointing = Clock::now();
     RETURN_IF_ERROR(Checkpoint(epoch + 1, 0, epoch + 1));
     buckets_since_checkpoint_ = 0;
     stats.checkpoint_version = committed_version_;
+    if (distributed()) {
+      RETURN_IF_ERROR(MeasureEpochAcrossRanks(
+          epoch, std::chrono::duration<double>(Clock::now() - checkpointing).count(),
+          /*predict=*/epoch == start_epoch_, &stats));
+    }
     // Across ranks rank 0 alone validates (from the checkpoint it wrote)
     // and appends the metrics line.
     if (writer()) {
@@ -875,7 +957,6 @@ absl::Status CheckTrainableAcrossRanks(const TrainOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, " is not supported across ranks yet; train it in one process"));
   };
-  if (options.lr_auto) return refuse("--lr auto (its probes run in one process)");
   if (options.model.featurized != FeaturizedMode::kOff) return refuse("a featurized model");
   if (options.only_new_edges) return refuse("--only-new-edges");
   if (options.in_memory) return refuse("training without writing");

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "storage/graph.h"
 #include "train/distributed/cluster.h"
+#include "train/distributed/epoch_model.h"
 #include "train/eval/evaluator.h"
 #include "train/options/train_options.h"
 
@@ -45,6 +46,12 @@ struct EpochStats {
   // Share of trainer time spent waiting at the end of rounds for the other
   // trainers: 1 - Σ busy / (trainers × Σ round wall time).
   double idle_share = 0;
+  // Across ranks: what the epoch measured (per rank on average; bytes over
+  // every rank) and what the cost model predicts for this many ranks and
+  // twice as many (train/distributed/epoch_model.h).
+  std::optional<EpochMeasure> ranks_measure;
+  std::optional<EpochPrediction> predicted;
+  std::optional<EpochPrediction> predicted_doubled;
 };
 
 struct TrainSummary {
@@ -88,8 +95,8 @@ absl::StatusOr<TrainSummary> TrainGraph(const std::string& graph_dir, const Trai
 absl::StatusOr<TrainSummary> TrainGraphOnCluster(const std::string& graph_dir,
                                                  const TrainOptions& options, Cluster* cluster,
                                                  const LrChooser& choose_lr = nullptr);
-// InvalidArgument for what a run across ranks does not train yet (--lr
-// auto, featurized models, --only-new-edges, in-memory probes).
+// InvalidArgument for what a run across ranks does not train yet
+// (featurized models, --only-new-edges, in-memory probes).
 absl::Status CheckTrainableAcrossRanks(const TrainOptions& options);
 
 // Trains `graph` from scratch without writing to it (TrainOptions::in_memory,

@@ -173,8 +173,8 @@ TEST_F(DistributedTrainTest, ADifferentGraphCopyIsRefusedOnEveryRank) {
 
 TEST_F(DistributedTrainTest, WhatRanksCannotTrainYetIsRefused) {
   TrainOptions o = Options(1);
-  o.lr_auto = true;
-  EXPECT_THAT(CheckTrainableAcrossRanks(o).message(), HasSubstr("--lr auto"));
+  o.only_new_edges = true;
+  EXPECT_THAT(CheckTrainableAcrossRanks(o).message(), HasSubstr("--only-new-edges"));
   o = Options(1);
   o.model.featurized = FeaturizedMode::kIdPlusFeatures;
   EXPECT_FALSE(CheckTrainableAcrossRanks(o).ok());

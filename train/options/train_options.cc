@@ -26,6 +26,9 @@ absl::Status TrainOptions::Validate() const {
         "--relation-lr-scale must be finite and > 0, got ", relation_lr_scale));
   }
   if (batch_size < 1) return absl::InvalidArgumentError("--batch-size must be >= 1");
+  if (!(rank_timeout_seconds > 0)) {
+    return absl::InvalidArgumentError("--rank-timeout must be > 0 seconds");
+  }
   if (chunk_size < 1) return absl::InvalidArgumentError("--chunk-size must be >= 1");
   if (num_uniform_negs < 0) return absl::InvalidArgumentError("--num-uniform-negs must be >= 0");
   if (threads < 1) return absl::InvalidArgumentError("threads must be >= 1 (resolved by the caller)");

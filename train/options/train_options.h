@@ -157,6 +157,10 @@ struct TrainOptions {
   // edge cost instead of the measured one: with threads == 1, bit-identical
   // results whether resumed or not. Default: false.
   bool deterministic = false;
+  // Across ranks (TrainGraphOnCluster): the longest wait for a partition
+  // from another rank before the run stops with an error naming it; > 0.
+  // Default: 600 s.
+  double rank_timeout_seconds = 600;
   // Validation after each epoch (when the graph has a valid split): filtered
   // MRR with its 95 % interval (train/evaluator.h) of the same seeded sample
   // of valid edges every epoch, so that epochs compare on the same queries.

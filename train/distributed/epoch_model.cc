@@ -1,0 +1,60 @@
+#include "train/distributed/epoch_model.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+
+namespace ember {
+
+uint64_t BusiestRankMoves(const RankSchedule& schedule) {
+  std::vector<uint64_t> moves(schedule.world_size, 0);
+  for (const GlobalRound& g : schedule.rounds) {
+    for (const Transfer& t : g.transfers) {
+      ++moves[t.from];
+      ++moves[t.to];
+    }
+  }
+  return moves.empty() ? 0 : *std::max_element(moves.begin(), moves.end());
+}
+
+EpochPrediction PredictEpoch(const EpochMeasure& m, const RankSchedule& schedule) {
+  EpochPrediction p;
+  p.ranks = schedule.world_size;
+  p.rounds = schedule.rounds.size();
+  p.moves_busiest_rank = BusiestRankMoves(schedule);
+  const double rate = m.train_seconds > 0 ? m.train_edges / (m.ranks * m.train_seconds) : 0;
+  p.train_seconds = rate > 0 ? m.train_edges / (p.ranks * rate) : 0;
+  const double bandwidth = m.transfer_seconds > 0 && m.bytes_moved > 0
+                               ? (m.bytes_moved / double(m.ranks)) / m.transfer_seconds
+                               : 1e9;
+  p.transfer_seconds = p.moves_busiest_rank * double(m.partition_bytes) / bandwidth;
+  // Each round costs one sum of the relation parameters, whatever N.
+  p.sync_seconds = m.rounds > 0 ? p.rounds * (m.sync_seconds / m.rounds) : 0;
+  p.checkpoint_seconds = m.checkpoint_seconds;
+  return p;
+}
+
+std::string DescribePrediction(const EpochMeasure& m, const EpochPrediction& now,
+                               const EpochPrediction& doubled) {
+  const double rate = m.train_seconds > 0 ? m.train_edges / (m.ranks * m.train_seconds) : 0;
+  const double bandwidth = m.transfer_seconds > 0 && m.bytes_moved > 0
+                               ? (m.bytes_moved / double(m.ranks)) / m.transfer_seconds
+                               : 0;
+  std::string out = absl::StrFormat(
+      "across %u ranks: %.0f edges/s per rank while training, partitions moved at %.1f MB/s "
+      "per rank; predicted epoch %.2f s at %u ranks (train %.2f, moves %.2f, sums %.2f, "
+      "checkpoint %.2f), %.2f s at %u ranks",
+      m.ranks, rate, bandwidth / 1e6, now.total(), now.ranks, now.train_seconds,
+      now.transfer_seconds, now.sync_seconds, now.checkpoint_seconds, doubled.total(),
+      doubled.ranks);
+  if (doubled.total() > 0.8 * now.total()) {
+    absl::StrAppendFormat(&out,
+                          "\nwarning: %u ranks would save less than 20 %% of an epoch here "
+                          "(moves, sums and checkpoints do not shrink with more ranks)",
+                          doubled.ranks);
+  }
+  return out;
+}
+
+}  // namespace ember
