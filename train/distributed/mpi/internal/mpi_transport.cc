@@ -91,6 +91,8 @@ struct MpiTransport::Rep {
   std::vector<MPI_Request> requests;
   std::vector<Transfer*> request_owner;
   std::vector<size_t> request_piece;
+  std::vector<int> finished_indices;  // MPI_Testsome's output, kept between polls
+  std::vector<MPI_Status> finished_statuses;
 
   bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return stopping || !incoming.empty(); }
 
@@ -193,8 +195,10 @@ struct MpiTransport::Rep {
   // how many did.
   int Poll() {
     const int n = static_cast<int>(requests.size());
-    std::vector<int> indices(n);
-    std::vector<MPI_Status> statuses(n);
+    std::vector<int>& indices = finished_indices;
+    std::vector<MPI_Status>& statuses = finished_statuses;
+    indices.resize(n);
+    statuses.resize(n);
     int count = 0;
     const int rc = MPI_Testsome(n, requests.data(), &count, indices.data(), statuses.data());
     if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {
