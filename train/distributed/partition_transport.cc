@@ -29,6 +29,26 @@ std::vector<uint64_t> ChunkBytes(uint64_t total_bytes, uint64_t max_chunk_bytes)
   return out;
 }
 
+PartitionWireHeader WireHeaderOf(const PartitionState& state) {
+  PartitionWireHeader h;
+  h.magic = kPartitionWireMagic;
+  h.partition = state.partition;
+  h.dim = state.dim;
+  h.rows = state.rows;
+  h.embedding_floats = state.embeddings.size();
+  h.optimizer_floats = state.optimizer.size();
+  return h;
+}
+
+absl::Status CheckTransportPeer(uint32_t self, uint32_t peer, uint32_t world_size) {
+  if (peer >= world_size || peer == self) {
+    return absl::InvalidArgumentError(absl::StrCat("transport: rank ", self,
+                                                   " cannot exchange with rank ", peer,
+                                                   " (world size ", world_size, ")"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckWireHeader(const PartitionWireHeader& h, uint32_t expected_partition,
                              uint32_t from) {
   auto bad = [&](const std::string& why) {
@@ -72,6 +92,13 @@ TransportHandle TransportHandle::Failed(absl::Status status) {
   auto s = std::make_shared<State>(0, 0, false);
   s->Finish(std::move(status));
   return TransportHandle(std::move(s));
+}
+
+TransportCompleter::TransportCompleter(uint32_t partition, uint32_t peer, bool receive)
+    : state_(std::make_shared<TransportHandle::State>(partition, peer, receive)) {}
+
+void TransportCompleter::Complete(absl::Status status, PartitionState result) {
+  state_->Finish(std::move(status), std::move(result));
 }
 
 bool TransportHandle::done() const {
@@ -172,23 +199,12 @@ struct InProcessNetwork::Rep {
   uint64_t messages ABSL_GUARDED_BY(mu) = 0;
 
   absl::Status CheckPeer(uint32_t self, uint32_t peer) const {
-    if (peer >= world_size || peer == self) {
-      return absl::InvalidArgumentError(absl::StrCat("transport: rank ", self,
-                                                     " cannot exchange with rank ", peer,
-                                                     " (world size ", world_size, ")"));
-    }
-    return absl::OkStatus();
+    return CheckTransportPeer(self, peer, world_size);
   }
 
   TransportHandle Send(uint32_t from, uint32_t to, PartitionState state) {
     if (absl::Status s = CheckPeer(from, to); !s.ok()) return TransportHandle::Failed(s);
-    PartitionWireHeader h;
-    h.magic = kPartitionWireMagic;
-    h.partition = state.partition;
-    h.dim = state.dim;
-    h.rows = state.rows;
-    h.embedding_floats = state.embeddings.size();
-    h.optimizer_floats = state.optimizer.size();
+    const PartitionWireHeader h = WireHeaderOf(state);
     if (absl::Status s = CheckWireHeader(h, state.partition, from); !s.ok()) {
       return TransportHandle::Failed(absl::InvalidArgumentError(s.message()));
     }

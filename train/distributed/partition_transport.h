@@ -53,6 +53,13 @@ struct PartitionWireHeader {
 };
 inline constexpr uint64_t kPartitionWireMagic = 0x31544150524d4245ull;  // "EMBRPAT1"
 
+// The header that announces `state` (magic, sizes from its vectors).
+PartitionWireHeader WireHeaderOf(const PartitionState& state);
+
+// OK when rank `self` may exchange with rank `peer` (another rank of the
+// world); InvalidArgument naming both otherwise.
+absl::Status CheckTransportPeer(uint32_t self, uint32_t peer, uint32_t world_size);
+
 // The sizes of the chunks `total_bytes` is cut into: each in
 // [1, max_chunk_bytes], summing to total_bytes; none for 0 bytes.
 // REQUIRES: max_chunk_bytes >= 1.
@@ -84,6 +91,23 @@ class TransportHandle {
 
  private:
   std::shared_ptr<State> state_;
+};
+
+// The implementation's side of a pending transfer: handle() is what Send or
+// Receive returns; Complete finishes it (and every copy of it) once.
+// Thread-safe; the completer may live on another thread than the handle.
+class TransportCompleter {
+ public:
+  // A pending transfer of `partition` with rank `peer` (receive: from it;
+  // send: to it); names both in Wait's DeadlineExceeded.
+  TransportCompleter(uint32_t partition, uint32_t peer, bool receive);
+  TransportHandle handle() const { return TransportHandle(state_); }
+  // REQUIRES: not yet completed. `result`: the partition received (receive
+  // handles, on OK), which TakeState hands out.
+  void Complete(absl::Status status, PartitionState result = {});
+
+ private:
+  std::shared_ptr<TransportHandle::State> state_;
 };
 
 class PartitionTransport {
