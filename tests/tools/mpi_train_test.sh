@@ -38,7 +38,7 @@ note() { echo "== $*"; }
 "$ember" import --out "$work/kg" --valid "$work/kg.valid" --test "$work/kg.test" \
   --partitions 4 --quiet "$work/kg.train" >/dev/null
 "$ember" gen sbm --nodes 1500 --blocks 15 --avg-degree 10 --mixing 0.1 --seed 3 \
-  --out "$work/sbm.tsv" --quiet
+  --out "$work/sbm.tsv" --labels-out "$work/sbm.labels" --quiet
 "$ember" import --out "$work/sbm" --partitions 4 --split 0.9,0.05,0.05 --seed 1 --quiet \
   "$work/sbm.tsv" >/dev/null
 
@@ -56,13 +56,13 @@ case_deterministic() {
   "${mpi[@]}" -np 2 "$ember" train "$work/two" "${flags[@]}" --trainers 1 --threads 1 \
     >"$work/two.out" 2>"$work/two.err" || { cat "$work/two.err" >&2; fail "mpirun -np 2 failed"; }
   grep -q "training across 2 ranks" "$work/two.err" || fail "rank 0 did not name the ranks"
-  "$ember" export "$work/one" --format npy --out "$work/one.npy" --quiet
-  "$ember" export "$work/two" --format npy --out "$work/two.npy" --quiet
+  "$ember" export "$work/one" --format npy --out "$work/one.npy" --quiet >/dev/null
+  "$ember" export "$work/two" --format npy --out "$work/two.npy" --quiet >/dev/null
   cmp "$work/one.npy" "$work/two.npy" || fail "-np 2 --deterministic differs from one process"
   # Not vacuous: the same run with another seed differs.
   fresh kg three
   "$ember" train "$work/three" "${flags[@]}" --trainers 2 --threads 2 --seed 9 >/dev/null
-  "$ember" export "$work/three" --format npy --out "$work/three.npy" --quiet
+  "$ember" export "$work/three" --format npy --out "$work/three.npy" --quiet >/dev/null
   ! cmp -s "$work/one.npy" "$work/three.npy" || fail "another seed gave the same embeddings"
   note "deterministic: -np 2 equals one process of 2 trainers, bit for bit"
 }
@@ -76,7 +76,7 @@ case_quality() {
       flags=(--dim 32 --epochs 5 --lr 0.1 --quiet)
     fi
     fresh $graph q1 && fresh $graph q4
-    "$ember" train "$work/q1" "${flags[@]}" --trainers 4 --threads 2 >/dev/null
+    "$ember" train "$work/q1" "${flags[@]}" --trainers 4 --threads 4 >/dev/null
     "${mpi[@]}" -np 4 "$ember" train "$work/q4" "${flags[@]}" --trainers 1 --threads 1 \
       >/dev/null 2>"$work/q4.err" || { cat "$work/q4.err" >&2; fail "mpirun -np 4 failed"; }
     mrr1=$(test_mrr q1)

@@ -10,6 +10,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/match.h"
+#include "train/distributed/launcher.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
@@ -147,6 +148,12 @@ int RunCli(int argc, char** argv) {
   const Subcommand* c = FindSubcommand(argv[1]);
   if (c == nullptr) {
     std::fprintf(stderr, "ember: unknown command '%s'\n\n%s", argv[1], Usage().c_str());
+    return 2;
+  }
+  if (const uint32_t ranks = LauncherWorldSize(); ranks > 1 && c->name != "train") {
+    std::fprintf(stderr, "ember %s: started by an MPI launcher as one of %u ranks; only "
+                 "`ember train` runs across ranks: run `ember %s` as one process, without "
+                 "mpirun\n", c->name, ranks, c->name);
     return 2;
   }
   if (AsksForHelp(argc, argv)) {

@@ -18,6 +18,12 @@
 #include "train/trainers/slowed_trainer.h"
 #include "train/train_loop.h"
 #include "train/tune/auto_lr.h"
+#include "train/tune/probe.h"
+#include "tools/cli/round_watchdog.h"
+#include "train/distributed/launcher.h"
+#ifdef EMBER_HAVE_MPI
+#include "train/distributed/mpi/mpi_cluster.h"
+#endif
 
 // Shared with import (defined in cmd_import.cc): train spends it on the
 // partition buffer, the edge windows in flight and storage buffers.
@@ -76,6 +82,9 @@ ABSL_FLAG(bool, eval_valid, false,
           "train: after each epoch, filtered validation MRR with its 95% interval, by "
           "default of a sample of --eval-max-edges valid edges ranked against all nodes "
           "(--eval-negatives).");
+ABSL_FLAG(double, rank_timeout, 600,
+          "train: under mpirun, the longest wait in seconds for a partition from another "
+          "rank, and for a round to finish; past it the whole job stops with an error.");
 ABSL_FLAG(std::string, bench_slow_trainer, "",
           "train bench: benchmark only: INDEX:FACTOR makes trainer INDEX (from 0) take FACTOR "
           ">= 1 times as long per batch, by waiting, to compare batching across trainers of "
@@ -127,6 +136,7 @@ absl::StatusOr<TrainOptions> TrainOptionsFromFlags() {
   o.eval_negatives = absl::GetFlag(FLAGS_eval_negatives).value;
   o.eval_max_edges = absl::GetFlag(FLAGS_eval_max_edges);
   o.only_new_edges = absl::GetFlag(FLAGS_only_new_edges);
+  o.rank_timeout_seconds = absl::GetFlag(FLAGS_rank_timeout);
   if (const std::string slow = absl::GetFlag(FLAGS_bench_slow_trainer); !slow.empty()) {
     ASSIGN_OR_RETURN(o.bench_slow_trainer, ParseTrainerSlowdown(slow));
   }
@@ -159,6 +169,55 @@ void PrintLrChoice(const AutoLrTrainSummary& s) {
   }
 }
 
+// Under an MPI launcher (mpirun -np N, N > 1): this rank's cluster, or why
+// none can be had (a build without MPI refuses rather than train N
+// uncoordinated copies of one graph).
+absl::StatusOr<std::unique_ptr<Cluster>> ClusterFromLauncher() {
+  const uint32_t launched = LauncherWorldSize();
+  if (launched <= 1) return std::unique_ptr<Cluster>();
+#ifdef EMBER_HAVE_MPI
+  return StartMpiCluster();
+#else
+  return absl::FailedPreconditionError(absl::StrCat(
+      "started by an MPI launcher as one of ", launched, " ranks, but this ember was built "
+      "without MPI (install libopenmpi-dev and rebuild); run it as one process, without "
+      "mpirun"));
+#endif
+}
+
+// A rank's failure ends every rank of the job (the others would wait for
+// it); one process just reports it.
+int ReportTrainFailure(Cluster* cluster, const absl::Status& status) {
+  if (cluster == nullptr) return ReportStatus("train", status);
+  std::fprintf(stderr, "ember train: rank %u (%s): %s\n", cluster->rank(),
+               cluster->where().c_str(), std::string(status.message()).c_str());
+  std::fflush(stderr);
+#ifdef EMBER_HAVE_MPI
+  AbortMpiJob(1);
+#endif
+  return 1;
+}
+
+// Rank 0 prints every rank's host and trainers.
+absl::Status PrintRanks(Cluster& cluster, const TrainOptions& o) {
+  const std::string trainers =
+      o.devices.empty() ? absl::StrCat(o.trainers, " cpu trainer(s), ", o.threads, " thread(s)")
+                        : absl::StrCat("devices ", o.devices);
+  ASSIGN_OR_RETURN(const std::vector<std::string> all,
+                   cluster.AllGather(absl::StrCat(cluster.where(), ": ", trainers)));
+  if (cluster.rank() != 0) return absl::OkStatus();
+  std::fprintf(stderr, "training across %zu ranks:\n", all.size());
+  for (size_t r = 0; r < all.size(); ++r) std::fprintf(stderr, "  rank %zu on %s\n", r, all[r].c_str());
+  return absl::OkStatus();
+}
+
+// --lr auto across ranks: the probes run in one process, so a fresh run
+// takes the step they keep unless one beats it (LrCandidates' baseline);
+// every rank computes the same.
+float BaselineLr(Graph& graph, const TrainOptions& o) {
+  return LrCandidates(static_cast<uint32_t>(graph.manifest().relations.size()), o.model).baseline;
+}
+
 }  // namespace
 
 int TrainMain(const std::vector<std::string>& args) {
@@ -167,18 +226,65 @@ int TrainMain(const std::vector<std::string>& args) {
   }
   auto options = TrainOptionsFromFlags();
   if (!options.ok()) return ReportStatus("train", options.status());
-  if (!absl::GetFlag(FLAGS_quiet)) std::fprintf(stderr, "%s\n", BlasLine().c_str());
+  absl::StatusOr<std::unique_ptr<Cluster>> started = ClusterFromLauncher();
+  if (!started.ok()) return ReportStatus("train", started.status());
+  std::unique_ptr<Cluster> cluster = std::move(*started);
+  // Across ranks, rank 0 alone prints progress and results.
+  const bool speaker = cluster == nullptr || cluster->rank() == 0;
+  if (speaker && !absl::GetFlag(FLAGS_quiet)) std::fprintf(stderr, "%s\n", BlasLine().c_str());
+  if (cluster != nullptr) {
+    if (absl::Status s = PrintRanks(*cluster, *options); !s.ok()) {
+      return ReportTrainFailure(cluster.get(), s);
+    }
+  }
   ProgressPrinter progress = ProgressFromFlags();
-  options->progress = [&](const TrainProgress& p) {
-    progress.Update(absl::StrFormat("epoch %d/%d", p.epoch + 1, p.epochs), p.edges_done,
-                    p.edges_total, "edges",
-                    absl::StrFormat("%d/%d buckets done  loss %.4f", p.bucket, p.buckets, p.loss));
-  };
-  auto summary = TrainGraphAutoLr(args[0], *options);
+  // Across ranks every rank hears each round's end (the watchdog's beat);
+  // rank 0 alone prints it.
+  std::unique_ptr<RoundWatchdog> watchdog;
+  if (cluster != nullptr) {
+    Cluster* c = cluster.get();
+    watchdog = std::make_unique<RoundWatchdog>(
+        absl::Seconds(options->rank_timeout_seconds), [c](absl::Duration quiet) {
+          ReportTrainFailure(c, absl::DeadlineExceededError(absl::StrCat(
+              "no round finished for ", absl::FormatDuration(quiet),
+              " (--rank-timeout): a rank is stalled or gone; stopping the job")));
+        });
+  }
+  if (speaker || watchdog != nullptr) {
+    options->progress = [&](const TrainProgress& p) {
+      if (watchdog != nullptr) watchdog->Beat();
+      if (!speaker) return;
+      progress.Update(absl::StrFormat("epoch %d/%d", p.epoch + 1, p.epochs), p.edges_done,
+                      p.edges_total, "edges",
+                      absl::StrFormat("%d/%d buckets done  loss %.4f", p.bucket, p.buckets,
+                                      p.loss));
+    };
+  }
+  absl::StatusOr<AutoLrTrainSummary> summary;
+  if (cluster != nullptr) {
+    absl::StatusOr<TrainSummary> s = TrainGraphOnCluster(
+        args[0], *options, cluster.get(),
+        [](Graph& g, const TrainOptions& o) -> absl::StatusOr<float> { return BaselineLr(g, o); });
+    if (s.ok()) {
+      AutoLrTrainSummary a;
+      static_cast<TrainSummary&>(a) = std::move(*s);
+      summary = std::move(a);
+    } else {
+      summary = s.status();
+    }
+  } else {
+    summary = TrainGraphAutoLr(args[0], *options);
+  }
   progress.Finish();
-  if (!summary.ok()) return ReportStatus("train", summary.status());
+  watchdog.reset();
+  if (!summary.ok()) return ReportTrainFailure(cluster.get(), summary.status());
+  if (!speaker) return 0;
+  if (cluster != nullptr && options->lr_auto && !summary->resumed) {
+    std::fprintf(stderr, "lr auto: across ranks the probes do not run; lr %g (pass --lr to "
+                 "choose)\n", summary->lr);
+  }
   PrintLrChoice(*summary);
-  if (options->lr_auto && !summary->lr_choice.has_value()) {
+  if (cluster == nullptr && options->lr_auto && !summary->lr_choice.has_value()) {
     std::fprintf(stderr, "lr auto: %s; lr %g\n",
                  summary->resumed ? "resumed, the checkpoint's" : "no validation edges to probe",
                  summary->lr);
@@ -221,6 +327,10 @@ int TrainMain(const std::vector<std::string>& args) {
                               100 * e.idle_share, absl::StrJoin(e.batches_per_trainer, "/"));
       }
       std::printf("%s\n", line.c_str());
+      if (e.predicted.has_value() && e.predicted_doubled.has_value()) {
+        std::printf("%s\n", DescribePrediction(*e.ranks_measure, *e.predicted,
+                                                *e.predicted_doubled).c_str());
+      }
     }
   }
   if (!absl::GetFlag(FLAGS_json) && summary->device_peak_bytes > 0) {
