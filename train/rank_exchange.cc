@@ -50,36 +50,48 @@ std::string Shorten(const std::string& s) {
 
 }  // namespace
 
-absl::Status ExchangeBeforeRound(Cluster& cluster, PartitionBuffer& buffer,
-                                 const GlobalRound& round, absl::Duration timeout) {
+absl::StatusOr<PendingMoves> StartMoves(Cluster& cluster, PartitionBuffer& buffer,
+                                        std::span<const Transfer> transfers) {
   PartitionTransport& t = *cluster.transport();
   const uint32_t me = cluster.rank();
-  std::vector<TransportHandle> sends;
-  std::vector<std::pair<uint32_t, TransportHandle>> receives;
-  for (const Transfer& x : round.transfers) {
-    if (x.to == me) receives.emplace_back(x.partition, t.Receive(x.from, x.partition));
+  PendingMoves moves;
+  for (const Transfer& x : transfers) {
+    if (x.to == me) moves.receives.emplace_back(x.partition, t.Receive(x.from, x.partition));
   }
-  for (const Transfer& x : round.transfers) {
+  for (const Transfer& x : transfers) {
     if (x.from != me) continue;
     ASSIGN_OR_RETURN(std::unique_ptr<PartitionData> data, buffer.Take(x.partition));
     if (data == nullptr) {
       return absl::InternalError(absl::StrCat("rank ", me, " must send partition ", x.partition,
-                                              " to rank ", x.to, " before round ", round.index,
-                                              " but does not hold it"));
+                                              " to rank ", x.to, " but does not hold it"));
     }
-    sends.push_back(t.Send(x.to, ToState(std::move(*data))));
+    moves.bytes_sent += (data->embeddings.size() + data->optimizer.size()) * sizeof(float);
+    moves.sends.push_back(t.Send(x.to, ToState(std::move(*data))));
   }
-  for (auto& [p, h] : receives) {
+  return moves;
+}
+
+absl::Status FinishMoves(PartitionBuffer& buffer, PendingMoves& moves, absl::Duration timeout) {
+  for (auto& [p, h] : moves.receives) {
     RETURN_IF_ERROR(h.Wait(timeout));
     PartitionState s = h.TakeState();
     if (s.partition != p) {
-      return absl::DataLossError(absl::StrCat("rank ", me, " expected partition ", p,
-                                              " and received partition ", s.partition));
+      return absl::DataLossError(
+          absl::StrCat("expected partition ", p, " and received partition ", s.partition));
     }
     RETURN_IF_ERROR(buffer.Put(FromState(std::move(s))));
   }
-  for (TransportHandle& h : sends) RETURN_IF_ERROR(h.Wait(timeout));
+  for (TransportHandle& h : moves.sends) RETURN_IF_ERROR(h.Wait(timeout));
+  moves = PendingMoves();
   return absl::OkStatus();
+}
+
+std::vector<Transfer> TransfersOf(const GlobalRound& round, bool overlapped) {
+  std::vector<Transfer> out;
+  for (const Transfer& t : round.transfers) {
+    if (t.overlapped == overlapped) out.push_back(t);
+  }
+  return out;
 }
 
 absl::Status HandPartitionsToWriter(Cluster& cluster, PartitionBuffer& buffer,

@@ -21,11 +21,26 @@
 
 namespace ember {
 
-// Carries out `round.transfers` for this rank: each partition it sends
-// leaves `buffer`, each one it receives enters it. Waits for all of them,
-// each within `timeout`. Call with no batch in flight.
-absl::Status ExchangeBeforeRound(Cluster& cluster, PartitionBuffer& buffer,
-                                 const GlobalRound& round, absl::Duration timeout);
+// Partition moves under way on this rank: the receives it posted and the
+// sends it made.
+struct PendingMoves {
+  std::vector<std::pair<uint32_t, TransportHandle>> receives;  // partition, handle
+  std::vector<TransportHandle> sends;
+  uint64_t bytes_sent = 0;
+};
+
+// Starts this rank's part of `transfers`: posts its receives, and sends
+// each partition it holds, which leaves `buffer`. The partitions sent must
+// not be in use (no batch in flight on them).
+absl::StatusOr<PendingMoves> StartMoves(Cluster& cluster, PartitionBuffer& buffer,
+                                        std::span<const Transfer> transfers);
+// Waits for every move of `moves`, each within `timeout`; each partition
+// received enters `buffer`. Call with no batch in flight.
+absl::Status FinishMoves(PartitionBuffer& buffer, PendingMoves& moves, absl::Duration timeout);
+
+// The transfers of `round` that may start while the round before trains
+// (`overlapped`), or the others.
+std::vector<Transfer> TransfersOf(const GlobalRound& round, bool overlapped);
 
 // For a checkpoint: a copy of every partition held by a rank other than 0
 // (`holders[p]`) goes to rank 0, one partition at a time in partition

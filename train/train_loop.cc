@@ -210,7 +210,11 @@ class TrainLoop final : public RoundHooks {
   double train_seconds_ = 0;
   double transfer_seconds_ = 0;
   double sync_seconds_ = 0;
-  uint64_t bytes_sent_ = 0;
+  uint64_t bytes_at_boundary_ = 0;  // sent at round boundaries
+  uint64_t bytes_overlapped_ = 0;   // sent while the round before trained
+  // Moves of round early_round_ started while the round before it trains.
+  PendingMoves early_moves_;
+  uint64_t early_round_ = ~uint64_t{0};
   Clock::time_point epoch_start_;
 };
 
@@ -445,7 +449,8 @@ std::string EpochJsonLine(const EpochStats& s) {
     const EpochMeasure& m = *s.ranks_measure;
     j["ranks"] = m.ranks;
     j["rounds"] = m.rounds;
-    j["bytes_moved"] = m.bytes_moved;
+    j["bytes_moved"] = m.bytes_at_boundary + m.bytes_overlapped;
+    j["bytes_overlapped"] = m.bytes_overlapped;
     j["train_seconds"] = m.train_seconds;
     j["transfer_seconds"] = m.transfer_seconds;
     j["sync_seconds"] = m.sync_seconds;
@@ -566,7 +571,8 @@ uint64_t TrainLoop::PartitionBytes(uint32_t p) const {
 
 absl::Status TrainLoop::MeasureEpochAcrossRanks(int epoch, double checkpoint_seconds,
                                                 bool predict, EpochStats* stats) {
-  double sums[4] = {static_cast<double>(bytes_sent_), train_seconds_, transfer_seconds_,
+  double sums[5] = {static_cast<double>(bytes_at_boundary_),
+                    static_cast<double>(bytes_overlapped_), train_seconds_, transfer_seconds_,
                     sync_seconds_};
   RETURN_IF_ERROR(cluster_->SumDoubles(sums));
   const uint32_t n = world_size();
@@ -574,10 +580,11 @@ absl::Status TrainLoop::MeasureEpochAcrossRanks(int epoch, double checkpoint_sec
   m.ranks = n;
   m.rounds = rank_schedule_->rounds.size();
   m.train_edges = stats->edges;
-  m.bytes_moved = static_cast<uint64_t>(sums[0]);
-  m.train_seconds = sums[1] / n;
-  m.transfer_seconds = sums[2] / n;
-  m.sync_seconds = sums[3] / n;
+  m.bytes_at_boundary = static_cast<uint64_t>(sums[0]);
+  m.bytes_overlapped = static_cast<uint64_t>(sums[1]);
+  m.train_seconds = sums[2] / n;
+  m.transfer_seconds = sums[3] / n;
+  m.sync_seconds = sums[4] / n;
   m.checkpoint_seconds = checkpoint_seconds;
   uint64_t all = 0;
   for (uint32_t p = 0; p < P_; ++p) all += PartitionBytes(p);
@@ -697,13 +704,18 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
   while (const Round* next = source.PeekNext()) {
     if (distributed()) {
       const uint64_t g = next->index;
+      const GlobalRound& round = rank_schedule_->rounds[g];
+      // The moves started while the round before trained, then the rest
+      // (all of this round's where none started early).
       const auto moving = Clock::now();
-      RETURN_IF_ERROR(
-          ExchangeBeforeRound(*cluster_, *buffer_, rank_schedule_->rounds[g], rank_timeout_));
+      const bool started_early = early_round_ == g;
+      RETURN_IF_ERROR(FinishMoves(*buffer_, early_moves_, rank_timeout_));
+      ASSIGN_OR_RETURN(PendingMoves moves,
+                       StartMoves(*cluster_, *buffer_,
+                                  started_early ? TransfersOf(round, false) : round.transfers));
+      bytes_at_boundary_ += moves.bytes_sent;
+      RETURN_IF_ERROR(FinishMoves(*buffer_, moves, rank_timeout_));
       transfer_seconds_ += std::chrono::duration<double>(Clock::now() - moving).count();
-      for (const Transfer& t : rank_schedule_->rounds[g].transfers) {
-        if (t.from == cluster_->rank()) bytes_sent_ += PartitionBytes(t.partition);
-      }
       ASSIGN_OR_RETURN(const bool here, buffer_->AllResident(next->partitions));
       if (!here) {
         return absl::InternalError(absl::StrCat("rank ", cluster_->rank(), " lacks a partition of its round ", g));
@@ -711,6 +723,22 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
       std::vector<int32_t> keys = rank_rounds->KeysOf(g);
       keys.resize(trainers_.size(), -1);
       cluster_sync_->SetRoundKeys(std::move(keys));
+      // The next round's moves of partitions idle in this one travel while
+      // it trains, unless a checkpoint or a stop follows it (the hand-off
+      // reads the holders the schedule names before the next round).
+      const uint64_t b = round.buckets.size();
+      const bool pause_follows =
+          (options_.checkpoint_every > 0 &&
+           buckets_since_checkpoint_ + b >= options_.checkpoint_every) ||
+          (options_.stop_after_buckets > 0 &&
+           buckets_this_run_ + b >= options_.stop_after_buckets);
+      if (g + 1 < rank_schedule_->rounds.size() && !pause_follows) {
+        ASSIGN_OR_RETURN(early_moves_,
+                         StartMoves(*cluster_, *buffer_,
+                                    TransfersOf(rank_schedule_->rounds[g + 1], true)));
+        bytes_overlapped_ += early_moves_.bytes_sent;
+        early_round_ = g + 1;
+      }
     } else {
       RETURN_IF_ERROR(
           buffer_->Acquire(next->partitions, scheduler_->Upcoming(kLookaheadRounds)));
@@ -851,7 +879,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     }
     ResetBatchStats();
     train_seconds_ = transfer_seconds_ = sync_seconds_ = 0;
-    bytes_sent_ = 0;
+    bytes_at_boundary_ = bytes_overlapped_ = 0;
     epoch_start_ = Clock::now();
     bool stopped = false;
     RETURN_IF_ERROR(TrainEpoch(epoch, first_round, &stopped));

@@ -22,7 +22,7 @@ EpochMeasure Measured() {
   m.rounds = 10;
   m.train_edges = 1'000'000;
   m.train_seconds = 5;         // 100 k edges/s per rank
-  m.bytes_moved = 200'000'000; // 100 MB a rank
+  m.bytes_at_boundary = 200'000'000;  // 100 MB a rank
   m.transfer_seconds = 1;      // 100 MB/s a rank
   m.sync_seconds = 0.5;        // 0.05 s a round
   m.checkpoint_seconds = 2;
@@ -34,6 +34,13 @@ TEST(EpochModelTest, BusiestRankCountsItsSendsAndReceives) {
   const RankSchedule s = Schedule(3, 2, {{0, 0, 1, false}, {1, 0, 2, true}, {2, 1, 2, false}});
   EXPECT_EQ(BusiestRankMoves(s), 2u);  // ranks 0 and 2 take part in two moves each
   EXPECT_EQ(BusiestRankMoves(Schedule(2, 1, {})), 0u);
+  // After the first round, a move of a partition idle in the round before
+  // travels while that round trains: not at a boundary.
+  RankSchedule later = Schedule(3, 2, {{0, 0, 1, false}});
+  later.rounds[1].index = 1;
+  later.rounds[1].transfers = {{1, 0, 2, true}, {2, 0, 1, false}};
+  EXPECT_EQ(BusiestRankMoves(later), 2u);  // rank 0: two at boundaries; rank 1 two
+
 }
 
 TEST(EpochModelTest, EachTermFollowsItsInput) {

@@ -5,10 +5,12 @@
 //
 // E train edges, R one rank's training rate (edges/s while training), M the
 // bytes of one partition's rows and optimizer state, B the transfer
-// bandwidth one rank achieves, moves(N) the partition moves of the busiest
-// rank's epoch by the schedule (ComputeRankSchedule for N ranks), rounds(N)
-// the global rounds, t_sync one round's parameter sum, t_ckpt one
-// checkpoint. Moves happen at round boundaries, not hidden behind training.
+// bandwidth one rank achieves at round boundaries, moves(N) the partition
+// moves of the busiest rank's epoch at round boundaries by the schedule
+// (ComputeRankSchedule for N ranks: a move of a partition idle in the round
+// before travels while that round trains, except in an epoch's first
+// round), rounds(N) the global rounds, t_sync one round's parameter sum,
+// t_ckpt one checkpoint.
 // Pure: no I/O, no clock.
 #ifndef EMBER_TRAIN_DISTRIBUTED_EPOCH_MODEL_H_
 #define EMBER_TRAIN_DISTRIBUTED_EPOCH_MODEL_H_
@@ -27,8 +29,11 @@ struct EpochMeasure {
   uint64_t rounds = 0;              // global rounds of the epoch
   uint64_t train_edges = 0;         // E, the whole epoch's
   double train_seconds = 0;         // in the pipeline, per rank
-  uint64_t bytes_moved = 0;         // partition bytes sent, all ranks
-  double transfer_seconds = 0;      // at round boundaries, per rank
+  // Partition bytes sent, all ranks: at round boundaries, and while the
+  // round before trained (hidden).
+  uint64_t bytes_at_boundary = 0;
+  uint64_t bytes_overlapped = 0;
+  double transfer_seconds = 0;      // waiting at round boundaries, per rank
   double sync_seconds = 0;          // parameter sums, per rank
   double checkpoint_seconds = 0;    // the epoch-end checkpoint
   uint64_t partition_bytes = 0;     // M: the mean partition's rows + state
@@ -47,7 +52,8 @@ struct EpochPrediction {
   }
 };
 
-// Moves the busiest rank sends or receives in the epoch `schedule` plans.
+// Moves the busiest rank sends or receives at round boundaries in the
+// epoch `schedule` plans (those not hidden behind the round before).
 uint64_t BusiestRankMoves(const RankSchedule& schedule);
 
 // The model above, with R, B and t_sync from `measured` and moves(N) and
