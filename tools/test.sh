@@ -16,5 +16,9 @@ export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # RSS bounds do not hold under ASan's shadow memory; the readers-beside-a-
 # writer test (a training run beside 30 reader processes) takes minutes
-# under ASan and runs in the release pass.
-(cd build-sanitize && ctest --output-on-failure -j "$jobs" -E 'BoundedMemoryTest|ReadBesideTrainTest')
+# under ASan and runs in the release pass; so does `mpirun ... ember train`
+# end to end (MpiTrainTest: a dozen training runs), whose loop the
+# in-process DistributedTrainTest exercises here (the MPI transport's own
+# tests, MpiTransportTest, run here too).
+(cd build-sanitize && ctest --output-on-failure -j "$jobs" \
+  -E 'BoundedMemoryTest|ReadBesideTrainTest|MpiTrainTest')
