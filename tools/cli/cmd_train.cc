@@ -198,14 +198,15 @@ int ReportTrainFailure(Cluster* cluster, const absl::Status& status) {
   return 1;
 }
 
-// Rank 0 prints every rank's host and trainers.
-absl::Status PrintRanks(Cluster& cluster, const TrainOptions& o) {
+// Rank 0 prints every rank's host and trainers (unless `quiet`); every
+// rank takes part.
+absl::Status PrintRanks(Cluster& cluster, const TrainOptions& o, bool quiet) {
   const std::string trainers =
       o.devices.empty() ? absl::StrCat(o.trainers, " cpu trainer(s), ", o.threads, " thread(s)")
                         : absl::StrCat("devices ", o.devices);
   ASSIGN_OR_RETURN(const std::vector<std::string> all,
                    cluster.AllGather(absl::StrCat(cluster.where(), ": ", trainers)));
-  if (cluster.rank() != 0) return absl::OkStatus();
+  if (cluster.rank() != 0 || quiet) return absl::OkStatus();
   std::fprintf(stderr, "training across %zu ranks:\n", all.size());
   for (size_t r = 0; r < all.size(); ++r) std::fprintf(stderr, "  rank %zu on %s\n", r, all[r].c_str());
   return absl::OkStatus();
@@ -233,7 +234,7 @@ int TrainMain(const std::vector<std::string>& args) {
   const bool speaker = cluster == nullptr || cluster->rank() == 0;
   if (speaker && !absl::GetFlag(FLAGS_quiet)) std::fprintf(stderr, "%s\n", BlasLine().c_str());
   if (cluster != nullptr) {
-    if (absl::Status s = PrintRanks(*cluster, *options); !s.ok()) {
+    if (absl::Status s = PrintRanks(*cluster, *options, absl::GetFlag(FLAGS_quiet)); !s.ok()) {
       return ReportTrainFailure(cluster.get(), s);
     }
   }
