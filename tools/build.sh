@@ -13,8 +13,12 @@ case "$kind" in
 esac
 gen=()
 command -v ninja >/dev/null && gen=(-G Ninja)
-# ccache, where installed, makes rebuilds in fresh checkouts cheap.
-command -v ccache >/dev/null && gen+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+# ccache, where installed, makes rebuilds in fresh checkouts cheap: paths
+# are hashed relative to the checkout, so a clone elsewhere hits the cache.
+if command -v ccache >/dev/null; then
+  gen+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+fi
 if [ ! -f "$dir/CMakeCache.txt" ]; then
   cmake -S . -B "$dir" "${gen[@]}" "${extra[@]}" >/dev/null
 fi
