@@ -159,6 +159,30 @@ TEST_F(DistributedTrainTest, StoppedMidEpochResumesWithAsManyRanksBitIdentically
   train_test::ExpectBitIdentical(*a, *b);
 }
 
+// At an epoch boundary a run may go on with any number of ranks, or in one
+// process: each rank loads its share from the last checkpoint.
+TEST_F(DistributedTrainTest, AtAnEpochBoundaryAnyNumberOfRanksGoesOn) {
+  const std::string dir = graphs_->New(4);
+  int epochs = 0;
+  for (uint32_t n : {2u, 3u}) {
+    auto cluster = InProcessCluster::Create(n);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    auto runs = RunRanks(**cluster, n, std::vector<std::string>(n, dir), Options(epochs + 1));
+    for (const auto& r : runs) {
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_EQ(r->start_epoch, epochs);
+      ASSERT_EQ(r->epochs.size(), 1u);
+    }
+    ++epochs;
+  }
+  auto alone = TrainGraph(dir, Options(3));
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_EQ(alone->start_epoch, 2);
+  auto m = train_test::ManifestOf(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->training.epochs_done, 3);
+}
+
 // Ranks whose graph copies differ stop before training, naming both.
 TEST_F(DistributedTrainTest, ADifferentGraphCopyIsRefusedOnEveryRank) {
   const std::string dir = graphs_->New(4);
