@@ -1,4 +1,5 @@
 #include "train/train_loop.h"
+#include "train/internal/train_loop_impl.h"
 
 #include <algorithm>
 #include <atomic>
@@ -30,26 +31,6 @@
 
 namespace ember {
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// Rounds scheduled ahead for the buffer's eviction choice.
-constexpr size_t kLookaheadRounds = 64;
-
-// Where an interrupted epoch stopped, as TrainLoop::TrainerState wrote it
-// into training.state.trainer; zeros and "" for fields it lacks.
-struct SavedPosition {
-  uint64_t next_round = 0;
-  uint64_t seed = 0;
-  std::string bucket_order;
-  uint32_t buffer_partitions = 0;
-  uint32_t round_size = 0;
-  uint32_t world_size = 1;
-  double lr = 0;
-};
-
-// DataLoss naming the manifest and the field when one has the wrong type.
 absl::StatusOr<SavedPosition> ReadSavedPosition(const Graph& graph) {
   const JsonReader r(graph.dir() + "/MANIFEST.json", absl::StatusCode::kDataLoss);
   const nlohmann::json state =
@@ -74,149 +55,6 @@ absl::StatusOr<SavedPosition> ReadSavedPosition(const Graph& graph) {
                              &out.world_size));
   return out;
 }
-
-// Orchestration only: restores or initialises the model, then for each epoch
-// runs the streaming pipeline (batch_pipeline.h) over the rounds of the
-// bucket scheduler in stretches, syncs parameters between stretches,
-// checkpoints and reports. What varies by device or process layout sits
-// behind the seams: bucket_scheduler.h, parameter_sync.h,
-// trainer_factory.h, row_residency.h.
-class TrainLoop final : public RoundHooks {
- public:
-  // `graph` and `cluster` must outlive the loop. `cluster`: the ranks of a
-  // run across processes (rank 0 writes the checkpoints; the others open
-  // the graph read-only), or null for one process.
-  TrainLoop(Graph* graph, const TrainOptions& options, Cluster* cluster = nullptr)
-      : graph_(graph),
-        options_(options),
-        P_(graph_->manifest().num_partitions),
-        cluster_(cluster != nullptr && cluster->world_size() > 1 ? cluster : nullptr) {}
-
-  absl::StatusOr<TrainSummary> Run();
-  // After Run() with TrainOptions::in_memory: false when the model did not
-  // fit in memory at once (or is featurized), and nothing was trained.
-  bool fits_in_memory() const { return fits_in_memory_; }
-
-  // RoundHooks, called from the pipeline's source stage.
-  void Started(const Round& round, const Round* next) override;
-  absl::StatusOr<bool> MayContinue(const Round& done, const Round& next) override;
-  void Emitted(const Round& done, uint64_t batches) override;
-
- private:
-  absl::Status PlanMemory(const std::vector<DeviceSpec>& devices);
-  absl::Status RestoreOrInit();
-  absl::Status Checkpoint(int epoch, uint64_t next_round, int epochs_done);
-  // Rank 0's part of a checkpoint, and every rank's (partitions handed to
-  // rank 0, then its commit, agreed by all).
-  absl::Status WriteCheckpoint(int epoch, uint64_t next_round, int epochs_done);
-  absl::Status CheckpointAcrossRanks(int epoch, uint64_t next_round, int epochs_done);
-  // Across ranks: this epoch's schedule, and the partitions this rank
-  // holds at its start loaded (first epoch of the run) or checked.
-  absl::Status ScheduleEpochAcrossRanks(int epoch, uint64_t first_round);
-  // Across ranks: edges and loss summed over every rank, reported.
-  absl::Status ReportGlobalProgress();
-  // Across ranks, at an epoch's end: the epoch's measure over every rank,
-  // and the model's predictions (the first epoch of the run only).
-  absl::Status MeasureEpochAcrossRanks(int epoch, double checkpoint_seconds,
-                                       bool predict, EpochStats* stats);
-  bool distributed() const { return cluster_ != nullptr; }
-  // Bytes of partition p's rows and optimizer state.
-  uint64_t PartitionBytes(uint32_t p) const;
-  uint32_t world_size() const { return distributed() ? cluster_->world_size() : 1; }
-  bool writer() const { return !distributed() || cluster_->rank() == 0; }
-  // Trains the rounds of one epoch from `first_round`; sets *stopped when
-  // stop_after_buckets fired.
-  absl::Status TrainEpoch(int epoch, uint64_t first_round, bool* stopped);
-  void OnBatchDone(const BatchDone& d);
-  absl::StatusOr<EvalResult> Validate();
-  void ResetBatchStats();
-  bool CheckpointDue() const {
-    return options_.checkpoint_every > 0 &&
-           buckets_since_checkpoint_ >= options_.checkpoint_every;
-  }
-  bool StopDue() const {
-    return options_.stop_after_buckets > 0 && buckets_this_run_ >= options_.stop_after_buckets;
-  }
-  // The edge cost batches are planned with: measured, except that measured
-  // times must not steer a deterministic run.
-  uint32_t PlanningEdgeCost() const {
-    return options_.deterministic ? BatchCostModel::kPriorEdgeCost : cost_model_.EdgeCost();
-  }
-  void FillBatchStats(EpochStats* s) const;
-  nlohmann::json TrainerState(int epoch, uint64_t next_round) const;
-  absl::Status AppendMetrics(const EpochStats& s);
-
-  Graph* const graph_;
-  TrainOptions options_;
-  const uint32_t P_;
-  Cluster* const cluster_;  // null: one process
-  // Across ranks: the buffer order's capacity (as one process would plan
-  // it), the epoch's schedule and the holders the next epoch starts from.
-  uint32_t order_capacity_ = 1;
-  std::unique_ptr<RankSchedule> rank_schedule_;
-  std::vector<uint32_t> next_holders_;
-  ClusterSync* cluster_sync_ = nullptr;
-  const absl::Duration rank_timeout_ = absl::Seconds(options_.rank_timeout_seconds);
-  TrainMemoryPlan memory_;
-  uint32_t capacity_ = 1;
-  uint32_t round_size_ = 1;
-  size_t tokens_ = 1;
-  bool one_device_kind_ = true;  // every trainer of one kind (static splits)
-  bool rows_off_host_ = false;   // some trainer keeps rows off the host (not cpu)
-  RelationParams relations_;
-  std::vector<uint64_t> committed_locations_;  // what the manifest references
-  uint64_t committed_version_ = 0;
-  uint64_t write_version_ = 1;
-  std::vector<std::unique_ptr<Trainer>> trainers_;
-  std::vector<Trainer*> trainer_ptrs_;
-  std::unique_ptr<BatchPipeline> pipeline_;
-  std::unique_ptr<ParameterSync> sync_;
-  std::unique_ptr<FeatureTable> features_;  // featurized models only
-  // Declared after the trainers and the features, so destroyed before
-  // them: ~PartitionBuffer waits for a pending prefetch, whose evictions
-  // call SyncToHost on the trainers (an error path can leave one pending).
-  std::unique_ptr<PartitionBuffer> buffer_;
-  // The epoch's scheduler, and the partitions of the last tokens_ rounds
-  // of this stretch that handed out batches: with at most tokens_ batches
-  // in flight, every batch in flight not of the current round is of one of
-  // them, so a prefetch must not evict their partitions.
-  std::unique_ptr<BucketScheduler> scheduler_;
-  std::deque<std::vector<uint32_t>> recent_rounds_;
-  uint64_t buckets_this_run_ = 0;
-  uint64_t buckets_since_checkpoint_ = 0;
-  // This epoch's per-batch time and non-zeros, and trainer time (busy and
-  // available). Written by the pipeline's done stage only.
-  SpreadAccumulator batch_seconds_, batch_nnz_;
-  std::vector<uint64_t> batches_per_trainer_;  // this epoch, by trainer
-  BatchCostModel cost_model_;  // over this run's batches
-  std::atomic<uint32_t> edge_cost_{BatchCostModel::kPriorEdgeCost};
-  std::vector<Clock::time_point> last_done_;  // per trainer, this stretch
-  double trainer_busy_seconds_ = 0;
-  double trainer_available_seconds_ = 0;
-  int start_epoch_ = 0;
-  uint64_t start_round_ = 0;
-  bool resumed_ = false;
-  bool fits_in_memory_ = true;
-
-  absl::Mutex progress_mu_;
-  TrainProgress progress_ ABSL_GUARDED_BY(progress_mu_);
-  double epoch_loss_ ABSL_GUARDED_BY(progress_mu_) = 0;
-  // Across ranks: the epoch's edges and mean loss over every rank, as of
-  // the last ReportGlobalProgress.
-  uint64_t global_edges_ = 0;
-  double global_loss_ = 0;
-  // Across ranks, this epoch on this rank: seconds training, moving
-  // partitions and summing parameters, and the partition bytes it sent.
-  double train_seconds_ = 0;
-  double transfer_seconds_ = 0;
-  double sync_seconds_ = 0;
-  uint64_t bytes_at_boundary_ = 0;  // sent at round boundaries
-  uint64_t bytes_overlapped_ = 0;   // sent while the round before trained
-  // Moves of round early_round_ started while the round before it trains.
-  PendingMoves early_moves_;
-  uint64_t early_round_ = ~uint64_t{0};
-  Clock::time_point epoch_start_;
-};
 
 nlohmann::json TrainLoop::TrainerState(int epoch, uint64_t next_round) const {
   return {{"epoch", epoch},
@@ -373,20 +211,6 @@ absl::Status TrainLoop::Checkpoint(int epoch, uint64_t next_round, int epochs_do
   return WriteCheckpoint(epoch, next_round, epochs_done);
 }
 
-absl::Status TrainLoop::CheckpointAcrossRanks(int epoch, uint64_t next_round, int epochs_done) {
-  const uint64_t before = next_round == 0 ? rank_schedule_->rounds.size() : next_round;
-  const std::vector<uint32_t> holders = rank_schedule_->HoldersBefore(before);
-  absl::Status s = HandPartitionsToWriter(*cluster_, *buffer_, holders, rank_timeout_);
-  if (s.ok() && writer()) s = WriteCheckpoint(epoch, next_round, epochs_done);
-  RETURN_IF_ERROR(AgreeOnStatus(*cluster_, s));
-  if (!writer()) {  // keep the version count in step with rank 0
-    committed_version_ = write_version_;
-    write_version_ = committed_version_ + 1;
-    buffer_->set_write_version(write_version_);
-  }
-  return absl::OkStatus();
-}
-
 absl::Status TrainLoop::WriteCheckpoint(int epoch, uint64_t next_round, int epochs_done) {
   RETURN_IF_ERROR(buffer_->WriteResident());
   const uint64_t version = write_version_;
@@ -427,7 +251,6 @@ absl::Status TrainLoop::WriteCheckpoint(int epoch, uint64_t next_round, int epoc
   return absl::OkStatus();
 }
 
-}  // namespace
 
 std::string EpochJsonLine(const EpochStats& s) {
   nlohmann::json j = {{"epoch", s.epoch},
@@ -469,7 +292,6 @@ std::string EpochJsonLine(const EpochStats& s) {
   return j.dump();
 }
 
-namespace {
 
 absl::Status TrainLoop::AppendMetrics(const EpochStats& s) {
   const std::string path = graph_->dir() + "/metrics.jsonl";
@@ -513,119 +335,6 @@ absl::Status TrainLoop::PlanMemory(const std::vector<DeviceSpec>& devices) {
     capacity_ = P_;
     round_size_ = trainers * world_size();
   }
-  return absl::OkStatus();
-}
-
-absl::Status TrainLoop::ScheduleEpochAcrossRanks(int epoch, uint64_t first_round) {
-  const Manifest& m = graph_->manifest();
-  RankScheduleOptions o;
-  o.seed = options_.seed;
-  o.num_partitions = P_;
-  o.world_size = world_size();
-  o.trainers_per_rank = static_cast<uint32_t>(trainers_.size());
-  o.order = options_.bucket_order;
-  o.buffer_capacity = order_capacity_;
-  o.bucket_edges = m.train_bucket_edges;
-  const bool run_start = next_holders_.empty();
-  if (run_start) {
-    ASSIGN_OR_RETURN(next_holders_, HoldersAtEpoch(o, epoch));
-  }
-  o.epoch = static_cast<uint64_t>(epoch);
-  o.holders = next_holders_;
-  ASSIGN_OR_RETURN(RankSchedule schedule, ComputeRankSchedule(o));
-  rank_schedule_ = std::make_unique<RankSchedule>(std::move(schedule));
-  next_holders_ = rank_schedule_->final_holders;
-  const uint32_t me = cluster_->rank();
-  // The most partitions this rank holds at once, against the budget's.
-  uint32_t peak = 0;
-  for (uint64_t g = 0; g <= rank_schedule_->rounds.size(); ++g) {
-    const std::vector<uint32_t> h = rank_schedule_->HoldersBefore(g);
-    peak = std::max<uint32_t>(peak, std::count(h.begin(), h.end(), me));
-  }
-  if (peak > memory_.buffer_partitions) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "rank ", me, " (", cluster_->where(), ") holds up to ", peak,
-        " partitions at once in this epoch, but --memory-budget ",
-        options_.memory_budget >> 20, " MiB has room for ", memory_.buffer_partitions,
-        "; raise --memory-budget or run more ranks"));
-  }
-  const std::vector<uint32_t> h = rank_schedule_->HoldersBefore(first_round);
-  std::vector<uint32_t> mine;
-  for (uint32_t p = 0; p < P_; ++p) {
-    if (h[p] == me) mine.push_back(p);
-  }
-  if (run_start) return buffer_->Acquire(mine, {});
-  ASSIGN_OR_RETURN(const std::vector<uint32_t> resident, buffer_->Resident());
-  if (resident != mine) {
-    return absl::InternalError(absl::StrCat("rank ", me, " starts epoch ", epoch, " holding ",
-                                            resident.size(), " partitions, not the ",
-                                            mine.size(), " its schedule names"));
-  }
-  return absl::OkStatus();
-}
-
-uint64_t TrainLoop::PartitionBytes(uint32_t p) const {
-  return graph_->manifest().partition_sizes[p] * (uint64_t(options_.model.dim) + 1) *
-         sizeof(float);
-}
-
-absl::Status TrainLoop::MeasureEpochAcrossRanks(int epoch, double checkpoint_seconds,
-                                                bool predict, EpochStats* stats) {
-  double sums[5] = {static_cast<double>(bytes_at_boundary_),
-                    static_cast<double>(bytes_overlapped_), train_seconds_, transfer_seconds_,
-                    sync_seconds_};
-  RETURN_IF_ERROR(cluster_->SumDoubles(sums));
-  const uint32_t n = world_size();
-  EpochMeasure m;
-  m.ranks = n;
-  m.rounds = rank_schedule_->rounds.size();
-  m.train_edges = stats->edges;
-  m.bytes_at_boundary = static_cast<uint64_t>(sums[0]);
-  m.bytes_overlapped = static_cast<uint64_t>(sums[1]);
-  m.train_seconds = sums[2] / n;
-  m.transfer_seconds = sums[3] / n;
-  m.sync_seconds = sums[4] / n;
-  m.checkpoint_seconds = checkpoint_seconds;
-  uint64_t all = 0;
-  for (uint32_t p = 0; p < P_; ++p) all += PartitionBytes(p);
-  m.partition_bytes = all / P_;
-  stats->ranks_measure = m;
-  if (!predict) return absl::OkStatus();
-  RankScheduleOptions o;
-  o.seed = options_.seed;
-  o.epoch = static_cast<uint64_t>(epoch);
-  o.num_partitions = P_;
-  o.trainers_per_rank = static_cast<uint32_t>(trainers_.size());
-  o.order = options_.bucket_order;
-  o.buffer_capacity = order_capacity_;
-  o.bucket_edges = graph_->manifest().train_bucket_edges;
-  o.world_size = 2 * n;
-  ASSIGN_OR_RETURN(const RankSchedule doubled, ComputeRankSchedule(o));
-  stats->predicted = PredictEpoch(m, *rank_schedule_);
-  stats->predicted_doubled = PredictEpoch(m, doubled);
-  return absl::OkStatus();
-}
-
-absl::Status TrainLoop::ReportGlobalProgress() {
-  double sums[2];
-  {
-    absl::MutexLock lock(&progress_mu_);
-    sums[0] = static_cast<double>(progress_.edges_done);
-    sums[1] = epoch_loss_;
-  }
-  RETURN_IF_ERROR(cluster_->SumDoubles(sums));
-  TrainProgress p;
-  {
-    absl::MutexLock lock(&progress_mu_);
-    p = progress_;
-  }
-  p.edges_done = static_cast<uint64_t>(sums[0]);
-  p.loss = sums[1] / std::max(sums[0], 1.0);
-  const double secs = std::chrono::duration<double>(Clock::now() - epoch_start_).count();
-  p.edges_per_second = secs > 0 ? sums[0] / secs : 0;
-  global_edges_ = p.edges_done;
-  global_loss_ = p.loss;
-  if (options_.progress) options_.progress(p);
   return absl::OkStatus();
 }
 
@@ -703,42 +412,7 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
   RoundBatchSource source(graph_, buffer_.get(), scheduler_.get(), this, so, &edge_cost_);
   while (const Round* next = source.PeekNext()) {
     if (distributed()) {
-      const uint64_t g = next->index;
-      const GlobalRound& round = rank_schedule_->rounds[g];
-      // The moves started while the round before trained, then the rest
-      // (all of this round's where none started early).
-      const auto moving = Clock::now();
-      const bool started_early = early_round_ == g;
-      RETURN_IF_ERROR(FinishMoves(*buffer_, early_moves_, rank_timeout_));
-      ASSIGN_OR_RETURN(PendingMoves moves,
-                       StartMoves(*cluster_, *buffer_,
-                                  started_early ? TransfersOf(round, false) : round.transfers));
-      bytes_at_boundary_ += moves.bytes_sent;
-      RETURN_IF_ERROR(FinishMoves(*buffer_, moves, rank_timeout_));
-      transfer_seconds_ += std::chrono::duration<double>(Clock::now() - moving).count();
-      ASSIGN_OR_RETURN(const bool here, buffer_->AllResident(next->partitions));
-      if (!here) {
-        return absl::InternalError(absl::StrCat("rank ", cluster_->rank(), " lacks a partition of its round ", g));
-      }
-      std::vector<int32_t> keys = rank_rounds->KeysOf(g);
-      keys.resize(trainers_.size(), -1);
-      cluster_sync_->SetRoundKeys(std::move(keys));
-      // The next round's moves of partitions idle in this one travel while
-      // it trains, unless a checkpoint or a stop follows it (the hand-off
-      // reads the holders the schedule names before the next round).
-      const uint64_t b = round.buckets.size();
-      const bool pause_follows =
-          (options_.checkpoint_every > 0 &&
-           buckets_since_checkpoint_ + b >= options_.checkpoint_every) ||
-          (options_.stop_after_buckets > 0 &&
-           buckets_this_run_ + b >= options_.stop_after_buckets);
-      if (g + 1 < rank_schedule_->rounds.size() && !pause_follows) {
-        ASSIGN_OR_RETURN(early_moves_,
-                         StartMoves(*cluster_, *buffer_,
-                                    TransfersOf(rank_schedule_->rounds[g + 1], true)));
-        bytes_overlapped_ += early_moves_.bytes_sent;
-        early_round_ = g + 1;
-      }
+      RETURN_IF_ERROR(StartRoundAcrossRanks(*next, *rank_rounds));
     } else {
       RETURN_IF_ERROR(
           buffer_->Acquire(next->partitions, scheduler_->Upcoming(kLookaheadRounds)));
@@ -938,7 +612,6 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
   return summary;
 }
 
-}  // namespace
 
 
 namespace {

@@ -1,0 +1,205 @@
+// The training loop's class (train_loop.cc), shared with the part of it
+// that runs across ranks (train_loop_ranks.cc). Private to train/.
+#ifndef EMBER_TRAIN_INTERNAL_TRAIN_LOOP_IMPL_H_
+#define EMBER_TRAIN_INTERNAL_TRAIN_LOOP_IMPL_H_
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "nlohmann/json.hpp"
+#include "partition/train_memory.h"
+#include "storage/graph.h"
+#include "train/batch/round_batches.h"
+#include "train/distributed/cluster.h"
+#include "train/distributed/cluster_sync.h"
+#include "train/distributed/rank_schedule.h"
+#include "train/eval/evaluator.h"
+#include "train/model/checkpoint.h"
+#include "train/rank_exchange.h"
+#include "train/schedule/bucket_scheduler.h"
+#include "train/schedule/memory_plan.h"
+#include "train/schedule/parameter_sync.h"
+#include "train/schedule/partition_buffer.h"
+#include "train/stream/batch_pipeline.h"
+#include "train/stream/round_source.h"
+#include "train/train_loop.h"
+#include "train/trainers/trainer_factory.h"
+
+namespace ember {
+
+// Where an interrupted epoch stopped, as TrainLoop::TrainerState wrote it
+// into training.state.trainer; zeros and "" for fields it lacks.
+struct SavedPosition {
+  uint64_t next_round = 0;
+  uint64_t seed = 0;
+  std::string bucket_order;
+  uint32_t buffer_partitions = 0;
+  uint32_t round_size = 0;
+  uint32_t world_size = 1;
+  double lr = 0;
+};
+
+// DataLoss naming the manifest and the field when one has the wrong type.
+absl::StatusOr<SavedPosition> ReadSavedPosition(const Graph& graph);
+
+// Orchestration only: restores or initialises the model, then for each epoch
+// runs the streaming pipeline (batch_pipeline.h) over the rounds of the
+// bucket scheduler in stretches, syncs parameters between stretches,
+// checkpoints and reports. What varies by device or process layout sits
+// behind the seams: bucket_scheduler.h, parameter_sync.h,
+// trainer_factory.h, row_residency.h.
+class TrainLoop final : public RoundHooks {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // Rounds scheduled ahead for the buffer's eviction choice.
+  static constexpr size_t kLookaheadRounds = 64;
+
+  // `graph` and `cluster` must outlive the loop. `cluster`: the ranks of a
+  // run across processes (rank 0 writes the checkpoints; the others open
+  // the graph read-only), or null for one process.
+  TrainLoop(Graph* graph, const TrainOptions& options, Cluster* cluster = nullptr)
+      : graph_(graph),
+        options_(options),
+        P_(graph_->manifest().num_partitions),
+        cluster_(cluster != nullptr && cluster->world_size() > 1 ? cluster : nullptr) {}
+
+  absl::StatusOr<TrainSummary> Run();
+  // After Run() with TrainOptions::in_memory: false when the model did not
+  // fit in memory at once (or is featurized), and nothing was trained.
+  bool fits_in_memory() const { return fits_in_memory_; }
+
+  // RoundHooks, called from the pipeline's source stage.
+  void Started(const Round& round, const Round* next) override;
+  absl::StatusOr<bool> MayContinue(const Round& done, const Round& next) override;
+  void Emitted(const Round& done, uint64_t batches) override;
+
+ private:
+  absl::Status PlanMemory(const std::vector<DeviceSpec>& devices);
+  absl::Status RestoreOrInit();
+  absl::Status Checkpoint(int epoch, uint64_t next_round, int epochs_done);
+  // Rank 0's part of a checkpoint, and every rank's (partitions handed to
+  // rank 0, then its commit, agreed by all).
+  absl::Status WriteCheckpoint(int epoch, uint64_t next_round, int epochs_done);
+  absl::Status CheckpointAcrossRanks(int epoch, uint64_t next_round, int epochs_done);
+  // Across ranks: this epoch's schedule, and the partitions this rank
+  // holds at its start loaded (first epoch of the run) or checked.
+  absl::Status ScheduleEpochAcrossRanks(int epoch, uint64_t first_round);
+  // Across ranks: edges and loss summed over every rank, reported.
+  absl::Status ReportGlobalProgress();
+  // Across ranks, before round `next` trains: the moves due (those started
+  // while the round before trained, then the rest), the residency check,
+  // the sync keys of the round's buckets, and the start of the next
+  // round's moves of partitions idle in this one.
+  absl::Status StartRoundAcrossRanks(const Round& next, const RankRoundScheduler& rank_rounds);
+  // Across ranks, at an epoch's end: the epoch's measure over every rank,
+  // and the model's predictions (the first epoch of the run only).
+  absl::Status MeasureEpochAcrossRanks(int epoch, double checkpoint_seconds,
+                                       bool predict, EpochStats* stats);
+  bool distributed() const { return cluster_ != nullptr; }
+  // Bytes of partition p's rows and optimizer state.
+  uint64_t PartitionBytes(uint32_t p) const;
+  uint32_t world_size() const { return distributed() ? cluster_->world_size() : 1; }
+  bool writer() const { return !distributed() || cluster_->rank() == 0; }
+  // Trains the rounds of one epoch from `first_round`; sets *stopped when
+  // stop_after_buckets fired.
+  absl::Status TrainEpoch(int epoch, uint64_t first_round, bool* stopped);
+  void OnBatchDone(const BatchDone& d);
+  absl::StatusOr<EvalResult> Validate();
+  void ResetBatchStats();
+  bool CheckpointDue() const {
+    return options_.checkpoint_every > 0 &&
+           buckets_since_checkpoint_ >= options_.checkpoint_every;
+  }
+  bool StopDue() const {
+    return options_.stop_after_buckets > 0 && buckets_this_run_ >= options_.stop_after_buckets;
+  }
+  // The edge cost batches are planned with: measured, except that measured
+  // times must not steer a deterministic run.
+  uint32_t PlanningEdgeCost() const {
+    return options_.deterministic ? BatchCostModel::kPriorEdgeCost : cost_model_.EdgeCost();
+  }
+  void FillBatchStats(EpochStats* s) const;
+  nlohmann::json TrainerState(int epoch, uint64_t next_round) const;
+  absl::Status AppendMetrics(const EpochStats& s);
+
+  Graph* const graph_;
+  TrainOptions options_;
+  const uint32_t P_;
+  Cluster* const cluster_;  // null: one process
+  // Across ranks: the buffer order's capacity (as one process would plan
+  // it), the epoch's schedule and the holders the next epoch starts from.
+  uint32_t order_capacity_ = 1;
+  std::unique_ptr<RankSchedule> rank_schedule_;
+  std::vector<uint32_t> next_holders_;
+  ClusterSync* cluster_sync_ = nullptr;
+  const absl::Duration rank_timeout_ = absl::Seconds(options_.rank_timeout_seconds);
+  TrainMemoryPlan memory_;
+  uint32_t capacity_ = 1;
+  uint32_t round_size_ = 1;
+  size_t tokens_ = 1;
+  bool one_device_kind_ = true;  // every trainer of one kind (static splits)
+  bool rows_off_host_ = false;   // some trainer keeps rows off the host (not cpu)
+  RelationParams relations_;
+  std::vector<uint64_t> committed_locations_;  // what the manifest references
+  uint64_t committed_version_ = 0;
+  uint64_t write_version_ = 1;
+  std::vector<std::unique_ptr<Trainer>> trainers_;
+  std::vector<Trainer*> trainer_ptrs_;
+  std::unique_ptr<BatchPipeline> pipeline_;
+  std::unique_ptr<ParameterSync> sync_;
+  std::unique_ptr<FeatureTable> features_;  // featurized models only
+  // Declared after the trainers and the features, so destroyed before
+  // them: ~PartitionBuffer waits for a pending prefetch, whose evictions
+  // call SyncToHost on the trainers (an error path can leave one pending).
+  std::unique_ptr<PartitionBuffer> buffer_;
+  // The epoch's scheduler, and the partitions of the last tokens_ rounds
+  // of this stretch that handed out batches: with at most tokens_ batches
+  // in flight, every batch in flight not of the current round is of one of
+  // them, so a prefetch must not evict their partitions.
+  std::unique_ptr<BucketScheduler> scheduler_;
+  std::deque<std::vector<uint32_t>> recent_rounds_;
+  uint64_t buckets_this_run_ = 0;
+  uint64_t buckets_since_checkpoint_ = 0;
+  // This epoch's per-batch time and non-zeros, and trainer time (busy and
+  // available). Written by the pipeline's done stage only.
+  SpreadAccumulator batch_seconds_, batch_nnz_;
+  std::vector<uint64_t> batches_per_trainer_;  // this epoch, by trainer
+  BatchCostModel cost_model_;  // over this run's batches
+  std::atomic<uint32_t> edge_cost_{BatchCostModel::kPriorEdgeCost};
+  std::vector<Clock::time_point> last_done_;  // per trainer, this stretch
+  double trainer_busy_seconds_ = 0;
+  double trainer_available_seconds_ = 0;
+  int start_epoch_ = 0;
+  uint64_t start_round_ = 0;
+  bool resumed_ = false;
+  bool fits_in_memory_ = true;
+
+  absl::Mutex progress_mu_;
+  TrainProgress progress_ ABSL_GUARDED_BY(progress_mu_);
+  double epoch_loss_ ABSL_GUARDED_BY(progress_mu_) = 0;
+  // Across ranks: the epoch's edges and mean loss over every rank, as of
+  // the last ReportGlobalProgress.
+  uint64_t global_edges_ = 0;
+  double global_loss_ = 0;
+  // Across ranks, this epoch on this rank: seconds training, moving
+  // partitions and summing parameters, and the partition bytes it sent.
+  double train_seconds_ = 0;
+  double transfer_seconds_ = 0;
+  double sync_seconds_ = 0;
+  uint64_t bytes_at_boundary_ = 0;  // sent at round boundaries
+  uint64_t bytes_overlapped_ = 0;   // sent while the round before trained
+  // Moves of round early_round_ started while the round before it trains.
+  PendingMoves early_moves_;
+  uint64_t early_round_ = ~uint64_t{0};
+  Clock::time_point epoch_start_;
+};
+
+}  // namespace ember
+
+#endif  // EMBER_TRAIN_INTERNAL_TRAIN_LOOP_IMPL_H_
