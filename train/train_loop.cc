@@ -511,7 +511,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
   }
   pipeline_ = std::make_unique<BatchPipeline>(trainer_ptrs_, threads);
   if (distributed()) {
-    auto sync = MakeClusterSync(cluster_, options_.deterministic, round_size_);
+    auto sync = MakeClusterSync(cluster_, options_.deterministic, round_size_, features_.get());
     cluster_sync_ = sync.get();
     sync_ = std::move(sync);
   } else {
@@ -658,7 +658,6 @@ absl::Status CheckTrainableAcrossRanks(const TrainOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, " is not supported across ranks yet; train it in one process"));
   };
-  if (options.model.featurized != FeaturizedMode::kOff) return refuse("a featurized model");
   if (options.only_new_edges) return refuse("--only-new-edges");
   if (options.in_memory) return refuse("training without writing");
   return absl::OkStatus();

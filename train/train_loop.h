@@ -96,7 +96,7 @@ absl::StatusOr<TrainSummary> TrainGraphOnCluster(const std::string& graph_dir,
                                                  const TrainOptions& options, Cluster* cluster,
                                                  const LrChooser& choose_lr = nullptr);
 // InvalidArgument for what a run across ranks does not train yet
-// (featurized models, --only-new-edges, in-memory probes).
+// (--only-new-edges, in-memory probes).
 absl::Status CheckTrainableAcrossRanks(const TrainOptions& options);
 
 // Trains `graph` from scratch without writing to it (TrainOptions::in_memory,

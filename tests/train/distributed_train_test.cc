@@ -208,8 +208,11 @@ TEST_F(DistributedTrainTest, WhatRanksCannotTrainYetIsRefused) {
   o.only_new_edges = true;
   EXPECT_THAT(CheckTrainableAcrossRanks(o).message(), HasSubstr("--only-new-edges"));
   o = Options(1);
-  o.model.featurized = FeaturizedMode::kIdPlusFeatures;
+  o.in_memory = true;
   EXPECT_FALSE(CheckTrainableAcrossRanks(o).ok());
+  o = Options(1);
+  o.model.featurized = FeaturizedMode::kIdPlusFeatures;
+  EXPECT_TRUE(CheckTrainableAcrossRanks(o).ok());
   EXPECT_TRUE(CheckTrainableAcrossRanks(Options(1)).ok());
 }
 

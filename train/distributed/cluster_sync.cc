@@ -24,8 +24,11 @@ void AppendChange(int32_t key, const RelationParams& mine, const RelationParams&
 
 class ClusterSyncImpl final : public ClusterSync {
  public:
-  ClusterSyncImpl(Cluster* cluster, bool deterministic, uint32_t keys_per_round)
-      : cluster_(cluster), deterministic_(deterministic), keys_per_round_(keys_per_round) {}
+  ClusterSyncImpl(Cluster* cluster, bool deterministic, uint32_t keys_per_round,
+                  const FeatureTable* features)
+      : cluster_(cluster), deterministic_(deterministic), keys_per_round_(keys_per_round) {
+    if (features != nullptr) synced_ = *features;
+  }
 
   bool SyncsEveryRound() const override { return true; }
 
@@ -49,9 +52,17 @@ class ClusterSyncImpl final : public ClusterSync {
 
   absl::Status SyncFeatures(std::span<Trainer* const> trainers, FeatureTable* table) override {
     if (table == nullptr) return absl::OkStatus();
-    return absl::UnimplementedError(
-        "training across ranks does not sum feature tables yet; train featurized models in "
-        "one process");
+    if (table->rows != synced_.rows || table->dim != synced_.dim) {
+      return absl::InternalError(absl::StrCat("cluster sync: a feature table of ", table->rows,
+                                              " x ", table->dim, " against ", synced_.rows,
+                                              " x ", synced_.dim, " at the last sync"));
+    }
+    for (Trainer* t : trainers) RETURN_IF_ERROR(t->MergeFeatures(table));
+    ASSIGN_OR_RETURN(const std::vector<std::string> all,
+                     cluster_->AllGather(ChangedFeatureRows(*table)));
+    RETURN_IF_ERROR(AddFeatureChanges(all, table));
+    for (Trainer* t : trainers) RETURN_IF_ERROR(t->RefreshFeatures(*table));
+    return absl::OkStatus();
   }
 
  private:
@@ -108,17 +119,75 @@ class ClusterSyncImpl final : public ClusterSync {
     return absl::OkStatus();
   }
 
+  // The rows of `table` that differ from synced_, as [u32 row][dim floats
+  // of change][1 float of Adagrad change] records.
+  std::string ChangedFeatureRows(const FeatureTable& table) const {
+    const size_t dim = static_cast<size_t>(table.dim);
+    std::string out;
+    std::vector<float> record(dim + 1);
+    for (uint32_t f = 0; f < table.rows; ++f) {
+      const float* now = table.embeddings.data() + f * dim;
+      const float* was = synced_.embeddings.data() + f * dim;
+      if (std::memcmp(now, was, dim * sizeof(float)) == 0 &&
+          table.optimizer[f] == synced_.optimizer[f]) {
+        continue;
+      }
+      for (size_t i = 0; i < dim; ++i) record[i] = now[i] - was[i];
+      record[dim] = table.optimizer[f] - synced_.optimizer[f];
+      out.append(reinterpret_cast<const char*>(&f), sizeof(f));
+      out.append(reinterpret_cast<const char*>(record.data()), record.size() * sizeof(float));
+    }
+    return out;
+  }
+
+  // Adds every rank's changed rows, in rank order, to synced_, and copies
+  // the rows any rank changed into `table`.
+  absl::Status AddFeatureChanges(const std::vector<std::string>& all, FeatureTable* table) {
+    const size_t dim = static_cast<size_t>(table->dim);
+    const size_t record = sizeof(uint32_t) + (dim + 1) * sizeof(float);
+    std::vector<uint32_t> changed;
+    for (uint32_t r = 0; r < all.size(); ++r) {
+      if (all[r].size() % record != 0) {
+        return absl::DataLossError(absl::StrCat("cluster sync: rank ", r, " sent ",
+                                                all[r].size(), " bytes of feature rows, not "
+                                                "whole rows of ", record));
+      }
+      for (size_t at = 0; at < all[r].size(); at += record) {
+        uint32_t f;
+        std::memcpy(&f, all[r].data() + at, sizeof(f));
+        if (f >= table->rows) {
+          return absl::DataLossError(
+              absl::StrCat("cluster sync: rank ", r, " sent feature row ", f));
+        }
+        std::vector<float> d(dim + 1);
+        std::memcpy(d.data(), all[r].data() + at + sizeof(f), d.size() * sizeof(float));
+        float* row = synced_.embeddings.data() + f * dim;
+        for (size_t i = 0; i < dim; ++i) row[i] += d[i];
+        synced_.optimizer[f] += d[dim];
+        changed.push_back(f);
+      }
+    }
+    for (uint32_t f : changed) {
+      std::memcpy(table->embeddings.data() + f * dim, synced_.embeddings.data() + f * dim,
+                  dim * sizeof(float));
+      table->optimizer[f] = synced_.optimizer[f];
+    }
+    return absl::OkStatus();
+  }
+
   Cluster* const cluster_;
   const bool deterministic_;
   const uint32_t keys_per_round_;
   std::vector<int32_t> keys_;
+  FeatureTable synced_;  // the table as of the last sync (featurized models)
 };
 
 }  // namespace
 
 std::unique_ptr<ClusterSync> MakeClusterSync(Cluster* cluster, bool deterministic,
-                                             uint32_t keys_per_round) {
-  return std::make_unique<ClusterSyncImpl>(cluster, deterministic, keys_per_round);
+                                             uint32_t keys_per_round,
+                                             const FeatureTable* features) {
+  return std::make_unique<ClusterSyncImpl>(cluster, deterministic, keys_per_round, features);
 }
 
 }  // namespace ember

@@ -10,6 +10,13 @@
 // its position (RoundSourceOptions::trainer_per_bucket): so a run across
 // ranks equals that run bit for bit. Otherwise each rank first merges its
 // own trainers and the ranks' sums are added by Cluster::SumFloats.
+//
+// Featurized models: each rank's trainers update its own copy of the
+// feature table during a round; at the round end each rank sends only the
+// rows that changed since the last sync (their change to the parameters and
+// the Adagrad state), every rank adds every rank's changes in rank order to
+// the table as of the last sync, and every rank takes the result. A copy of
+// the table as of the last sync is kept for this (the table's size again).
 #ifndef EMBER_TRAIN_DISTRIBUTED_CLUSTER_SYNC_H_
 #define EMBER_TRAIN_DISTRIBUTED_CLUSTER_SYNC_H_
 
@@ -30,10 +37,11 @@ class ClusterSync : public ParameterSync {
   virtual void SetRoundKeys(std::vector<int32_t> key_of_trainer) = 0;
 };
 
-// `cluster` must outlive the result. Featurized models are refused by
-// SyncFeatures (a feature table is not yet summed across ranks).
+// `cluster` must outlive the result. `features`: the feature table every
+// rank starts from (featurized models), or null.
 std::unique_ptr<ClusterSync> MakeClusterSync(Cluster* cluster, bool deterministic,
-                                             uint32_t keys_per_round);
+                                             uint32_t keys_per_round,
+                                             const FeatureTable* features = nullptr);
 
 }  // namespace ember
 

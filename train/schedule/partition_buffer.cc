@@ -114,6 +114,11 @@ absl::Status PartitionBuffer::Put(std::unique_ptr<PartitionData> data) {
   RETURN_IF_ERROR(Quiesce());
   const uint32_t p = data->partition;
   if (!options_.frozen_rows.empty()) data->frozen_rows = options_.frozen_rows[p];
+  // Node features do not travel: they are read from this rank's graph.
+  if (options_.features && data->feature_row_start.empty()) {
+    RETURN_IF_ERROR(
+        graph_->ReadPartitionFeatures(p, &data->feature_row_start, &data->feature_entries));
+  }
   {
     absl::MutexLock lock(&mu_);
     if (p >= resident_.size() || resident_[p] != nullptr) {

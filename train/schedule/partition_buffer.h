@@ -98,7 +98,8 @@ class PartitionBuffer {
   // Take removes resident partition p (after background work, its rows
   // synced back from and released by every residency) and returns it;
   // null when p is not resident. Put installs a partition received from
-  // another rank; FailedPrecondition when p is resident already.
+  // another rank (its node features read from this buffer's graph, for
+  // featurized models); FailedPrecondition when p is resident already.
   absl::StatusOr<std::unique_ptr<PartitionData>> Take(uint32_t p);
   absl::Status Put(std::unique_ptr<PartitionData> data);
   // Writes a partition that is not resident (a copy received for a
