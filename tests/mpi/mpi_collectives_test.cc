@@ -11,7 +11,6 @@
 
 #include "gtest/gtest.h"
 #include "tests/mpi/mpi_test_env.h"
-#include "train/distributed/mpi/mpi_cluster.h"
 
 namespace ember {
 namespace {
@@ -104,22 +103,6 @@ TEST(MpiCollectivesTest, SumsOfDifferentLengthsAreRefusedOnEveryRank) {
   std::vector<float> none;
   EXPECT_TRUE(cluster.SumFloats(none).ok());
   EXPECT_TRUE(cluster.Barrier().ok());
-}
-
-TEST(MpiClusterTest, RanksAndPlaces) {
-  Cluster& cluster = TestCluster();
-  EXPECT_LT(cluster.rank(), cluster.world_size());
-  EXPECT_EQ(cluster.transport()->rank(), cluster.rank());
-  absl::StatusOr<std::vector<std::string>> ranks =
-      cluster.AllGather(std::to_string(cluster.rank()));
-  ASSERT_TRUE(ranks.ok());
-  for (uint32_t r = 0; r < cluster.world_size(); ++r) EXPECT_EQ((*ranks)[r], std::to_string(r));
-  EXPECT_NE(cluster.where().find(" pid "), std::string::npos) << cluster.where();
-}
-
-TEST(MpiClusterTest, MpiStartsOncePerProcess) {
-  auto again = StartMpiCluster();
-  EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition) << again.status();
 }
 
 }  // namespace

@@ -50,6 +50,7 @@ Cluster& TestCluster() { return *test_cluster; }
 
 int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
+  if (GTEST_FLAG_GET(list_tests)) return RUN_ALL_TESTS();  // lists; needs no MPI
   ember::TransportOptions options;
   options.max_chunk_bytes = ember::kTestClusterChunkBytes;
   auto cluster = ember::StartMpiCluster(options);
