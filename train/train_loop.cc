@@ -181,6 +181,7 @@ absl::Status TrainLoop::RestoreOrInit() {
     }
     bo.frozen_rows = m.previous_partition_sizes;
   }
+  RETURN_IF_ERROR(bo.Validate());
   buffer_ = std::make_unique<PartitionBuffer>(graph_, bo, locations, write_version_);
   return absl::OkStatus();
 }
@@ -409,6 +410,7 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
   so.trainers = trainers_.size();
   so.static_split = one_device_kind_;
   so.trainer_per_bucket = options_.deterministic;
+  RETURN_IF_ERROR(so.Validate());
   RoundBatchSource source(graph_, buffer_.get(), scheduler_.get(), this, so, &edge_cost_);
   while (const Round* next = source.PeekNext()) {
     if (distributed()) {
