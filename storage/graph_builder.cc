@@ -568,8 +568,15 @@ absl::Status GraphBuilder::Commit(const Manifest& manifest) {
       file_system->Rename(old, r.out).IgnoreError();  // put the old graph back
       return moved;
     }
+    const absl::Status synced = file_system->SyncPath(parent);
+    if (!synced.ok()) {
+      // The renames may not survive a crash: put the old graph back, and
+      // the new one back into staging (removed with the builder).
+      file_system->Rename(r.out, r.staging).IgnoreError();
+      file_system->Rename(old, r.out).IgnoreError();
+      return synced;
+    }
     r.committed = true;
-    RETURN_IF_ERROR(file_system->SyncPath(parent));
     const absl::Status removed = file_system->RemoveAll(old);
     if (!removed.ok()) {
       return absl::Status(removed.code(), absl::StrCat("committed ", r.out,
@@ -580,8 +587,15 @@ absl::Status GraphBuilder::Commit(const Manifest& manifest) {
   }
   // RENAME_NOREPLACE: never replace a graph that appeared since Create.
   RETURN_IF_ERROR(file_system->RenameNoReplace(r.staging, r.out));
+  const absl::Status synced = file_system->SyncPath(parent);
+  if (!synced.ok()) {
+    // The rename may not survive a crash: nothing where the graph would go
+    // (the staging directory is removed with the builder).
+    file_system->Rename(r.out, r.staging).IgnoreError();
+    return synced;
+  }
   r.committed = true;
-  return file_system->SyncPath(parent);
+  return absl::OkStatus();
 }
 
 void GraphBuilder::Abandon() {

@@ -100,7 +100,9 @@ absl::Status AtomicOutputFile::MoveIntoPlace() {
     return absl::OkStatus();
   }
   if (absl::IsAlreadyExists(linked)) return AlreadyExists(path_);
-  // File systems without hard links: check, then rename.
+  // Other failures (EIO, ENOSPC) are the disk's: report them.
+  if (!absl::IsPermissionDenied(linked) && !absl::IsUnimplemented(linked)) return linked;
+  // File systems without hard links (EPERM, EOPNOTSUPP): check, then rename.
   if (fs_->Stat(path_).value_or(PathKind::kMissing) != PathKind::kMissing) {
     return AlreadyExists(path_);
   }
@@ -112,9 +114,16 @@ absl::Status AtomicOutputFile::Commit() {
     return absl::FailedPreconditionError(absl::StrCat(path_, " is already committed"));
   }
   RETURN_IF_ERROR(Close());
+  // Whether the move replaces a file (only with overwrite_).
+  const bool replaces =
+      overwrite_ && fs_->Stat(path_).value_or(PathKind::kMissing) != PathKind::kMissing;
   RETURN_IF_ERROR(MoveIntoPlace());
   committed_ = true;
-  return fs_->SyncPath(internal::ParentDir(path_));
+  const absl::Status synced = fs_->SyncPath(internal::ParentDir(path_));
+  // The move may not survive a crash: a new file is taken back, so that a
+  // failed Commit leaves path() as it was. A replaced file is gone already.
+  if (!synced.ok() && !replaces) fs_->Remove(path_).IgnoreError();
+  return synced;
 }
 
 }  // namespace ember

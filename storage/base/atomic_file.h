@@ -48,6 +48,8 @@ class AtomicOutputFile {
   // directory. With `overwrite` an existing path() is replaced; without it,
   // a file that appeared at path() since Create() is never replaced
   // (AlreadyExists, and the temporary is removed when this is destroyed).
+  // When only the directory's fsync fails, a new path() is removed again
+  // (a replaced one stays replaced: its old contents are gone).
   absl::Status Commit();
 
  private:

@@ -23,7 +23,8 @@
 
 namespace ember {
 
-// A file open for writing. Not thread-safe.
+// A file open for writing. Not thread-safe, except that Sync may run on
+// one thread while Append runs on another (RocksDB syncs its WAL so).
 class WritableFile {
  public:
   virtual ~WritableFile() = default;  // closes (errors are lost: call Close)

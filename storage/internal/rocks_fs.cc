@@ -54,6 +54,8 @@ class SeamWritableFile final : public rocksdb::FSWritableFile {
   IOStatus Sync(const IOOptions&, IODebugContext*) override { return ToIOStatus(file_->Sync()); }
   IOStatus Fsync(const IOOptions&, IODebugContext*) override { return ToIOStatus(file_->Sync()); }
   uint64_t GetFileSize(const IOOptions&, IODebugContext*) override { return size_; }
+  // The seam allows Sync beside Append (RocksDB's SyncWAL needs it).
+  bool IsSyncThreadSafe() const override { return true; }
 
  private:
   std::unique_ptr<WritableFile> file_;
