@@ -25,6 +25,7 @@
 #include "partition/node_aggregator.h"
 #include "partition/node_slots.h"
 #include "partition/record_file.h"
+#include "storage/base/file_system.h"
 #include "partition/train_memory.h"
 #include "storage/graph.h"
 #include "storage/graph_builder.h"
@@ -699,12 +700,12 @@ absl::Status Importer::TranslateAndWriteEdges() {
   // Step C: translate dst, emit.
   const uint32_t R = 1u << range_bits_;
   RETURN_IF_ERROR(Distribute(spill, Scratch("by-src"), /*by_src=*/true, false));
-  std::filesystem::remove(spill);
+  CurrentFileSystem()->Remove(spill).IgnoreError();
   for (uint32_t r = 0; r < R; ++r) {
     RETURN_IF_ERROR(LoadSlotRange(slot_reader.get(), r, &pending));
     const std::string in = absl::StrCat(Scratch("by-src"), "-", r, ".part0");
     RETURN_IF_ERROR(Distribute(in, Scratch("by-dst"), /*by_src=*/false, true));
-    std::filesystem::remove(in);
+    CurrentFileSystem()->Remove(in).IgnoreError();
   }
   slot_reader.reset();
   ASSIGN_OR_RETURN(slot_reader, RecordReader::Open(Scratch("slots")));
@@ -725,12 +726,12 @@ absl::Status Importer::TranslateAndWriteEdges() {
           RETURN_IF_ERROR(out->Append(buf.data(), got));
         }
         in.reset();
-        std::filesystem::remove(p);
+        CurrentFileSystem()->Remove(p).IgnoreError();
       }
       RETURN_IF_ERROR(out->Close());
     }
     RETURN_IF_ERROR(process_file(merged, /*translate_src=*/false, options_.dedupe));
-    std::filesystem::remove(merged);
+    CurrentFileSystem()->Remove(merged).IgnoreError();
   }
   slots_.Clear();
   return absl::OkStatus();

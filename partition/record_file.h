@@ -1,15 +1,17 @@
 // Buffered sequential binary files for the importer's spill data. Fixed
 // records are written and read as raw bytes in host byte order: these files
-// live only in a scratch directory for the duration of one import.
+// live only in a scratch directory for the duration of one import. Both go
+// through CurrentFileSystem() (storage/base/file_system.h).
 #ifndef EMBER_PARTITION_RECORD_FILE_H_
 #define EMBER_PARTITION_RECORD_FILE_H_
 
 #include <cstdint>
-#include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "storage/base/file_system.h"
 
 namespace ember {
 
@@ -28,9 +30,13 @@ class RecordWriter {
   const std::string& path() const { return path_; }
 
  private:
-  RecordWriter(std::string path, std::FILE* f);
+  RecordWriter(std::string path, std::unique_ptr<WritableFile> file, size_t buffer_bytes);
+  absl::Status Flush();
+
   std::string path_;
-  std::FILE* f_;
+  std::unique_ptr<WritableFile> file_;  // null once closed
+  size_t buffer_bytes_;
+  std::string buffer_;
   uint64_t bytes_ = 0;
 };
 
@@ -49,10 +55,16 @@ class RecordReader {
   uint64_t file_bytes() const { return file_bytes_; }
 
  private:
-  RecordReader(std::string path, std::FILE* f, uint64_t size);
+  RecordReader(std::string path, std::unique_ptr<ReadableFile> file, uint64_t size,
+               size_t buffer_bytes);
+
   std::string path_;
-  std::FILE* f_;
+  std::unique_ptr<ReadableFile> file_;
   uint64_t file_bytes_;
+  std::vector<char> buffer_;
+  size_t buffer_start_ = 0;  // unread bytes: buffer_[buffer_start_, buffer_end_)
+  size_t buffer_end_ = 0;
+  uint64_t offset_ = 0;  // file offset of buffer_end_
 };
 
 }  // namespace ember

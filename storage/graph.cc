@@ -24,9 +24,11 @@
 #include "rocksdb/env.h"
 #include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/write_buffer_manager.h"
+#include "storage/base/file_system.h"
 #include "storage/base/file_util.h"
 #include "storage/internal/keys.h"
 #include "storage/base/node_hash.h"
+#include "storage/internal/rocks_fs.h"
 #include "storage/internal/rocks_util.h"
 #include "storage/base/status_macros.h"
 #include "storage/internal/writer_lock.h"
@@ -119,22 +121,24 @@ struct Graph::Rep {
   GraphOpenOptions options;
   Manifest manifest;
   std::vector<uint64_t> bases;  // P + 1 prefix sums of partition sizes
-  int lock_fd = -1;
+  std::unique_ptr<FileLock> lock;
   // Readers: the directory holding each DB's secondary-instance files
   // (under the system temp dir; removed on close), and every blob as of the
   // open, held open so that a writer's deletions cannot take it away.
   std::string secondary_dir;
-  std::map<std::string, int, std::less<>> blob_fds;
+  std::map<std::string, std::unique_ptr<ReadableFile>, std::less<>> blobs;
   std::shared_ptr<rocksdb::Cache> cache;
   std::shared_ptr<rocksdb::WriteBufferManager> write_buffers;
   std::shared_ptr<rocksdb::Logger> null_logger;
+  // Every DB's Env: RocksDB's files through the file-system seam.
+  std::shared_ptr<rocksdb::Env> env;
   Db dict;
   std::vector<Db> shards;
 
   ~Rep() {
     CloseDbs().IgnoreError();  // Graph::Close() is the way to see the error
-    if (lock_fd >= 0) ::close(lock_fd);  // releases the flock
-    for (const auto& [name, fd] : blob_fds) ::close(fd);
+    lock.reset();  // releases the flock
+    blobs.clear();
     if (!secondary_dir.empty()) {
       std::error_code ec;
       fs::remove_all(secondary_dir, ec);
@@ -142,11 +146,34 @@ struct Graph::Rep {
   }
 
   // Closes every DB (those already closed are skipped); the first error.
+  // A writer first flushes every memtable itself, as RocksDB's close would,
+  // so that a failed flush is reported (RocksDB's close drops that error).
+  // After a failed flush the close does not flush again: what the memtables
+  // hold is either in the WAL or (tables, written without it) not committed,
+  // and RocksDB 7.8 asserts when it flushes a memtable with range deletions
+  // a second time.
   absl::Status CloseDbs() {
     absl::Status status;
-    for (Db& s : shards) status.Update(s.Close());
-    status.Update(dict.Close());
+    for (Db* db : AllDbs()) {
+      if (!options.read_only && db->db != nullptr) {
+        rocksdb::FlushOptions fo;
+        fo.wait = true;
+        const absl::Status flushed = FromRocks(
+            db->db->Flush(fo, db->handles), absl::StrCat("cannot flush ", db->path, " before closing it"));
+        if (!flushed.ok()) {
+          db->db->SetDBOptions({{"avoid_flush_during_shutdown", "true"}}).PermitUncheckedError();
+        }
+        status.Update(flushed);
+      }
+      status.Update(db->Close());
+    }
     return status;
+  }
+  std::vector<Db*> AllDbs() {
+    std::vector<Db*> dbs;
+    for (Db& s : shards) dbs.push_back(&s);
+    dbs.push_back(&dict);
+    return dbs;
   }
 
   // Reads the manifest and opens every DB (and, for readers, the blobs).
@@ -154,11 +181,12 @@ struct Graph::Rep {
   absl::Status OpenDb(const std::string& name,
                       const std::vector<std::string>& cfs, Db* out);
   absl::Status SnapshotBlobs();
-  // Readers: the descriptor of blob `name` as of the open; NotFound naming
-  // `path` if it had none.
-  absl::StatusOr<int> SnapshotBlob(std::string_view name, const std::string& path) const {
-    auto it = blob_fds.find(name);
-    if (it != blob_fds.end()) return it->second;
+  // Readers: blob `name` as of the open; NotFound naming `path` if it had
+  // none.
+  absl::StatusOr<const ReadableFile*> SnapshotBlob(std::string_view name,
+                                                   const std::string& path) const {
+    auto it = blobs.find(name);
+    if (it != blobs.end()) return it->second.get();
     return internal::ErrnoStatus(ENOENT, "cannot open", path);
   }
   absl::Status CheckPartition(uint32_t p, std::string_view what) const;
@@ -177,12 +205,12 @@ absl::Status Graph::Rep::OpenDb(const std::string& name,
                                 const std::vector<std::string>& cfs,
                                 Db* out) {
   out->path = absl::StrCat(dir, "/", name);
-  std::error_code ec;
-  if (!fs::is_directory(out->path, ec)) {
+  if (CurrentFileSystem()->Stat(out->path).value_or(PathKind::kMissing) != PathKind::kDirectory) {
     return absl::DataLossError(absl::StrCat(
         out->path, " is missing: the graph directory is incomplete"));
   }
   rocksdb::DBOptions db_options;
+  db_options.env = env.get();
   db_options.create_if_missing = false;
   db_options.create_missing_column_families = false;
   // Modest per-DB file handle budget: a graph has P + 1 DBs.
@@ -239,6 +267,7 @@ absl::Status Graph::Rep::OpenAll() {
     write_buffers = std::make_shared<rocksdb::WriteBufferManager>(
         options.write_buffer_bytes > 0 ? options.write_buffer_bytes : kWriteBufferBudget);
   }
+  env = internal::RocksEnvForCurrentFileSystem();
   RETURN_IF_ERROR(OpenDb(internal::DictDirName(), internal::DictColumnFamilies(), &dict));
   shards.resize(manifest.num_partitions);
   for (uint32_t p = 0; p < manifest.num_partitions; ++p) {
@@ -249,22 +278,20 @@ absl::Status Graph::Rep::OpenAll() {
 
 absl::Status Graph::Rep::SnapshotBlobs() {
   const std::string blob_dir = dir + "/blobs";
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(blob_dir, ec)) {
-    std::string name = e.path().filename().string();
+  FileSystem* file_system = CurrentFileSystem();
+  absl::StatusOr<std::vector<std::string>> names = file_system->ListDir(blob_dir);
+  if (absl::IsNotFound(names.status())) return absl::OkStatus();
+  if (!names.ok()) return names.status();
+  for (std::string& name : *names) {
     // A write in progress, not part of any committed state.
     if (name.find(internal::kAtomicWriteTempInfix) != std::string::npos) continue;
-    const int fd = ::open(e.path().c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      // Deleted since listed: only a writer does that, and Graph::Open then
-      // finds the manifest changed and opens again.
-      if (errno == ENOENT) continue;
-      return internal::ErrnoStatus(errno, "cannot open", e.path().string());
-    }
-    blob_fds.emplace(std::move(name), fd);
-  }
-  if (ec && ec != std::errc::no_such_file_or_directory) {
-    return internal::ErrnoStatus(ec.value(), "cannot list", blob_dir);
+    absl::StatusOr<std::unique_ptr<ReadableFile>> file =
+        file_system->OpenForRead(absl::StrCat(blob_dir, "/", name));
+    // Deleted since listed: only a writer does that, and Graph::Open then
+    // finds the manifest changed and opens again.
+    if (absl::IsNotFound(file.status())) continue;
+    if (!file.ok()) return file.status();
+    blobs.emplace(std::move(name), *std::move(file));
   }
   return absl::OkStatus();
 }
@@ -295,8 +322,8 @@ absl::StatusOr<std::unique_ptr<Graph>> Graph::Open(
   std::string dir = dir_arg;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   const std::string manifest_path = dir + "/MANIFEST.json";
-  std::error_code ec;
-  if (!fs::exists(manifest_path, ec)) {
+  if (CurrentFileSystem()->Stat(manifest_path).value_or(PathKind::kMissing) ==
+      PathKind::kMissing) {
     return absl::NotFoundError(absl::StrCat(
         manifest_path, " not found: ", dir, " is not a graph directory"));
   }
@@ -309,7 +336,7 @@ absl::StatusOr<std::unique_ptr<Graph>> Graph::Open(
   if (!options.read_only) {
     std::unique_ptr<Rep> rep = new_rep();
     // Lock before reading the manifest so that it cannot change under us.
-    ASSIGN_OR_RETURN(rep->lock_fd, internal::AcquireWriterLock(dir));
+    ASSIGN_OR_RETURN(rep->lock, internal::AcquireWriterLock(dir));
     // The lock makes us the only writer: what a killed writer's atomic
     // writes left half-done (manifest, blobs) can go.
     RETURN_IF_ERROR(internal::RemoveAtomicWriteLeftovers(dir));
@@ -898,9 +925,7 @@ absl::Status Graph::WriteBlob(std::string_view name, std::span<const std::string
   RETURN_IF_ERROR(rep_->RequireWritable("WriteBlob"));
   RETURN_IF_ERROR(CheckBlobName(name));
   const std::string dir = rep_->dir + "/blobs";
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return internal::ErrnoStatus(ec.value(), "create directory", dir);
+  RETURN_IF_ERROR(CreateDirs(dir));
   return internal::WriteFileAtomic(absl::StrCat(dir, "/", internal::Sv(name)), parts);
 }
 
@@ -908,8 +933,8 @@ absl::StatusOr<std::string> Graph::ReadBlob(std::string_view name) const {
   RETURN_IF_ERROR(CheckBlobName(name));
   const std::string path = absl::StrCat(rep_->dir, "/blobs/", internal::Sv(name));
   if (!rep_->options.read_only) return internal::ReadFile(path);
-  ASSIGN_OR_RETURN(const int fd, rep_->SnapshotBlob(name, path));
-  return internal::ReadFd(fd, path);
+  ASSIGN_OR_RETURN(const ReadableFile* file, rep_->SnapshotBlob(name, path));
+  return ReadWholeFile(*file);
 }
 
 absl::Status Graph::ReadBlobInto(std::string_view name,
@@ -917,24 +942,21 @@ absl::Status Graph::ReadBlobInto(std::string_view name,
   RETURN_IF_ERROR(CheckBlobName(name));
   const std::string path = absl::StrCat(rep_->dir, "/blobs/", internal::Sv(name));
   if (!rep_->options.read_only) return internal::ReadFileInto(path, parts);
-  ASSIGN_OR_RETURN(const int fd, rep_->SnapshotBlob(name, path));
-  return internal::ReadFdInto(fd, path, parts);
+  ASSIGN_OR_RETURN(const ReadableFile* file, rep_->SnapshotBlob(name, path));
+  return ReadWholeFileInto(*file, parts);
 }
 
 absl::StatusOr<std::vector<std::string>> Graph::ListBlobs() const {
   std::vector<std::string> names;
   if (rep_->options.read_only) {
-    for (const auto& [name, fd] : rep_->blob_fds) names.push_back(name);
+    for (const auto& [name, file] : rep_->blobs) names.push_back(name);
     return names;  // the map is sorted
   }
   const std::string dir = rep_->dir + "/blobs";
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    names.push_back(e.path().filename().string());
-  }
-  if (ec && ec != std::errc::no_such_file_or_directory) {
-    return internal::ErrnoStatus(ec.value(), "cannot list", dir);
-  }
+  absl::StatusOr<std::vector<std::string>> listed = CurrentFileSystem()->ListDir(dir);
+  if (absl::IsNotFound(listed.status())) return names;
+  if (!listed.ok()) return listed.status();
+  names = *std::move(listed);
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -943,10 +965,8 @@ absl::Status Graph::DeleteBlob(std::string_view name) {
   RETURN_IF_ERROR(rep_->RequireWritable("DeleteBlob"));
   RETURN_IF_ERROR(CheckBlobName(name));
   const std::string path = absl::StrCat(rep_->dir, "/blobs/", internal::Sv(name));
-  if (std::remove(path.c_str()) != 0 && errno != ENOENT) {
-    return internal::ErrnoStatus(errno, "remove", path);
-  }
-  return absl::OkStatus();
+  const absl::Status removed = CurrentFileSystem()->Remove(path);
+  return absl::IsNotFound(removed) ? absl::OkStatus() : removed;
 }
 
 }  // namespace ember

@@ -25,8 +25,10 @@
 #include "absl/synchronization/mutex.h"
 #include "rocksdb/db.h"
 #include "rocksdb/sst_file_writer.h"
+#include "storage/base/file_system.h"
 #include "storage/base/file_util.h"
 #include "storage/internal/keys.h"
+#include "storage/internal/rocks_fs.h"
 #include "storage/internal/rocks_util.h"
 #include "storage/base/status_macros.h"
 
@@ -76,10 +78,11 @@ std::string PrintableKey(std::string_view key) {
 class SstRunWriter : public SortedRunWriter {
  public:
   explicit SstRunWriter(std::shared_ptr<RunState> state)
-      : state_(std::move(state)) {
+      : state_(std::move(state)), env_(internal::RocksEnvForCurrentFileSystem()) {
     rocksdb::Options options(
         rocksdb::DBOptions(),
         internal::ColumnFamilyOptionsFor(TargetName(state_->target), nullptr));
+    options.env = env_.get();
     writer_ = std::make_unique<rocksdb::SstFileWriter>(rocksdb::EnvOptions(),
                                                        options);
   }
@@ -135,6 +138,7 @@ class SstRunWriter : public SortedRunWriter {
 
  private:
   std::shared_ptr<RunState> state_;
+  std::shared_ptr<rocksdb::Env> env_;  // outlives writer_
   std::unique_ptr<rocksdb::SstFileWriter> writer_;
   absl::Status status_;
   bool opened_ = false;
@@ -148,39 +152,38 @@ bool ProcessAlive(pid_t pid) {
 }
 
 // Removes `<base>.<kind>-<pid>` entries of `parent` whose pid is dead.
-void RemoveStale(const fs::path& parent, const std::string& base,
+// Best effort.
+void RemoveStale(const std::string& parent, const std::string& base,
                  std::string_view kind) {
-  std::error_code ec;
-  fs::directory_iterator it(parent, ec);
-  if (ec) return;
+  FileSystem* file_system = CurrentFileSystem();
+  absl::StatusOr<std::vector<std::string>> names = file_system->ListDir(parent);
+  if (!names.ok()) return;
   const std::string prefix = absl::StrCat(base, ".", internal::Sv(kind), "-");
-  for (const fs::directory_entry& entry : it) {
-    std::string name = entry.path().filename().string();
+  for (const std::string& name : *names) {
     absl::string_view rest = name;
     if (!absl::ConsumePrefix(&rest, prefix)) continue;
     int pid = 0;
     if (!absl::SimpleAtoi(rest, &pid) || ProcessAlive(pid)) continue;
-    std::error_code remove_ec;
-    fs::remove_all(entry.path(), remove_ec);
+    file_system->RemoveAll(absl::StrCat(parent, "/", name)).IgnoreError();
   }
 }
 
-// Fsyncs every file and directory under `root`, then `root` itself.
+// Fsyncs every file and directory under `root`, then `root` itself (files
+// before the directory holding them).
 absl::Status FsyncTree(const std::string& root) {
-  std::error_code ec;
-  std::vector<std::string> paths;
-  for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end;
-       it.increment(ec)) {
-    if (it->is_regular_file(ec) || it->is_directory(ec)) {
-      paths.push_back(it->path().string());
+  FileSystem* file_system = CurrentFileSystem();
+  ASSIGN_OR_RETURN(std::vector<std::string> names, file_system->ListDir(root));
+  std::sort(names.begin(), names.end());
+  for (const std::string& name : names) {
+    const std::string path = absl::StrCat(root, "/", name);
+    ASSIGN_OR_RETURN(const PathKind kind, file_system->Stat(path));
+    if (kind == PathKind::kDirectory) {
+      RETURN_IF_ERROR(FsyncTree(path));
+    } else if (kind == PathKind::kFile) {
+      RETURN_IF_ERROR(file_system->SyncPath(path));
     }
   }
-  if (ec) {
-    return absl::InternalError(
-        absl::StrCat("cannot list ", root, ": ", ec.message()));
-  }
-  for (const std::string& p : paths) RETURN_IF_ERROR(internal::FsyncPath(p));
-  return internal::FsyncPath(root);
+  return file_system->SyncPath(root);
 }
 
 }  // namespace
@@ -213,7 +216,9 @@ absl::Status GraphBuilder::Rep::BuildDb(
     const std::string& name, const std::vector<std::string>& cfs,
     const std::vector<std::vector<std::string>>& files) {
   const std::string path = absl::StrCat(staging, "/", name);
+  const std::shared_ptr<rocksdb::Env> env = internal::RocksEnvForCurrentFileSystem();
   rocksdb::DBOptions db_options;
+  db_options.env = env.get();
   db_options.create_if_missing = true;
   db_options.create_missing_column_families = true;
   db_options.max_open_files = 64;
@@ -272,25 +277,24 @@ absl::StatusOr<std::unique_ptr<GraphBuilder>> GraphBuilder::Create(
     return absl::InvalidArgumentError(
         absl::StrCat("num_partitions must be at least 1 (building ", out, ")"));
   }
-  std::error_code ec;
-  const fs::path out_path(out);
-  if (fs::exists(out_path, ec) && !options.overwrite) {
+  FileSystem* file_system = CurrentFileSystem();
+  auto exists = [file_system](const std::string& path) {
+    return file_system->Stat(path).value_or(PathKind::kMissing) != PathKind::kMissing;
+  };
+  if (exists(out) && !options.overwrite) {
     return absl::AlreadyExistsError(absl::StrCat(
         out, " already exists (pass --overwrite to replace it)"));
   }
-  fs::path parent = out_path.parent_path();
+  const fs::path out_path(out);
+  std::string parent = out_path.parent_path().string();
   if (parent.empty()) parent = ".";
-  fs::create_directories(parent, ec);
-  if (ec) {
-    return absl::InternalError(absl::StrCat(
-        "cannot create directory ", parent.string(), ": ", ec.message()));
-  }
+  RETURN_IF_ERROR(CreateDirs(parent));
   const std::string base = out_path.filename().string();
   RemoveStale(parent, base, "staging");
   // A leftover `<out>.old-<pid>` is garbage only if `out` itself exists (a
   // crash between the two renames of an overwrite leaves the only copy in
   // the .old directory).
-  if (fs::exists(out_path, ec)) RemoveStale(parent, base, "old");
+  if (exists(out)) RemoveStale(parent, base, "old");
 
   auto rep = std::make_unique<Rep>();
   rep->out = out;
@@ -298,23 +302,19 @@ absl::StatusOr<std::unique_ptr<GraphBuilder>> GraphBuilder::Create(
   rep->staging = absl::StrCat(out, ".staging-", ::getpid());
   rep->runs_dir = rep->staging + "/runs";
   rep->scratch = rep->staging + "/scratch";
-  if (::mkdir(rep->staging.c_str(), 0755) != 0) {
-    if (errno == EEXIST) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "staging directory ", rep->staging,
-          " exists: another builder in this process is writing ", out));
-    }
-    return internal::ErrnoStatus(errno, "cannot create staging directory",
-                                 rep->staging);
+  const absl::Status created = file_system->CreateDir(rep->staging);
+  if (absl::IsAlreadyExists(created)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "staging directory ", rep->staging,
+        " exists: another builder in this process is writing ", out));
   }
+  RETURN_IF_ERROR(created);
   // From here on the builder owns the staging directory and removes it on
   // failure.
   std::unique_ptr<GraphBuilder> builder(new GraphBuilder(std::move(rep)));
   for (const std::string* dir : {&builder->rep_->runs_dir,
                                  &builder->rep_->scratch}) {
-    if (::mkdir(dir->c_str(), 0755) != 0) {
-      return internal::ErrnoStatus(errno, "cannot create directory", *dir);
-    }
+    RETURN_IF_ERROR(file_system->CreateDir(*dir));
   }
   return builder;
 }
@@ -330,18 +330,19 @@ absl::StatusOr<std::unique_ptr<GraphBuilder>> GraphBuilder::CreateAppend(
         absl::StrCat(graph->dir(), " has too many appends"));
   }
   rep->edge_generation = graph->manifest().edge_generation + 1;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(graph->dir(), ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("append-", 0) == 0) fs::remove_all(entry.path(), ec);
+  FileSystem* file_system = CurrentFileSystem();
+  // Best effort: what an earlier append left.
+  for (const std::string& name : file_system->ListDir(graph->dir()).value_or(
+           std::vector<std::string>())) {
+    if (name.rfind("append-", 0) == 0) {
+      file_system->RemoveAll(absl::StrCat(graph->dir(), "/", name)).IgnoreError();
+    }
   }
   rep->staging = absl::StrCat(graph->dir(), "/append-", ::getpid());
   rep->runs_dir = rep->staging + "/runs";
   rep->scratch = rep->staging + "/scratch";
   for (const std::string* dir : {&rep->staging, &rep->runs_dir, &rep->scratch}) {
-    if (::mkdir(dir->c_str(), 0755) != 0) {
-      return internal::ErrnoStatus(errno, "cannot create directory", *dir);
-    }
+    RETURN_IF_ERROR(file_system->CreateDir(*dir));
   }
   return std::unique_ptr<GraphBuilder>(new GraphBuilder(std::move(rep)));
 }
@@ -460,9 +461,7 @@ absl::Status GraphBuilder::WriteBlob(std::string_view name,
     }
   }
   const std::string dir = rep_->staging + "/blobs";
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return internal::ErrnoStatus(ec.value(), "create directory", dir);
+  RETURN_IF_ERROR(CreateDirs(dir));
   return internal::WriteFileAtomic(absl::StrCat(dir, "/", internal::Sv(name)),
                                    bytes);
 }
@@ -473,8 +472,8 @@ absl::Status GraphBuilder::Commit(const Manifest& manifest) {
     return absl::FailedPreconditionError(
         absl::StrCat("Commit called twice for ", r.out));
   }
-  std::error_code ec;
-  if (!fs::is_directory(r.staging, ec)) {
+  FileSystem* file_system = CurrentFileSystem();
+  if (file_system->Stat(r.staging).value_or(PathKind::kMissing) != PathKind::kDirectory) {
     return absl::FailedPreconditionError(absl::StrCat(
         "staging directory ", r.staging, " is gone (builder abandoned?)"));
   }
@@ -537,7 +536,7 @@ absl::Status GraphBuilder::Commit(const Manifest& manifest) {
     }
     RETURN_IF_ERROR(r.append->CommitManifest(manifest));
     r.committed = true;
-    fs::remove_all(r.staging, ec);
+    file_system->RemoveAll(r.staging).IgnoreError();
     return absl::OkStatus();
   }
   RETURN_IF_ERROR(r.BuildDb(internal::DictDirName(),
@@ -549,55 +548,59 @@ absl::Status GraphBuilder::Commit(const Manifest& manifest) {
   RETURN_IF_ERROR(
       WriteManifestAtomic(absl::StrCat(r.staging, "/MANIFEST.json"), manifest));
   for (const std::string* dir : {&r.runs_dir, &r.scratch}) {
-    fs::remove_all(*dir, ec);
-    if (ec) {
-      return absl::InternalError(
-          absl::StrCat("cannot remove ", *dir, ": ", ec.message()));
-    }
+    RETURN_IF_ERROR(file_system->RemoveAll(*dir));
   }
   RETURN_IF_ERROR(FsyncTree(r.staging));
 
   // The rename is the commit point.
   const std::string parent = internal::ParentDir(r.out);
-  if (r.options.overwrite && fs::exists(r.out, ec)) {
+  if (r.options.overwrite &&
+      file_system->Stat(r.out).value_or(PathKind::kMissing) != PathKind::kMissing) {
     const std::string old = absl::StrCat(r.out, ".old-", ::getpid());
-    fs::remove_all(old, ec);
-    if (::rename(r.out.c_str(), old.c_str()) != 0) {
-      return internal::ErrnoStatus(
-          errno, absl::StrCat("cannot move the existing graph aside to ", old,
-                              ":"),
-          r.out);
+    file_system->RemoveAll(old).IgnoreError();
+    const absl::Status aside = file_system->Rename(r.out, old);
+    if (!aside.ok()) {
+      return absl::Status(aside.code(), absl::StrCat("cannot move the existing graph aside to ",
+                                                     old, ": ", aside.message()));
     }
-    if (::rename(r.staging.c_str(), r.out.c_str()) != 0) {
-      absl::Status s = internal::ErrnoStatus(
-          errno, absl::StrCat("cannot rename ", r.staging, " to"), r.out);
-      ::rename(old.c_str(), r.out.c_str());  // put the old graph back
-      return s;
+    const absl::Status moved = file_system->Rename(r.staging, r.out);
+    if (!moved.ok()) {
+      file_system->Rename(old, r.out).IgnoreError();  // put the old graph back
+      return moved;
+    }
+    const absl::Status synced = file_system->SyncPath(parent);
+    if (!synced.ok()) {
+      // The renames may not survive a crash: put the old graph back, and
+      // the new one back into staging (removed with the builder).
+      file_system->Rename(r.out, r.staging).IgnoreError();
+      file_system->Rename(old, r.out).IgnoreError();
+      return synced;
     }
     r.committed = true;
-    RETURN_IF_ERROR(internal::FsyncPath(parent));
-    fs::remove_all(old, ec);
-    if (ec) {
-      return absl::InternalError(absl::StrCat(
-          "committed ", r.out, " but cannot remove the old graph ", old, ": ",
-          ec.message()));
+    const absl::Status removed = file_system->RemoveAll(old);
+    if (!removed.ok()) {
+      return absl::Status(removed.code(), absl::StrCat("committed ", r.out,
+                                                       " but cannot remove the old graph ",
+                                                       old, ": ", removed.message()));
     }
     return absl::OkStatus();
   }
   // RENAME_NOREPLACE: never replace a graph that appeared since Create.
-  if (::renameat2(AT_FDCWD, r.staging.c_str(), AT_FDCWD, r.out.c_str(),
-                  RENAME_NOREPLACE) != 0) {
-    return internal::ErrnoStatus(
-        errno, absl::StrCat("cannot rename ", r.staging, " to"), r.out);
+  RETURN_IF_ERROR(file_system->RenameNoReplace(r.staging, r.out));
+  const absl::Status synced = file_system->SyncPath(parent);
+  if (!synced.ok()) {
+    // The rename may not survive a crash: nothing where the graph would go
+    // (the staging directory is removed with the builder).
+    file_system->Rename(r.out, r.staging).IgnoreError();
+    return synced;
   }
   r.committed = true;
-  return internal::FsyncPath(parent);
+  return absl::OkStatus();
 }
 
 void GraphBuilder::Abandon() {
   if (rep_->committed) return;
-  std::error_code ec;
-  fs::remove_all(rep_->staging, ec);
+  CurrentFileSystem()->RemoveAll(rep_->staging).IgnoreError();
 }
 
 }  // namespace ember

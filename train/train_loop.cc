@@ -14,6 +14,7 @@
 #include "nlohmann/json.hpp"
 #include "partition/train_memory.h"
 #include "storage/graph.h"
+#include "storage/base/file_system.h"
 #include "storage/base/json_reader.h"
 #include "storage/base/status_macros.h"
 #include "train/stream/batch_pipeline.h"
@@ -296,12 +297,10 @@ std::string EpochJsonLine(const EpochStats& s) {
 
 absl::Status TrainLoop::AppendMetrics(const EpochStats& s) {
   const std::string path = graph_->dir() + "/metrics.jsonl";
-  std::FILE* f = std::fopen(path.c_str(), "a");
-  if (f == nullptr) return absl::InternalError(absl::StrCat("cannot append to ", path));
-  const std::string line = EpochJsonLine(s) + "\n";
-  const bool ok = std::fwrite(line.data(), 1, line.size(), f) == line.size();
-  if (std::fclose(f) != 0 || !ok) return absl::InternalError(absl::StrCat("write failed: ", path));
-  return absl::OkStatus();
+  ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> f,
+                   CurrentFileSystem()->OpenForWrite(path, WriteMode::kAppend));
+  RETURN_IF_ERROR(f->Append(EpochJsonLine(s) + "\n"));
+  return f->Close();
 }
 
 absl::Status TrainLoop::PlanMemory(const std::vector<DeviceSpec>& devices) {

@@ -1,13 +1,12 @@
 #include "storage/base/atomic_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
+#include "storage/base/file_system.h"
 #include "storage/base/file_util.h"
 #include "storage/base/status_macros.h"
 
@@ -25,38 +24,37 @@ absl::Status AlreadyExists(const std::string& path) {
       absl::StrCat(path, " already exists (pass --overwrite to replace it)"));
 }
 
-bool PathExists(const std::string& path) {
-  struct stat st;
-  return ::lstat(path.c_str(), &st) == 0;
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<AtomicOutputFile>> AtomicOutputFile::Create(
     const std::string& path, bool overwrite) {
   if (path.empty()) return absl::InvalidArgumentError("output path is empty");
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0) {
-    if (S_ISDIR(st.st_mode)) {
-      return absl::FailedPreconditionError(absl::StrCat(path, " is a directory"));
-    }
-    if (!overwrite) return AlreadyExists(path);
+  FileSystem* fs = CurrentFileSystem();
+  // A stat that fails (not ENOENT) leaves the decision to the create below.
+  const PathKind kind = fs->Stat(path).value_or(PathKind::kMissing);
+  if (kind == PathKind::kDirectory) {
+    return absl::FailedPreconditionError(absl::StrCat(path, " is a directory"));
   }
+  if (kind != PathKind::kMissing && !overwrite) return AlreadyExists(path);
   std::string temp = absl::StrCat(path, internal::kAtomicWriteTempInfix, ::getpid(), "-",
                                   temp_counter.fetch_add(1));
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return internal::ErrnoStatus(errno, "cannot create", temp);
+  ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file,
+                   fs->OpenForWrite(temp, WriteMode::kCreateNew));
   return std::unique_ptr<AtomicOutputFile>(
-      new AtomicOutputFile(path, std::move(temp), fd, overwrite));
+      new AtomicOutputFile(fs, path, std::move(temp), std::move(file), overwrite));
 }
 
-AtomicOutputFile::AtomicOutputFile(std::string path, std::string temp, int fd,
-                                   bool overwrite)
-    : path_(std::move(path)), temp_(std::move(temp)), fd_(fd), overwrite_(overwrite) {}
+AtomicOutputFile::AtomicOutputFile(FileSystem* fs, std::string path, std::string temp,
+                                   std::unique_ptr<WritableFile> file, bool overwrite)
+    : fs_(fs),
+      path_(std::move(path)),
+      temp_(std::move(temp)),
+      file_(std::move(file)),
+      overwrite_(overwrite) {}
 
 AtomicOutputFile::~AtomicOutputFile() {
-  if (fd_ >= 0) ::close(fd_);
-  if (!committed_) ::unlink(temp_.c_str());
+  file_.reset();
+  if (!committed_) fs_->Remove(temp_).IgnoreError();
 }
 
 absl::Status AtomicOutputFile::Flush() {
@@ -66,19 +64,12 @@ absl::Status AtomicOutputFile::Flush() {
 }
 
 absl::Status AtomicOutputFile::WriteAll(std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd_, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return internal::ErrnoStatus(errno, "cannot write", temp_);
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return absl::OkStatus();
+  if (data.empty()) return absl::OkStatus();
+  return file_->Append(data);
 }
 
 absl::Status AtomicOutputFile::Append(std::string_view data) {
-  if (fd_ < 0) {
+  if (file_ == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(temp_, " is already closed"));
   }
   bytes_ += data.size();
@@ -90,36 +81,32 @@ absl::Status AtomicOutputFile::Append(std::string_view data) {
 }
 
 absl::Status AtomicOutputFile::Close() {
-  if (fd_ < 0) return absl::OkStatus();
+  if (file_ == nullptr) return absl::OkStatus();
   RETURN_IF_ERROR(Flush());
-  if (::fsync(fd_) != 0) return internal::ErrnoStatus(errno, "cannot fsync", temp_);
-  const int fd = fd_;
-  fd_ = -1;
-  if (::close(fd) != 0) return internal::ErrnoStatus(errno, "cannot close", temp_);
+  RETURN_IF_ERROR(file_->Sync());
+  const std::unique_ptr<WritableFile> file = std::move(file_);
+  RETURN_IF_ERROR(file->Close());
   std::string().swap(buffer_);
   return absl::OkStatus();
 }
 
 absl::Status AtomicOutputFile::MoveIntoPlace() {
-  if (overwrite_) {
-    if (::rename(temp_.c_str(), path_.c_str()) != 0) {
-      return internal::ErrnoStatus(errno, absl::StrCat("cannot rename ", temp_, " to"), path_);
-    }
-    return absl::OkStatus();
-  }
+  if (overwrite_) return fs_->Rename(temp_, path_);
   // link() fails with EEXIST instead of replacing, so a file that appeared
   // at path_ meanwhile is never clobbered.
-  if (::link(temp_.c_str(), path_.c_str()) == 0) {
-    ::unlink(temp_.c_str());
+  const absl::Status linked = fs_->Link(temp_, path_);
+  if (linked.ok()) {
+    fs_->Remove(temp_).IgnoreError();
     return absl::OkStatus();
   }
-  if (errno == EEXIST) return AlreadyExists(path_);
-  // File systems without hard links: check, then rename.
-  if (PathExists(path_)) return AlreadyExists(path_);
-  if (::rename(temp_.c_str(), path_.c_str()) != 0) {
-    return internal::ErrnoStatus(errno, absl::StrCat("cannot rename ", temp_, " to"), path_);
+  if (absl::IsAlreadyExists(linked)) return AlreadyExists(path_);
+  // Other failures (EIO, ENOSPC) are the disk's: report them.
+  if (!absl::IsPermissionDenied(linked) && !absl::IsUnimplemented(linked)) return linked;
+  // File systems without hard links (EPERM, EOPNOTSUPP): check, then rename.
+  if (fs_->Stat(path_).value_or(PathKind::kMissing) != PathKind::kMissing) {
+    return AlreadyExists(path_);
   }
-  return absl::OkStatus();
+  return fs_->Rename(temp_, path_);
 }
 
 absl::Status AtomicOutputFile::Commit() {
@@ -127,9 +114,16 @@ absl::Status AtomicOutputFile::Commit() {
     return absl::FailedPreconditionError(absl::StrCat(path_, " is already committed"));
   }
   RETURN_IF_ERROR(Close());
+  // Whether the move replaces a file (only with overwrite_).
+  const bool replaces =
+      overwrite_ && fs_->Stat(path_).value_or(PathKind::kMissing) != PathKind::kMissing;
   RETURN_IF_ERROR(MoveIntoPlace());
   committed_ = true;
-  return internal::FsyncPath(internal::ParentDir(path_));
+  const absl::Status synced = fs_->SyncPath(internal::ParentDir(path_));
+  // The move may not survive a crash: a new file is taken back, so that a
+  // failed Commit leaves path() as it was. A replaced file is gone already.
+  if (!synced.ok() && !replaces) fs_->Remove(path_).IgnoreError();
+  return synced;
 }
 
 }  // namespace ember

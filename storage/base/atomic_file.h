@@ -14,12 +14,15 @@
 
 namespace ember {
 
+class FileSystem;
+class WritableFile;
+
 // A file written through a temporary beside it ("<path>.tmp-<pid>-<n>") and
 // moved into place by Commit(). The temporary is fsynced before the move and
 // the directory after it, so once Commit() returns OK the new contents
 // survive a crash. Until then `path` is untouched; destroying an uncommitted
-// file removes the temporary. Writes are buffered. Not copyable, not
-// thread-safe.
+// file removes the temporary. Writes are buffered. All file operations go
+// through CurrentFileSystem() as of Create(). Not copyable, not thread-safe.
 class AtomicOutputFile {
  public:
   // Without `overwrite`, AlreadyExists naming `path` if it exists.
@@ -45,17 +48,21 @@ class AtomicOutputFile {
   // directory. With `overwrite` an existing path() is replaced; without it,
   // a file that appeared at path() since Create() is never replaced
   // (AlreadyExists, and the temporary is removed when this is destroyed).
+  // When only the directory's fsync fails, a new path() is removed again
+  // (a replaced one stays replaced: its old contents are gone).
   absl::Status Commit();
 
  private:
-  AtomicOutputFile(std::string path, std::string temp, int fd, bool overwrite);
+  AtomicOutputFile(FileSystem* fs, std::string path, std::string temp,
+                   std::unique_ptr<WritableFile> file, bool overwrite);
   absl::Status Flush();
   absl::Status WriteAll(std::string_view data);
   absl::Status MoveIntoPlace();
 
+  FileSystem* fs_;  // CurrentFileSystem() as of Create()
   std::string path_;
   std::string temp_;
-  int fd_ = -1;
+  std::unique_ptr<WritableFile> file_;  // null once closed
   bool overwrite_ = false;
   bool committed_ = false;
   uint64_t bytes_ = 0;

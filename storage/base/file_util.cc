@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "storage/base/atomic_file.h"
+#include "storage/base/file_system.h"
 #include "storage/base/status_macros.h"
 
 namespace ember::internal {
@@ -23,13 +24,7 @@ absl::Status ErrnoStatus(int err, std::string_view what,
 }
 
 absl::Status FsyncPath(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, "cannot open for fsync", path);
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) return ErrnoStatus(err, "cannot fsync", path);
-  return absl::OkStatus();
+  return CurrentFileSystem()->SyncPath(path);
 }
 
 std::string ParentDir(const std::string& path) {
@@ -53,15 +48,14 @@ absl::Status WriteFileAtomic(const std::string& path,
 }
 
 absl::Status RemoveAtomicWriteLeftovers(const std::string& dir) {
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    if (e.path().filename().string().find(kAtomicWriteTempInfix) == std::string::npos) continue;
-    if (::unlink(e.path().c_str()) != 0 && errno != ENOENT) {
-      return ErrnoStatus(errno, "cannot remove", e.path().string());
-    }
-  }
-  if (ec && ec != std::errc::no_such_file_or_directory) {
-    return ErrnoStatus(ec.value(), "cannot list", dir);
+  FileSystem* fs = CurrentFileSystem();
+  absl::StatusOr<std::vector<std::string>> names = fs->ListDir(dir);
+  if (absl::IsNotFound(names.status())) return absl::OkStatus();
+  if (!names.ok()) return names.status();
+  for (const std::string& name : *names) {
+    if (name.find(kAtomicWriteTempInfix) == std::string::npos) continue;
+    const absl::Status s = fs->Remove(absl::StrCat(dir, "/", name));
+    if (!s.ok() && !absl::IsNotFound(s)) return s;
   }
   return absl::OkStatus();
 }
@@ -87,67 +81,14 @@ void RaiseOpenFileLimit() {
   (void)raised;
 }
 
-namespace {
-
-// Closes the descriptor when it goes out of scope.
-struct FdCloser {
-  int fd;
-  ~FdCloser() { ::close(fd); }
-};
-
-}  // namespace
-
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
-  FdCloser closer{fd};
-  return ReadFd(fd, path);
+  ASSIGN_OR_RETURN(std::unique_ptr<ReadableFile> file, CurrentFileSystem()->OpenForRead(path));
+  return ReadWholeFile(*file);
 }
 
 absl::Status ReadFileInto(const std::string& path, std::span<const std::span<char>> parts) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
-  FdCloser closer{fd};
-  return ReadFdInto(fd, path, parts);
-}
-
-absl::StatusOr<std::string> ReadFd(int fd, const std::string& path) {
-  std::string contents;
-  char buf[1 << 16];
-  while (true) {
-    const ssize_t n = ::pread(fd, buf, sizeof(buf), static_cast<off_t>(contents.size()));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus(errno, "cannot read", path);
-    }
-    if (n == 0) break;
-    contents.append(buf, static_cast<size_t>(n));
-  }
-  return contents;
-}
-
-absl::Status ReadFdInto(int fd, const std::string& path, std::span<const std::span<char>> parts) {
-  struct stat st;
-  if (::fstat(fd, &st) != 0) return ErrnoStatus(errno, "cannot stat", path);
-  uint64_t want = 0;
-  for (std::span<char> part : parts) want += part.size();
-  if (static_cast<uint64_t>(st.st_size) != want) {
-    return absl::DataLossError(
-        absl::StrCat(path, " has ", st.st_size, " bytes, expected ", want));
-  }
-  uint64_t offset = 0;
-  for (std::span<char> part : parts) {
-    size_t done = 0;
-    while (done < part.size()) {
-      const ssize_t n = ::pread(fd, part.data() + done, part.size() - done,
-                                static_cast<off_t>(offset + done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return ErrnoStatus(n < 0 ? errno : EIO, "cannot read", path);
-      done += static_cast<size_t>(n);
-    }
-    offset += part.size();
-  }
-  return absl::OkStatus();
+  ASSIGN_OR_RETURN(std::unique_ptr<ReadableFile> file, CurrentFileSystem()->OpenForRead(path));
+  return ReadWholeFileInto(*file, parts);
 }
 
 }  // namespace ember::internal

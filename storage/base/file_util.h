@@ -1,6 +1,7 @@
-// POSIX file helpers shared inside storage/ (not part of its public API):
+// File helpers shared inside storage/ (not part of its public API):
 // errno-to-status conversion, fsync of files and directories, atomic file
-// replacement (through AtomicOutputFile, storage/atomic_file.h).
+// replacement (through AtomicOutputFile, storage/atomic_file.h). File
+// operations go through CurrentFileSystem() (storage/base/file_system.h).
 #ifndef EMBER_STORAGE_BASE_FILE_UTIL_H_
 #define EMBER_STORAGE_BASE_FILE_UTIL_H_
 
@@ -27,7 +28,8 @@ inline absl::string_view Sv(std::string_view s) {
 absl::Status ErrnoStatus(int err, std::string_view what,
                          std::string_view path);
 
-// Opens `path` (file or directory) read-only and fsyncs it.
+// Opens `path` (file or directory) read-only and fsyncs it
+// (CurrentFileSystem()->SyncPath).
 absl::Status FsyncPath(const std::string& path);
 
 // The directory holding `path` ("." when it has no slash).
@@ -61,16 +63,11 @@ absl::StatusOr<std::string> MakeTempDir(std::string_view prefix);
 // best effort), for readers that hold every table file of a graph open.
 void RaiseOpenFileLimit();
 
-// Reads the whole file.
+// Reads the whole file (through CurrentFileSystem()).
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 // Reads the file into `parts`, in order, without an intermediate copy.
 // DataLoss naming the file unless its size is exactly the parts' total.
 absl::Status ReadFileInto(const std::string& path, std::span<const std::span<char>> parts);
-// The same for a file already open as `fd` (named `path` in errors): reads
-// from offset 0 with pread, so the descriptor's offset is untouched and
-// several threads may read one descriptor at once.
-absl::StatusOr<std::string> ReadFd(int fd, const std::string& path);
-absl::Status ReadFdInto(int fd, const std::string& path, std::span<const std::span<char>> parts);
 
 }  // namespace ember::internal
 

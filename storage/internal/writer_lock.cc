@@ -1,8 +1,6 @@
 #include "storage/internal/writer_lock.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -35,10 +33,9 @@ std::string OwnCommand() {
 
 // Replaces the LOCK file's text with this process's identity. Best effort:
 // the text only improves readers' messages.
-void RecordSelf(int fd) {
+void RecordSelf(FileLock& lock) {
   const std::string text = absl::StrCat("pid ", ::getpid(), "\ncommand ", OwnCommand(), "\n");
-  if (::ftruncate(fd, 0) != 0) return;
-  [[maybe_unused]] ssize_t n = ::pwrite(fd, text.data(), text.size(), 0);
+  lock.Rewrite(text).IgnoreError();
 }
 
 bool Alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
@@ -61,21 +58,19 @@ std::optional<std::string_view> Field(std::string_view text, std::string_view ke
 
 }  // namespace
 
-absl::StatusOr<int> AcquireWriterLock(const std::string& graph_dir) {
+absl::StatusOr<std::unique_ptr<FileLock>> AcquireWriterLock(const std::string& graph_dir) {
   const std::string lock_path = LockPath(graph_dir);
-  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus(errno, "cannot open lock file", lock_path);
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    ::close(fd);
-    if (err != EWOULDBLOCK) return ErrnoStatus(err, "cannot lock", lock_path);
+  absl::StatusOr<std::unique_ptr<FileLock>> lock = CurrentFileSystem()->LockFile(lock_path);
+  if (!lock.ok()) {
+    // EWOULDBLOCK: another holder.
+    if (!absl::IsUnavailable(lock.status())) return lock.status();
     const std::optional<std::string> holder = LiveWriter(graph_dir);
     return absl::FailedPreconditionError(
         absl::StrCat(graph_dir, " is locked by another writer (", lock_path,
                      holder.has_value() ? absl::StrCat(": ", *holder) : "", ")"));
   }
-  RecordSelf(fd);
-  return fd;
+  RecordSelf(**lock);
+  return lock;
 }
 
 std::optional<std::string> LiveWriter(const std::string& graph_dir) {

@@ -13,19 +13,21 @@
 #ifndef EMBER_STORAGE_INTERNAL_WRITER_LOCK_H_
 #define EMBER_STORAGE_INTERNAL_WRITER_LOCK_H_
 
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "storage/base/file_system.h"
 
 namespace ember::internal {
 
 // Creates GRAPH/LOCK if needed, locks it and records this process in it.
-// The open descriptor; closing it releases the lock. FailedPrecondition
+// The lock (through CurrentFileSystem()); destroying it releases the lock. FailedPrecondition
 // "GRAPH is locked by another writer (GRAPH/LOCK)" while another descriptor
 // (this process's or another's) holds it, naming that writer when it is
 // known and alive.
-absl::StatusOr<int> AcquireWriterLock(const std::string& graph_dir);
+absl::StatusOr<std::unique_ptr<FileLock>> AcquireWriterLock(const std::string& graph_dir);
 
 // "pid <pid> (<command>)" of the writer GRAPH/LOCK records when that
 // process is alive; nullopt when no live writer is recorded (no LOCK, empty

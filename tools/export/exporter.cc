@@ -12,6 +12,7 @@
 #include "nlohmann/json.hpp"
 #include "oneapi/tbb/parallel_for.h"
 #include "oneapi/tbb/task_arena.h"
+#include "storage/base/file_system.h"
 #include "storage/base/status_macros.h"
 #include "storage/base/progress.h"
 
@@ -213,18 +214,24 @@ class Exporter {
     stats_.bytes = main_->bytes();
     stats_.total_bytes = main_->bytes() + meta->bytes() + (names_ ? names_->bytes() : 0) +
                          (rels ? rels->bytes() : 0);
+    // Sidecars first, PATH last. A failure takes back what this export
+    // already moved into place: no partial output.
+    std::vector<AtomicOutputFile*> order;
+    if (names_) order.push_back(names_.get());
+    order.push_back(meta.get());
+    if (rels) order.push_back(rels.get());
+    order.push_back(main_.get());
+    for (size_t i = 0; i < order.size(); ++i) {
+      const absl::Status committed = order[i]->Commit();
+      if (!committed.ok()) {
+        for (size_t j = 0; j < i; ++j) CurrentFileSystem()->Remove(order[j]->path()).IgnoreError();
+        return committed;
+      }
+    }
     stats_.files.push_back(options_.out);
-    if (names_) {
-      RETURN_IF_ERROR(names_->Commit());
-      stats_.files.push_back(names_->path());
-    }
-    RETURN_IF_ERROR(meta->Commit());
+    if (names_) stats_.files.push_back(names_->path());
     stats_.files.push_back(meta->path());
-    if (rels) {
-      RETURN_IF_ERROR(rels->Commit());
-      stats_.files.push_back(rels->path());
-    }
-    RETURN_IF_ERROR(main_->Commit());
+    if (rels) stats_.files.push_back(rels->path());
     stats_.rows = rows_done_;
     stats_.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
