@@ -213,6 +213,18 @@ absl::Status TrainLoop::Checkpoint(int epoch, uint64_t next_round, int epochs_do
   return WriteCheckpoint(epoch, next_round, epochs_done);
 }
 
+absl::Status TrainLoop::CheckCheckpointSpace() const {
+  if (options_.in_memory || !writer()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const uint64_t needed,
+                   NextCheckpointBytes(*graph_, static_cast<uint32_t>(options_.model.dim),
+                                       HasIdRows(options_.model.featurized)));
+  absl::Status s = CheckFreeSpace(graph_->dir(), needed);
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat(s.message(), "; the last checkpoint (",
+                                             committed_version_, ") is whole: free space, "
+                                             "then run the same command to resume"));
+}
+
 absl::Status TrainLoop::WriteCheckpoint(int epoch, uint64_t next_round, int epochs_done) {
   RETURN_IF_ERROR(buffer_->WriteResident());
   const uint64_t version = write_version_;
@@ -250,7 +262,8 @@ absl::Status TrainLoop::WriteCheckpoint(int epoch, uint64_t next_round, int epoc
   committed_version_ = version;
   write_version_ = version + 1;
   buffer_->set_write_version(write_version_);
-  return absl::OkStatus();
+  const bool more_follows = next_round > 0 || epochs_done < options_.epochs;
+  return more_follows ? CheckCheckpointSpace() : absl::OkStatus();
 }
 
 
@@ -482,6 +495,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     // needs a working peer; then they check that they train one graph.
     absl::Status setup = PlanMemory(devices);
     if (setup.ok()) setup = RestoreOrInit();
+    if (setup.ok()) setup = CheckCheckpointSpace();
     RETURN_IF_ERROR(AgreeOnStatus(*cluster_, setup));
     RETURN_IF_ERROR(CheckSameGraphAndTrainers(*cluster_, *graph_,
                                               static_cast<uint32_t>(devices.size())));
@@ -493,6 +507,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
       return TrainSummary();
     }
     RETURN_IF_ERROR(RestoreOrInit());
+    RETURN_IF_ERROR(CheckCheckpointSpace());
   }
 
   TrainSummary summary;

@@ -28,6 +28,7 @@
 #include "train/schedule/partition_buffer.h"
 #include "train/stream/batch_pipeline.h"
 #include "train/stream/round_source.h"
+#include "storage/checkpoint_space.h"
 #include "train/train_loop.h"
 #include "train/trainers/trainer_factory.h"
 
@@ -83,6 +84,12 @@ class TrainLoop final : public RoundHooks {
   absl::Status PlanMemory(const std::vector<DeviceSpec>& devices);
   absl::Status RestoreOrInit();
   absl::Status Checkpoint(int epoch, uint64_t next_round, int epochs_done);
+  // The writer only: ResourceExhausted, naming the bytes needed and free,
+  // when the disk cannot take the next checkpoint beside the committed one
+  // (checked before training and after each checkpoint, so that a run stops
+  // with its last checkpoint whole rather than failing half-way through
+  // the next).
+  absl::Status CheckCheckpointSpace() const;
   // Rank 0's part of a checkpoint, and every rank's (partitions handed to
   // rank 0, then its commit, agreed by all).
   absl::Status WriteCheckpoint(int epoch, uint64_t next_round, int epochs_done);
