@@ -150,7 +150,8 @@ int RunCli(int argc, char** argv) {
     std::fprintf(stderr, "ember: unknown command '%s'\n\n%s", argv[1], Usage().c_str());
     return 2;
   }
-  if (const uint32_t ranks = LauncherWorldSize(); ranks > 1 && c->name != "train") {
+  const uint32_t ranks = LauncherWorldSize();
+  if (ranks > 1 && std::string_view(c->name) != "train") {
     std::fprintf(stderr, "ember %s: started by an MPI launcher as one of %u ranks; only "
                  "`ember train` runs across ranks: run `ember %s` as one process, without "
                  "mpirun\n", c->name, ranks, c->name);
