@@ -146,6 +146,7 @@ class ClusterSyncImpl final : public ClusterSync {
     const size_t dim = static_cast<size_t>(table->dim);
     const size_t record = sizeof(uint32_t) + (dim + 1) * sizeof(float);
     std::vector<uint32_t> changed;
+    std::vector<float> d(dim + 1);  // one record's changes, aligned
     for (uint32_t r = 0; r < all.size(); ++r) {
       if (all[r].size() % record != 0) {
         return absl::DataLossError(absl::StrCat("cluster sync: rank ", r, " sent ",
@@ -159,7 +160,6 @@ class ClusterSyncImpl final : public ClusterSync {
           return absl::DataLossError(
               absl::StrCat("cluster sync: rank ", r, " sent feature row ", f));
         }
-        std::vector<float> d(dim + 1);
         std::memcpy(d.data(), all[r].data() + at + sizeof(f), d.size() * sizeof(float));
         float* row = synced_.embeddings.data() + f * dim;
         for (size_t i = 0; i < dim; ++i) row[i] += d[i];

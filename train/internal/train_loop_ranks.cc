@@ -45,10 +45,17 @@ absl::Status TrainLoop::ScheduleEpochAcrossRanks(int epoch, uint64_t first_round
   next_holders_ = rank_schedule_->final_holders;
   const uint32_t me = cluster_->rank();
   // The most partitions this rank holds at once, against the budget's.
-  uint32_t peak = 0;
-  for (uint64_t g = 0; g <= rank_schedule_->rounds.size(); ++g) {
-    const std::vector<uint32_t> h = rank_schedule_->HoldersBefore(g);
-    peak = std::max<uint32_t>(peak, std::count(h.begin(), h.end(), me));
+  // One walk over the rounds' transfers (HoldersBefore per round would be
+  // quadratic in the rounds).
+  std::vector<uint32_t> holders = rank_schedule_->initial_holders;
+  uint32_t held = static_cast<uint32_t>(std::count(holders.begin(), holders.end(), me));
+  uint32_t peak = held;
+  for (const GlobalRound& g : rank_schedule_->rounds) {
+    for (const Transfer& t : g.transfers) {
+      held += (t.to == me) - (holders[t.partition] == me);
+      holders[t.partition] = t.to;
+    }
+    peak = std::max(peak, held);
   }
   if (peak > memory_.buffer_partitions) {
     return absl::ResourceExhaustedError(absl::StrCat(
