@@ -172,58 +172,6 @@ absl::Status CheckSameGraphAndTrainers(Cluster& cluster, const Graph& graph, uin
   return absl::OkStatus();
 }
 
-RankRoundScheduler::RankRoundScheduler(const RankSchedule* schedule, uint32_t rank,
-                                       uint64_t first_round)
-    : schedule_(schedule), rank_(rank), next_(first_round) {
-  for (uint64_t g = 0; g < schedule_->rounds.size(); ++g) {
-    std::vector<int32_t> keys;
-    const uint64_t mine = Make(g, &keys).buckets.size();
-    buckets_ += mine;
-    if (g < first_round) taken_ += mine;
-  }
-}
-
-Round RankRoundScheduler::Make(uint64_t g, std::vector<int32_t>* keys) const {
-  Round r;
-  r.index = g;
-  keys->clear();
-  const std::vector<RankBucket>& all = schedule_->rounds[g].buckets;
-  for (size_t i = 0; i < all.size(); ++i) {
-    if (all[i].rank != rank_ || all[i].edges == 0) continue;
-    r.buckets.push_back(all[i].bucket);
-    keys->push_back(static_cast<int32_t>(i));
-    for (uint32_t p : {all[i].bucket.src, all[i].bucket.dst}) {
-      if (std::find(r.partitions.begin(), r.partitions.end(), p) == r.partitions.end()) {
-        r.partitions.push_back(p);
-      }
-    }
-  }
-  return r;
-}
-
-std::optional<Round> RankRoundScheduler::Next() {
-  if (next_ >= schedule_->rounds.size()) return std::nullopt;
-  std::vector<int32_t> keys;
-  Round r = Make(next_++, &keys);
-  taken_ += r.buckets.size();
-  return r;
-}
-
-std::vector<int32_t> RankRoundScheduler::KeysOf(uint64_t g) const {
-  std::vector<int32_t> keys;
-  if (g < schedule_->rounds.size()) Make(g, &keys);
-  return keys;
-}
-
-std::vector<std::vector<uint32_t>> RankRoundScheduler::Upcoming(size_t n) const {
-  std::vector<std::vector<uint32_t>> out;
-  std::vector<int32_t> keys;
-  for (uint64_t g = next_; g < schedule_->rounds.size() && out.size() < n; ++g) {
-    out.push_back(Make(g, &keys).partitions);
-  }
-  return out;
-}
-
 absl::StatusOr<std::vector<uint32_t>> HoldersAtEpoch(RankScheduleOptions options, int epoch) {
   options.holders = DefaultHolders(options.num_partitions, options.world_size);
   for (int e = 0; e < epoch; ++e) {

@@ -60,32 +60,6 @@ absl::Status AgreeOnStatus(Cluster& cluster, const absl::Status& mine);
 // ranks, where they run, their graph directories and what differs.
 absl::Status CheckSameGraphAndTrainers(Cluster& cluster, const Graph& graph, uint32_t trainers);
 
-// Rank `rank`'s rounds of `schedule` from global round `first_round`, every
-// global round included (empty where the rank trains nothing), without the
-// buckets known to hold no edges (their rows need not be on the rank).
-class RankRoundScheduler final : public BucketScheduler {
- public:
-  // `schedule` must outlive the scheduler.
-  RankRoundScheduler(const RankSchedule* schedule, uint32_t rank, uint64_t first_round);
-  std::optional<Round> Next() override;
-  std::vector<std::vector<uint32_t>> Upcoming(size_t n) const override;
-  uint64_t buckets_per_epoch() const override { return buckets_; }
-  uint64_t buckets_taken() const override { return taken_; }
-  // For each of this rank's buckets in global round `g`, in their order:
-  // its position in the global round (the ClusterSync key of the trainer
-  // that trains it).
-  std::vector<int32_t> KeysOf(uint64_t g) const;
-
- private:
-  Round Make(uint64_t g, std::vector<int32_t>* keys) const;
-
-  const RankSchedule* const schedule_;
-  const uint32_t rank_;
-  uint64_t next_;
-  uint64_t buckets_ = 0;
-  uint64_t taken_ = 0;
-};
-
 // The holders at the start of epoch `epoch` of a run whose epoch 0 starts
 // from DefaultHolders: each epoch starts where the one before ended.
 absl::StatusOr<std::vector<uint32_t>> HoldersAtEpoch(RankScheduleOptions options, int epoch);

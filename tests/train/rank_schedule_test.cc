@@ -101,7 +101,8 @@ TEST(RankScheduleTest, RoundsAreDisjointAndSlotsValid) {
 }
 
 TEST(RankScheduleTest, EveryRankComputesTheSameSchedule) {
-  const RankScheduleOptions o = Opts(BucketOrderKind::kInsideOut, {16, 4, 2});
+  RankScheduleOptions o = Opts(BucketOrderKind::kInsideOut, {16, 4, 2});
+  o.bucket_edges.assign(16 * 16, 1000);  // every bucket trains (none skipped)
   // Four "ranks" compute it on their own threads, as four processes would.
   std::vector<RankSchedule> got(4);
   std::vector<std::thread> threads;
@@ -113,7 +114,7 @@ TEST(RankScheduleTest, EveryRankComputesTheSameSchedule) {
   std::vector<std::unique_ptr<BucketScheduler>> views;
   uint64_t total = 0;
   for (uint32_t r = 0; r < 4; ++r) {
-    views.push_back(MakeRankBucketScheduler(&s, r, 0));
+    views.push_back(std::make_unique<RankRoundScheduler>(&s, r, 0));
     total += views.back()->buckets_per_epoch();
   }
   EXPECT_EQ(total, 16u * 16u);
@@ -157,9 +158,10 @@ TEST(RankScheduleTest, WorldSizeOneIsTheSingleProcessSchedule) {
   for (BucketOrderKind kind : kKinds) {
     for (uint32_t T : {1u, 2u, 3u}) {
       RankScheduleOptions o = Opts(kind, {12, 1, T}, 5, 2);
+      o.bucket_edges.assign(12 * 12, 1000);  // every bucket trains (none skipped)
       const RankSchedule s = Compute(o);
       auto single = MakeRoundScheduler(kind, 12, o.buffer_capacity, T, o.seed + o.epoch, 0);
-      auto mine = MakeRankBucketScheduler(&s, 0, 0);
+      auto mine = std::make_unique<RankRoundScheduler>(&s, 0, 0);
       EXPECT_EQ(mine->buckets_per_epoch(), single->buckets_per_epoch());
       EXPECT_EQ(mine->Upcoming(5), single->Upcoming(5));
       while (std::optional<Round> want = single->Next()) {
@@ -308,6 +310,35 @@ TEST(RankScheduleTest, EmptyBucketsMoveNothingAndEpochsChain) {
   e1.holders = s0.final_holders;
   const RankSchedule s1 = Compute(e1);
   EXPECT_EQ(s1.initial_holders, s0.final_holders);
+}
+
+// A rank's view leaves out buckets with no edges, and KeysOf gives each
+// bucket it trains its position in the global round.
+TEST(RankScheduleTest, RankViewSkipsEmptyBucketsAndKeysTheRest) {
+  const RankScheduleOptions o = Opts(BucketOrderKind::kInsideOut, {16, 3, 2});
+  const RankSchedule s = Compute(o);
+  uint64_t non_empty = 0;
+  for (uint64_t e : o.bucket_edges) non_empty += e > 0;
+  ASSERT_LT(non_empty, o.bucket_edges.size()) << "the skewed sizes include empty buckets";
+  uint64_t total = 0;
+  for (uint32_t r = 0; r < 3; ++r) {
+    RankRoundScheduler view(&s, r, 0);
+    total += view.buckets_per_epoch();
+    for (const GlobalRound& g : s.rounds) {
+      const std::vector<int32_t> keys = view.KeysOf(g.index);
+      std::optional<Round> mine = view.Next();
+      ASSERT_TRUE(mine.has_value());
+      ASSERT_EQ(keys.size(), mine->buckets.size());
+      for (size_t i = 0; i < keys.size(); ++i) {
+        const RankBucket& b = g.buckets[static_cast<size_t>(keys[i])];
+        EXPECT_EQ(b.rank, r);
+        EXPECT_GT(b.edges, 0u);
+        EXPECT_EQ(b.bucket, mine->buckets[i]);
+      }
+    }
+    EXPECT_FALSE(view.Next().has_value());
+  }
+  EXPECT_EQ(total, non_empty);
 }
 
 TEST(RankScheduleTest, DefaultHoldersAreContiguousAndEven) {

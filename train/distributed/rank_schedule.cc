@@ -2,21 +2,12 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 
 namespace ember {
 namespace {
-
-std::vector<uint32_t> PartitionsOf(const std::vector<Bucket>& buckets) {
-  std::vector<uint32_t> out;
-  for (const Bucket& b : buckets) {
-    for (uint32_t p : {b.src, b.dst}) {
-      if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
-    }
-  }
-  return out;
-}
 
 // Assigns the buckets of one round to ranks; see the header for the rule.
 // `holders` are the holders before the round. Returns a rank per bucket.
@@ -200,58 +191,56 @@ std::vector<uint32_t> RankSchedule::HoldersBefore(uint64_t round) const {
   return h;
 }
 
-namespace {
+RankRoundScheduler::RankRoundScheduler(const RankSchedule* schedule, uint32_t rank,
+                                       uint64_t first_round)
+    : schedule_(schedule), rank_(rank), next_(first_round) {
+  for (uint64_t g = 0; g < schedule_->rounds.size(); ++g) {
+    std::vector<int32_t> keys;
+    const uint64_t mine = Make(g, &keys).buckets.size();
+    buckets_ += mine;
+    if (g < first_round) taken_ += mine;
+  }
+}
 
-class RankRoundScheduler final : public BucketScheduler {
- public:
-  RankRoundScheduler(const RankSchedule* s, uint32_t rank, uint64_t first_round)
-      : s_(s), rank_(rank), next_(first_round) {
-    for (uint64_t g = 0; g < s_->rounds.size(); ++g) {
-      const uint64_t mine = s_->BucketsOf(rank_, g).size();
-      buckets_ += mine;
-      if (g < first_round) taken_ += mine;
+Round RankRoundScheduler::Make(uint64_t g, std::vector<int32_t>* keys) const {
+  Round r;
+  r.index = g;
+  keys->clear();
+  const std::vector<RankBucket>& all = schedule_->rounds[g].buckets;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i].rank != rank_ || all[i].edges == 0) continue;
+    r.buckets.push_back(all[i].bucket);
+    keys->push_back(static_cast<int32_t>(i));
+    for (uint32_t p : {all[i].bucket.src, all[i].bucket.dst}) {
+      if (std::find(r.partitions.begin(), r.partitions.end(), p) == r.partitions.end()) {
+        r.partitions.push_back(p);
+      }
     }
   }
+  return r;
+}
 
-  std::optional<Round> Next() override {
-    if (next_ >= s_->rounds.size()) return std::nullopt;
-    Round r = Make(next_++);
-    taken_ += r.buckets.size();
-    return r;
+std::optional<Round> RankRoundScheduler::Next() {
+  if (next_ >= schedule_->rounds.size()) return std::nullopt;
+  std::vector<int32_t> keys;
+  Round r = Make(next_++, &keys);
+  taken_ += r.buckets.size();
+  return r;
+}
+
+std::vector<int32_t> RankRoundScheduler::KeysOf(uint64_t g) const {
+  std::vector<int32_t> keys;
+  if (g < schedule_->rounds.size()) Make(g, &keys);
+  return keys;
+}
+
+std::vector<std::vector<uint32_t>> RankRoundScheduler::Upcoming(size_t n) const {
+  std::vector<std::vector<uint32_t>> out;
+  std::vector<int32_t> keys;
+  for (uint64_t g = next_; g < schedule_->rounds.size() && out.size() < n; ++g) {
+    out.push_back(Make(g, &keys).partitions);
   }
-
-  std::vector<std::vector<uint32_t>> Upcoming(size_t n) const override {
-    std::vector<std::vector<uint32_t>> out;
-    for (uint64_t g = next_; g < s_->rounds.size() && out.size() < n; ++g) {
-      out.push_back(Make(g).partitions);
-    }
-    return out;
-  }
-
-  uint64_t buckets_per_epoch() const override { return buckets_; }
-  uint64_t buckets_taken() const override { return taken_; }
-
- private:
-  Round Make(uint64_t g) const {
-    Round r;
-    r.index = g;
-    r.buckets = s_->BucketsOf(rank_, g);
-    r.partitions = PartitionsOf(r.buckets);
-    return r;
-  }
-
-  const RankSchedule* s_;
-  uint32_t rank_;
-  uint64_t next_;
-  uint64_t buckets_ = 0;
-  uint64_t taken_ = 0;
-};
-
-}  // namespace
-
-std::unique_ptr<BucketScheduler> MakeRankBucketScheduler(const RankSchedule* schedule,
-                                                         uint32_t rank, uint64_t first_round) {
-  return std::make_unique<RankRoundScheduler>(schedule, rank, first_round);
+  return out;
 }
 
 }  // namespace ember

@@ -8,7 +8,7 @@
 // global round (what every other rank trains, which partitions move where)
 // to drive its transfers, and every rank must agree on it bit for bit; the
 // BucketScheduler seam hands one process its own rounds one at a time.
-// MakeRankBucketScheduler adapts one rank's view of the value to that seam.
+// RankRoundScheduler adapts one rank's view of the value to that seam.
 //
 // A global round is a set of buckets with pairwise disjoint partitions, each
 // assigned to a (rank, trainer) slot. Rounds are formed exactly as the
@@ -127,13 +127,33 @@ std::vector<uint32_t> DefaultHolders(uint32_t num_partitions, uint32_t world_siz
 // or holders vector of the wrong size, a holder >= N, a slack below 1).
 absl::StatusOr<RankSchedule> ComputeRankSchedule(const RankScheduleOptions& options);
 
-// `rank`'s rounds as a BucketScheduler, starting at global round
+// `rank`'s rounds of `schedule` as a BucketScheduler, from global round
 // `first_round`. Unlike the single-process scheduler, Next() yields every
 // global round, empty ones included (the rank still takes part in the
-// round's transfers and sync), with Round::index the global index.
-// REQUIRES: rank < schedule.world_size; `schedule` outlives the result.
-std::unique_ptr<BucketScheduler> MakeRankBucketScheduler(const RankSchedule* schedule,
-                                                         uint32_t rank, uint64_t first_round);
+// round's transfers and sync), with Round::index the global index. Buckets
+// known to hold no edges are left out (their rows need not be on the rank).
+class RankRoundScheduler final : public BucketScheduler {
+ public:
+  // REQUIRES: rank < schedule->world_size; `schedule` outlives the scheduler.
+  RankRoundScheduler(const RankSchedule* schedule, uint32_t rank, uint64_t first_round);
+  std::optional<Round> Next() override;
+  std::vector<std::vector<uint32_t>> Upcoming(size_t n) const override;
+  uint64_t buckets_per_epoch() const override { return buckets_; }
+  uint64_t buckets_taken() const override { return taken_; }
+  // For each of this rank's buckets in global round `g`, in their order:
+  // its position in the global round (the ClusterSync key of the trainer
+  // that trains it).
+  std::vector<int32_t> KeysOf(uint64_t g) const;
+
+ private:
+  Round Make(uint64_t g, std::vector<int32_t>* keys) const;
+
+  const RankSchedule* const schedule_;
+  const uint32_t rank_;
+  uint64_t next_;
+  uint64_t buckets_ = 0;
+  uint64_t taken_ = 0;
+};
 
 }  // namespace ember
 
