@@ -103,7 +103,7 @@ TEST(OptionsDefaultsTest, NewValidatorsRejectWhatTheyDocument) {
   EXPECT_EQ(round.Validate().code(), absl::StatusCode::kInvalidArgument);
   for (float scale : {0.0f, -1.0f, std::numeric_limits<float>::infinity()}) {
     TrainOptions train;
-    train.relation_lr_scale = scale;
+    train.optimizer.relation_lr_scale = scale;
     EXPECT_EQ(train.Validate().code(), absl::StatusCode::kInvalidArgument) << scale;
   }
 }

@@ -196,13 +196,13 @@ TEST(TrainerFactoryTest, ParsesDevices) {
 // kept and the rest is shared.
 TEST(TrainerFactoryTest, ResolvesThreads) {
   TrainOptions o;
-  o.threads = 5;
-  o.trainers = 2;
+  o.devices.threads = 5;
+  o.devices.trainers = 2;
   auto d = ResolveDevices(o);
   ASSERT_TRUE(d.ok());
   ASSERT_EQ(d->size(), 2u);
   EXPECT_EQ((*d)[0].threads + (*d)[1].threads, 5);
-  o.devices = "cpu:1,cpu";
+  o.devices.list = "cpu:1,cpu";
   d = ResolveDevices(o);
   ASSERT_TRUE(d.ok());
   EXPECT_EQ((*d)[0].threads, 1);

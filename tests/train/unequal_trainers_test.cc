@@ -112,8 +112,8 @@ TEST(SlowedTrainerTest, ForwardsEverythingToTheInnerTrainer) {
 
 TEST(SlowedTrainerTest, FactoryWrapsTheNamedTrainerOnly) {
   TrainOptions o;
-  o.threads = 2;
-  o.trainers = 2;
+  o.devices.threads = 2;
+  o.devices.trainers = 2;
   o.bench_slow_trainer = {.trainer = 1, .factor = 3};
   auto d = ResolveDevices(o);
   ASSERT_TRUE(d.ok()) << d.status();
@@ -150,10 +150,10 @@ class UnequalDealingTest : public ::testing::Test {
   static EpochStats TrainOneEpoch(BatchingKind batching) {
     const std::string dir = graphs_->New(1);
     TrainOptions o = train_test::SmallOptions(1);
-    o.batch_size = 100;
-    o.batching = batching;
-    o.threads = 2;
-    o.trainers = 2;
+    o.pipeline.batch_size = 100;
+    o.pipeline.batching = batching;
+    o.devices.threads = 2;
+    o.devices.trainers = 2;
     o.bench_slow_trainer = {.trainer = 1, .factor = 8};
     auto summary = TrainGraph(dir, o);
     EXPECT_TRUE(summary.ok()) << summary.status();

@@ -100,41 +100,41 @@ absl::StatusOr<TrainOptions> TrainOptionsFromFlags() {
   o.model.margin = absl::GetFlag(FLAGS_margin);
   o.model.dim = absl::GetFlag(FLAGS_dim);
   o.model.featurized = absl::GetFlag(FLAGS_featurized);
-  o.batching = absl::GetFlag(FLAGS_batching);
-  o.relation_batching = absl::GetFlag(FLAGS_relation_batching);
-  o.endpoint_negatives = absl::GetFlag(FLAGS_endpoint_negatives);
+  o.pipeline.batching = absl::GetFlag(FLAGS_batching);
+  o.pipeline.relation_batching = absl::GetFlag(FLAGS_relation_batching);
+  o.pipeline.endpoint_negatives = absl::GetFlag(FLAGS_endpoint_negatives);
   o.epochs = absl::GetFlag(FLAGS_epochs);
   const std::string lr = absl::GetFlag(FLAGS_lr);
-  o.lr_auto = lr == "auto";
-  if (!o.lr_auto && (!absl::SimpleAtof(lr, &o.lr) || !(o.lr > 0))) {
+  o.optimizer.lr_auto = lr == "auto";
+  if (!o.optimizer.lr_auto && (!absl::SimpleAtof(lr, &o.optimizer.lr) || !(o.optimizer.lr > 0))) {
     return absl::InvalidArgumentError(
         absl::StrCat("--lr takes auto or a positive number, got \"", lr, "\""));
   }
-  o.relation_lr_scale = static_cast<float>(absl::GetFlag(FLAGS_relation_lr_scale));
-  o.batch_size = absl::GetFlag(FLAGS_batch_size);
-  o.chunk_size = absl::GetFlag(FLAGS_chunk_size);
-  o.num_uniform_negs = absl::GetFlag(FLAGS_num_uniform_negs);
-  o.init_scale = absl::GetFlag(FLAGS_init_scale);
+  o.optimizer.relation_lr_scale = static_cast<float>(absl::GetFlag(FLAGS_relation_lr_scale));
+  o.pipeline.batch_size = absl::GetFlag(FLAGS_batch_size);
+  o.pipeline.chunk_size = absl::GetFlag(FLAGS_chunk_size);
+  o.pipeline.num_uniform_negs = absl::GetFlag(FLAGS_num_uniform_negs);
+  o.optimizer.init_scale = absl::GetFlag(FLAGS_init_scale);
   o.seed = absl::GetFlag(FLAGS_seed);
-  o.threads = ThreadCount();
-  o.trainers = absl::GetFlag(FLAGS_trainers);
-  o.devices = absl::GetFlag(FLAGS_devices);
-  ASSIGN_OR_RETURN(o.memory_budget, MemoryBudget());
-  o.window_edges = absl::GetFlag(FLAGS_window_edges);
+  o.devices.threads = ThreadCount();
+  o.devices.trainers = absl::GetFlag(FLAGS_trainers);
+  o.devices.list = absl::GetFlag(FLAGS_devices);
+  ASSIGN_OR_RETURN(o.schedule.memory_budget, MemoryBudget());
+  o.pipeline.window_edges = absl::GetFlag(FLAGS_window_edges);
   if (absl::GetFlag(FLAGS_buffer_partitions) < 0) {
     return absl::InvalidArgumentError("--buffer-partitions must be >= 0");
   }
-  o.buffer_partitions = absl::GetFlag(FLAGS_buffer_partitions);
-  o.bucket_order = absl::GetFlag(FLAGS_bucket_order);
+  o.schedule.buffer_partitions = absl::GetFlag(FLAGS_buffer_partitions);
+  o.schedule.bucket_order = absl::GetFlag(FLAGS_bucket_order);
   if (absl::GetFlag(FLAGS_checkpoint_every) < 0) {
     return absl::InvalidArgumentError("--checkpoint-every must be >= 0");
   }
-  o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  o.schedule.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
   o.from_scratch = absl::GetFlag(FLAGS_from_scratch);
-  o.deterministic = absl::GetFlag(FLAGS_deterministic);
-  o.eval_valid = absl::GetFlag(FLAGS_eval_valid);
-  o.eval_negatives = absl::GetFlag(FLAGS_eval_negatives).value;
-  o.eval_max_edges = absl::GetFlag(FLAGS_eval_max_edges);
+  o.pipeline.deterministic = absl::GetFlag(FLAGS_deterministic);
+  o.validation.enabled = absl::GetFlag(FLAGS_eval_valid);
+  o.validation.negatives = absl::GetFlag(FLAGS_eval_negatives).value;
+  o.validation.max_edges = absl::GetFlag(FLAGS_eval_max_edges);
   o.only_new_edges = absl::GetFlag(FLAGS_only_new_edges);
   o.rank_timeout_seconds = absl::GetFlag(FLAGS_rank_timeout);
   if (const std::string slow = absl::GetFlag(FLAGS_bench_slow_trainer); !slow.empty()) {
@@ -202,8 +202,8 @@ int ReportTrainFailure(Cluster* cluster, const absl::Status& status) {
 // rank takes part.
 absl::Status PrintRanks(Cluster& cluster, const TrainOptions& o, bool quiet) {
   const std::string trainers =
-      o.devices.empty() ? absl::StrCat(o.trainers, " cpu trainer(s), ", o.threads, " thread(s)")
-                        : absl::StrCat("devices ", o.devices);
+      o.devices.list.empty() ? absl::StrCat(o.devices.trainers, " cpu trainer(s), ", o.devices.threads, " thread(s)")
+                        : absl::StrCat("devices ", o.devices.list);
   ASSIGN_OR_RETURN(const std::vector<std::string> all,
                    cluster.AllGather(absl::StrCat(cluster.where(), ": ", trainers)));
   if (cluster.rank() != 0 || quiet) return absl::OkStatus();
@@ -280,12 +280,12 @@ int TrainMain(const std::vector<std::string>& args) {
   watchdog.reset();
   if (!summary.ok()) return ReportTrainFailure(cluster.get(), summary.status());
   if (!speaker) return 0;
-  if (cluster != nullptr && options->lr_auto && !summary->resumed) {
+  if (cluster != nullptr && options->optimizer.lr_auto && !summary->resumed) {
     std::fprintf(stderr, "lr auto: across ranks the probes do not run; lr %g (pass --lr to "
                  "choose)\n", summary->lr);
   }
   PrintLrChoice(*summary);
-  if (cluster == nullptr && options->lr_auto && !summary->lr_choice.has_value()) {
+  if (cluster == nullptr && options->optimizer.lr_auto && !summary->lr_choice.has_value()) {
     std::fprintf(stderr, "lr auto: %s; lr %g\n",
                  summary->resumed ? "resumed, the checkpoint's" : "no validation edges to probe",
                  summary->lr);

@@ -122,10 +122,10 @@ absl::StatusOr<std::vector<DeviceSpec>> ParseDevices(std::string_view text) {
 
 absl::StatusOr<std::vector<DeviceSpec>> ResolveDevices(const TrainOptions& options) {
   std::vector<DeviceSpec> devices;
-  if (options.devices.empty()) {
-    devices.assign(options.trainers, DeviceSpec{.kind = "cpu"});
+  if (options.devices.list.empty()) {
+    devices.assign(options.devices.trainers, DeviceSpec{.kind = "cpu"});
   } else {
-    ASSIGN_OR_RETURN(devices, ParseDevices(options.devices));
+    ASSIGN_OR_RETURN(devices, ParseDevices(options.devices.list));
   }
   int fixed = 0, sharing = 0;
   for (const DeviceSpec& d : devices) {
@@ -136,7 +136,7 @@ absl::StatusOr<std::vector<DeviceSpec>> ResolveDevices(const TrainOptions& optio
       ++sharing;
     }
   }
-  const int left = std::max(0, options.threads - fixed);
+  const int left = std::max(0, options.devices.threads - fixed);
   int i = 0;
   for (DeviceSpec& d : devices) {
     if (d.kind != "cpu" || d.threads > 0) continue;

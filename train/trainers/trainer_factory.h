@@ -47,8 +47,8 @@ int DeviceSlots(const DeviceSpec& device);
 // InvalidArgument naming the bad entry.
 absl::StatusOr<std::vector<DeviceSpec>> ParseDevices(std::string_view text);
 
-// The trainers a run asks for: options.devices if set, else
-// options.trainers CPU trainers; CPU threads resolved against
+// The trainers a run asks for: options.devices.list if set, else
+// options.devices.trainers CPU trainers; CPU threads resolved against
 // options.threads (shares split evenly, at least 1 each).
 absl::StatusOr<std::vector<DeviceSpec>> ResolveDevices(const TrainOptions& options);
 
