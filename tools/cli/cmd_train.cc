@@ -15,10 +15,10 @@
 #include "tools/cli/common_flags.h"
 #include "tools/cli/eval_flags.h"
 #include "storage/base/progress.h"
-#include "train/trainers/slowed_trainer.h"
 #include "train/train_loop.h"
 #include "train/tune/auto_lr.h"
 #include "train/tune/probe.h"
+#include "tools/bench/hooks/slowed_trainer.h"
 #include "tools/cli/round_watchdog.h"
 #include "train/distributed/launcher.h"
 #ifdef EMBER_HAVE_MPI
@@ -138,7 +138,8 @@ absl::StatusOr<TrainOptions> TrainOptionsFromFlags() {
   o.only_new_edges = absl::GetFlag(FLAGS_only_new_edges);
   o.rank_timeout_seconds = absl::GetFlag(FLAGS_rank_timeout);
   if (const std::string slow = absl::GetFlag(FLAGS_bench_slow_trainer); !slow.empty()) {
-    ASSIGN_OR_RETURN(o.bench_slow_trainer, ParseTrainerSlowdown(slow));
+    ASSIGN_OR_RETURN(const TrainerSlowdown slowdown, ParseTrainerSlowdown(slow));
+    ASSIGN_OR_RETURN(o.bench.wrap_trainer, SlowTrainerWrap(slowdown));
   }
   RETURN_IF_ERROR(o.Validate());
   return o;

@@ -194,15 +194,17 @@ struct TrainTestHooks {
 
 class Trainer;
 
+// Replaces a trainer the factory made (trainer_factory.h MakeTrainers) by
+// what it returns, e.g. the trainer wrapped. Called once per trainer, in
+// order, with the trainer's index and the number of trainers; an error
+// stops the run.
+using TrainerWrap = std::function<absl::StatusOr<std::unique_ptr<Trainer>>(
+    size_t index, size_t count, std::unique_ptr<Trainer> trainer)>;
+
 // Hooks for benchmarks (tools/bench/); a run leaves them empty.
 struct TrainBenchHooks {
-  // Replaces each trainer the factory makes (trainer_factory.h
-  // MakeTrainers) by what it returns, e.g. the trainer wrapped: called once
-  // per trainer, in order, with the trainer's index and the number of
-  // trainers; an error stops the run. Empty: the trainers as made.
-  std::function<absl::StatusOr<std::unique_ptr<Trainer>>(size_t index, size_t count,
-                                                         std::unique_ptr<Trainer> trainer)>
-      wrap_trainer;
+  // Applied to every trainer of the run. Empty: the trainers as made.
+  TrainerWrap wrap_trainer;
 };
 
 // The options of a run: its groups, each checked by its own Validate(),

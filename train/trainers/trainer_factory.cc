@@ -12,7 +12,6 @@
 #include "train/trainers/cpu_trainer.h"
 #include "train/device/device_ops.h"
 #include "train/trainers/device_trainer.h"
-#include "train/trainers/slowed_trainer.h"
 #ifdef EMBER_HAVE_CUDA
 #include "train/cuda/cuda_device_ops.h"
 #endif
@@ -148,12 +147,6 @@ absl::StatusOr<std::vector<DeviceSpec>> ResolveDevices(const TrainOptions& optio
 absl::StatusOr<std::vector<std::unique_ptr<Trainer>>> MakeTrainers(
     std::span<const DeviceSpec> devices, const TrainOptions& options,
     const RelationParams& relations, FeatureTable* features) {
-  const TrainerSlowdown& slow = options.bench_slow_trainer;
-  if (slow.active() && static_cast<size_t>(slow.trainer) >= devices.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("--bench-slow-trainer ", slow.trainer,
-                                                   ": the run has ", devices.size(),
-                                                   " trainers (indices from 0)"));
-  }
   std::vector<std::unique_ptr<Trainer>> out;
   for (const DeviceSpec& d : devices) {
     const Kind* kind = FindKind(d.kind);
@@ -161,8 +154,9 @@ absl::StatusOr<std::vector<std::unique_ptr<Trainer>>> MakeTrainers(
       return absl::InvalidArgumentError(absl::StrCat("unknown device kind '", d.kind, "'"));
     }
     ASSIGN_OR_RETURN(auto trainer, kind->make(d, options, relations, features));
-    if (slow.active() && out.size() == static_cast<size_t>(slow.trainer)) {
-      trainer = MakeSlowedTrainer(std::move(trainer), slow.factor);
+    if (options.bench.wrap_trainer) {
+      ASSIGN_OR_RETURN(trainer,
+                       options.bench.wrap_trainer(out.size(), devices.size(), std::move(trainer)));
     }
     out.push_back(std::move(trainer));
   }

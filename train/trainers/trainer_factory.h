@@ -52,10 +52,10 @@ absl::StatusOr<std::vector<DeviceSpec>> ParseDevices(std::string_view text);
 // options.threads (shares split evenly, at least 1 each).
 absl::StatusOr<std::vector<DeviceSpec>> ResolveDevices(const TrainOptions& options);
 
-// One trainer per device, each starting from `relations`; the trainer that
-// options.bench_slow_trainer names is slowed (slowed_trainer.h).
+// One trainer per device, each starting from `relations`, each passed
+// through options.bench.wrap_trainer when set (its error is returned).
 // FailedPrecondition for a kind this build cannot make (e.g. cuda without
-// CUDA), naming it; InvalidArgument for a slowed trainer beyond the list.
+// CUDA), naming it.
 absl::StatusOr<std::vector<std::unique_ptr<Trainer>>> MakeTrainers(
     std::span<const DeviceSpec> devices, const TrainOptions& options,
     const RelationParams& relations, FeatureTable* features);
