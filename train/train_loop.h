@@ -103,7 +103,7 @@ absl::Status CheckTrainableAcrossRanks(const TrainOptions& options);
 // which this sets): the probes' way to train on the user's graph, with no
 // copy, checkpoint or reload. With options.validation.enabled, the last epoch's
 // stats carry its validation. Returns nullopt, having trained nothing, when
-// the model does not fit in memory at once under options.memory_budget (or
+// the model does not fit in memory at once under options.schedule.memory_budget (or
 // is featurized); train a copy with TrainGraph then.
 // `graph` may be opened read-only.
 absl::StatusOr<std::optional<TrainSummary>> TrainWithoutWriting(Graph& graph,
