@@ -527,7 +527,8 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
   }
   pipeline_ = std::make_unique<BatchPipeline>(trainer_ptrs_, threads);
   if (distributed()) {
-    auto sync = MakeClusterSync(cluster_, options_.pipeline.deterministic, round_size_, features_.get());
+    auto sync =
+        MakeClusterSync(cluster_, options_.pipeline.deterministic, round_size_, features_.get());
     cluster_sync_ = sync.get();
     sync_ = std::move(sync);
   } else {
@@ -547,8 +548,8 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
           for (const RankBucket& b : g.buckets) rounds.back().push_back(b.bucket);
         }
       } else {
-        auto counter = MakeRoundScheduler(options_.schedule.bucket_order, P_, capacity_, round_size_,
-                                          options_.seed + epoch, 0);
+        auto counter = MakeRoundScheduler(options_.schedule.bucket_order, P_, capacity_,
+                                          round_size_, options_.seed + epoch, 0);
         while (std::optional<Round> r = counter->Next()) rounds.push_back(std::move(r->buckets));
       }
       absl::MutexLock lock(&progress_mu_);

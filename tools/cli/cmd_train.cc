@@ -203,8 +203,9 @@ int ReportTrainFailure(Cluster* cluster, const absl::Status& status) {
 // rank takes part.
 absl::Status PrintRanks(Cluster& cluster, const TrainOptions& o, bool quiet) {
   const std::string trainers =
-      o.devices.list.empty() ? absl::StrCat(o.devices.trainers, " cpu trainer(s), ", o.devices.threads, " thread(s)")
-                        : absl::StrCat("devices ", o.devices.list);
+      o.devices.list.empty()
+          ? absl::StrCat(o.devices.trainers, " cpu trainer(s), ", o.devices.threads, " thread(s)")
+          : absl::StrCat("devices ", o.devices.list);
   ASSIGN_OR_RETURN(const std::vector<std::string> all,
                    cluster.AllGather(absl::StrCat(cluster.where(), ": ", trainers)));
   if (cluster.rank() != 0 || quiet) return absl::OkStatus();

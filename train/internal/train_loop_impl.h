@@ -124,12 +124,14 @@ class TrainLoop final : public RoundHooks {
            buckets_since_checkpoint_ >= options_.schedule.checkpoint_every;
   }
   bool StopDue() const {
-    return options_.hooks.stop_after_buckets > 0 && buckets_this_run_ >= options_.hooks.stop_after_buckets;
+    return options_.hooks.stop_after_buckets > 0 &&
+           buckets_this_run_ >= options_.hooks.stop_after_buckets;
   }
   // The edge cost batches are planned with: measured, except that measured
   // times must not steer a deterministic run.
   uint32_t PlanningEdgeCost() const {
-    return options_.pipeline.deterministic ? BatchCostModel::kPriorEdgeCost : cost_model_.EdgeCost();
+    return options_.pipeline.deterministic ? BatchCostModel::kPriorEdgeCost
+                                           : cost_model_.EdgeCost();
   }
   void FillBatchStats(EpochStats* s) const;
   nlohmann::json TrainerState(int epoch, uint64_t next_round) const;

@@ -48,7 +48,9 @@ absl::Status ScheduleOptions::Validate() const {
 }
 
 absl::Status DeviceOptions::Validate() const {
-  if (threads < 1) return absl::InvalidArgumentError("threads must be >= 1 (resolved by the caller)");
+  if (threads < 1) {
+    return absl::InvalidArgumentError("threads must be >= 1 (resolved by the caller)");
+  }
   if (list.empty() && (trainers < 1 || trainers > threads)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--trainers ", trainers, " must be between 1 and --threads (", threads, ")"));

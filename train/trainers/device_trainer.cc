@@ -397,7 +397,8 @@ class DeviceTrainer final : public Trainer {
       for (int64_t r = 0; r < rel_slots; ++r) {
         const uint32_t rel = plan.slot_relation[r];
         AdagradDenseUpdate(relations_.Of(rel), relations_.state.data() + size_t{rel} * rel_size_,
-                           drel + r * rel_size_, rel_size_, a.lr * options_.optimizer.relation_lr_scale);
+                           drel + r * rel_size_, rel_size_,
+                           a.lr * options_.optimizer.relation_lr_scale);
       }
     }
     return loss;

@@ -129,7 +129,8 @@ LrCandidateSet LrCandidates(size_t num_relations, const ModelOptions& model) {
 ProbeCostModel::ProbeCostModel(const Graph& graph, const TrainOptions& train)
     : train_edges(graph.manifest().edges.train), num_nodes(graph.manifest().num_nodes) {
   const bool endpoints = UsesEndpointNegatives(train, graph.manifest().relations.size());
-  columns = train.pipeline.chunk_size + train.pipeline.num_uniform_negs + (endpoints ? train.pipeline.chunk_size : 0);
+  columns = train.pipeline.chunk_size + train.pipeline.num_uniform_negs +
+            (endpoints ? train.pipeline.chunk_size : 0);
 }
 
 double ProbeCostModel::EvalEdges(uint64_t edges) const {
