@@ -182,8 +182,7 @@ absl::Status TrainLoop::RestoreOrInit() {
     }
     bo.frozen_rows = m.previous_partition_sizes;
   }
-  RETURN_IF_ERROR(bo.Validate());
-  buffer_ = std::make_unique<PartitionBuffer>(graph_, bo, locations, write_version_);
+  ASSIGN_OR_RETURN(buffer_, PartitionBuffer::Make(graph_, bo, locations, write_version_));
   return absl::OkStatus();
 }
 
@@ -422,8 +421,10 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
   so.trainers = trainers_.size();
   so.static_split = one_device_kind_;
   so.trainer_per_bucket = options_.pipeline.deterministic;
-  RETURN_IF_ERROR(so.Validate());
-  RoundBatchSource source(graph_, buffer_.get(), scheduler_.get(), this, so, &edge_cost_);
+  ASSIGN_OR_RETURN(const std::unique_ptr<RoundBatchSource> made,
+                   RoundBatchSource::Make(graph_, buffer_.get(), scheduler_.get(), this, so,
+                                          &edge_cost_));
+  RoundBatchSource& source = *made;
   while (const Round* next = source.PeekNext()) {
     if (distributed()) {
       RETURN_IF_ERROR(StartRoundAcrossRanks(*next, *rank_rounds));

@@ -120,6 +120,7 @@ absl::StatusOr<std::vector<DeviceSpec>> ParseDevices(std::string_view text) {
 }
 
 absl::StatusOr<std::vector<DeviceSpec>> ResolveDevices(const TrainOptions& options) {
+  RETURN_IF_ERROR(options.devices.Validate());
   std::vector<DeviceSpec> devices;
   if (options.devices.list.empty()) {
     devices.assign(options.devices.trainers, DeviceSpec{.kind = "cpu"});

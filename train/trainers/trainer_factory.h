@@ -47,9 +47,9 @@ int DeviceSlots(const DeviceSpec& device);
 // InvalidArgument naming the bad entry.
 absl::StatusOr<std::vector<DeviceSpec>> ParseDevices(std::string_view text);
 
-// The trainers a run asks for: options.devices.list if set, else
-// options.devices.trainers CPU trainers; CPU threads resolved against
-// options.devices.threads (shares split evenly, at least 1 each).
+// The trainers a run asks for: options.devices.list if set, else .trainers CPU trainers;
+// CPU threads resolved against .threads (shares split evenly, at least 1 each).
+// InvalidArgument when options.devices are not valid.
 absl::StatusOr<std::vector<DeviceSpec>> ResolveDevices(const TrainOptions& options);
 
 // One trainer per device, each starting from `relations`, each passed
