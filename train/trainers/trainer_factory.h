@@ -49,7 +49,7 @@ absl::StatusOr<std::vector<DeviceSpec>> ParseDevices(std::string_view text);
 
 // The trainers a run asks for: options.devices.list if set, else .trainers CPU trainers;
 // CPU threads resolved against .threads (shares split evenly, at least 1 each).
-// InvalidArgument when options.devices are not valid.
+// InvalidArgument when the device options fail DeviceOptions::Validate().
 absl::StatusOr<std::vector<DeviceSpec>> ResolveDevices(const TrainOptions& options);
 
 // One trainer per device, each starting from `relations`, each passed
