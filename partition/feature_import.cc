@@ -335,6 +335,7 @@ absl::StatusOr<FeatureImportSummary> ImportNodeFeatures(
     GraphBuilder* builder, const std::string& slot_file,
     const std::vector<uint64_t>& partition_sizes,
     const FeatureImportOptions& options) {
+  RETURN_IF_ERROR(options.Validate());
   FeatureImporter importer(builder, partition_sizes, options);
   return importer.Run(slot_file);
 }

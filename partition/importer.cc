@@ -318,7 +318,7 @@ absl::Status Importer::ReadAndParse() {
   agg.memory_bytes = std::max<uint64_t>(
       64ull << 20, (options_.memory_budget - std::min<uint64_t>(
                                                  options_.memory_budget / 2, 256ull << 20)) * 3 / 4);
-  nodes_ = std::make_unique<NodeAggregator>(agg);
+  ASSIGN_OR_RETURN(nodes_, NodeAggregator::Make(agg));
   ASSIGN_OR_RETURN(edge_spill_, RecordWriter::Create(Scratch("edges.spill")));
 
   absl::Status status;

@@ -88,6 +88,12 @@ absl::Status NodeAggregatorOptions::Validate() const {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::unique_ptr<NodeAggregator>> NodeAggregator::Make(
+    const NodeAggregatorOptions& options) {
+  RETURN_IF_ERROR(options.Validate());
+  return std::unique_ptr<NodeAggregator>(new NodeAggregator(options));
+}
+
 NodeAggregator::NodeAggregator(const NodeAggregatorOptions& options)
     : options_(options) {
   for (int i = 0; i < kNumShards; ++i) shards_.push_back(std::make_unique<Shard>());

@@ -48,7 +48,9 @@ class NodeAggregator {
   static constexpr int kShardBits = 6;
   static constexpr int kNumShards = 1 << kShardBits;
 
-  explicit NodeAggregator(const NodeAggregatorOptions& options);
+  // InvalidArgument when `options` are not valid.
+  static absl::StatusOr<std::unique_ptr<NodeAggregator>> Make(
+      const NodeAggregatorOptions& options);
   ~NodeAggregator();
   NodeAggregator(const NodeAggregator&) = delete;
   NodeAggregator& operator=(const NodeAggregator&) = delete;
@@ -72,6 +74,7 @@ class NodeAggregator {
 
  private:
   struct Shard;
+  explicit NodeAggregator(const NodeAggregatorOptions& options);
   absl::Status SpillShard(Shard* shard, int index);
   NodeAggregatorOptions options_;
   std::vector<std::unique_ptr<Shard>> shards_;

@@ -60,9 +60,9 @@ absl::StatusOr<SavedPosition> ReadSavedPosition(const Graph& graph) {
 nlohmann::json TrainLoop::TrainerState(int epoch, uint64_t next_round) const {
   return {{"epoch", epoch},
           {"next_round", next_round},
-          {"lr", options_.lr},
+          {"lr", options_.optimizer.lr},
           {"seed", options_.seed},
-          {"bucket_order", std::string(BucketOrderName(options_.bucket_order))},
+          {"bucket_order", std::string(BucketOrderName(options_.schedule.bucket_order))},
           {"buffer_partitions", capacity_},
           {"round_size", round_size_},
           {"world_size", world_size()}};
@@ -116,7 +116,7 @@ absl::Status TrainLoop::RestoreOrInit() {
       }
       if (start_round_ > 0 &&
           (saved.seed != options_.seed ||
-           saved.bucket_order != BucketOrderName(options_.bucket_order) ||
+           saved.bucket_order != BucketOrderName(options_.schedule.bucket_order) ||
            saved.buffer_partitions != capacity_ || saved.round_size != round_size_)) {
         return absl::FailedPreconditionError(absl::StrCat(
             graph_->dir(), " was stopped mid-epoch; resume it with the same --seed, "
@@ -163,7 +163,7 @@ absl::Status TrainLoop::RestoreOrInit() {
     }
     if (features_ == nullptr) {
       features_ = std::make_unique<FeatureTable>(InitFeatureTable(
-          static_cast<uint32_t>(m.num_features), options_.model.dim, options_.init_scale,
+          static_cast<uint32_t>(m.num_features), options_.model.dim, options_.optimizer.init_scale,
           options_.seed));
     }
   }
@@ -172,7 +172,7 @@ absl::Status TrainLoop::RestoreOrInit() {
   bo.features = mode != FeaturizedMode::kOff;
   bo.capacity = capacity_;
   bo.dim = options_.model.dim;
-  bo.init_scale = options_.init_scale;
+  bo.init_scale = options_.optimizer.init_scale;
   bo.seed = options_.seed;
   if (options_.only_new_edges) {
     if (m.previous_partition_sizes.size() != P_ || !resumed_) {
@@ -182,8 +182,7 @@ absl::Status TrainLoop::RestoreOrInit() {
     }
     bo.frozen_rows = m.previous_partition_sizes;
   }
-  RETURN_IF_ERROR(bo.Validate());
-  buffer_ = std::make_unique<PartitionBuffer>(graph_, bo, locations, write_version_);
+  ASSIGN_OR_RETURN(buffer_, PartitionBuffer::Make(graph_, bo, locations, write_version_));
   return absl::OkStatus();
 }
 
@@ -321,20 +320,20 @@ absl::Status TrainLoop::PlanMemory(const std::vector<DeviceSpec>& devices) {
   const FeaturizedMode mode = options_.model.featurized;
   size_t slots = 0;
   for (const DeviceSpec& d : devices) slots += DeviceSlots(d);
-  tokens_ = options_.deterministic ? 1 : 2 * slots;
+  tokens_ = options_.pipeline.deterministic ? 1 : 2 * slots;
   TrainMemoryInput in;
   in.graph_dir = graph_->dir();
-  in.budget = options_.memory_budget;
+  in.budget = options_.schedule.memory_budget;
   in.partition_sizes = m.partition_sizes;
   in.num_nodes = m.num_nodes;
   in.dim = options_.model.dim;
   in.id_rows = HasIdRows(mode);
   in.features = mode != FeaturizedMode::kOff;
   if (in.features) in.feature_table_bytes = m.num_features * RowBytesPerNode(options_.model.dim);
-  in.requested_buffer = options_.buffer_partitions;
+  in.requested_buffer = options_.schedule.buffer_partitions;
   in.round_buckets = devices.size();
   in.tokens = tokens_;
-  in.window_edges = options_.window_edges;
+  in.window_edges = options_.pipeline.window_edges;
   ASSIGN_OR_RETURN(memory_, PlanTrainMemory(in));
   capacity_ = memory_.buffer_partitions;
   const uint32_t trainers = static_cast<uint32_t>(devices.size());
@@ -407,12 +406,12 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
     rank_rounds = s.get();
     scheduler_ = std::move(s);
   } else {
-    scheduler_ = MakeRoundScheduler(options_.bucket_order, P_, capacity_, round_size_,
+    scheduler_ = MakeRoundScheduler(options_.schedule.bucket_order, P_, capacity_, round_size_,
                                     options_.seed + epoch, first_round);
   }
   RoundSourceOptions so;
-  so.batching = options_.batching;
-  so.batch_size = static_cast<uint32_t>(options_.batch_size);
+  so.batching = options_.pipeline.batching;
+  so.batch_size = static_cast<uint32_t>(options_.pipeline.batch_size);
   so.window_edges = memory_.window_edges;
   so.seed = options_.seed;
   so.epoch = epoch;
@@ -421,9 +420,11 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
   so.group_by_relation = relations_.num_relations > 1 && !UsesMixedChunks(options_);
   so.trainers = trainers_.size();
   so.static_split = one_device_kind_;
-  so.trainer_per_bucket = options_.deterministic;
-  RETURN_IF_ERROR(so.Validate());
-  RoundBatchSource source(graph_, buffer_.get(), scheduler_.get(), this, so, &edge_cost_);
+  so.trainer_per_bucket = options_.pipeline.deterministic;
+  ASSIGN_OR_RETURN(const std::unique_ptr<RoundBatchSource> made,
+                   RoundBatchSource::Make(graph_, buffer_.get(), scheduler_.get(), this, so,
+                                          &edge_cost_));
+  RoundBatchSource& source = *made;
   while (const Round* next = source.PeekNext()) {
     if (distributed()) {
       RETURN_IF_ERROR(StartRoundAcrossRanks(*next, *rank_rounds));
@@ -464,7 +465,7 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
 }
 
 absl::StatusOr<EvalResult> TrainLoop::Validate() {
-  const EvalOptions eo = ValidationOptions(options_);
+  const EvalOptions eo = ValidationEvalOptions(options_);
   std::vector<uint32_t> all(P_);
   for (uint32_t p = 0; p < P_; ++p) all[p] = p;
   ASSIGN_OR_RETURN(bool resident, buffer_->AllResident(all));
@@ -527,7 +528,8 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
   }
   pipeline_ = std::make_unique<BatchPipeline>(trainer_ptrs_, threads);
   if (distributed()) {
-    auto sync = MakeClusterSync(cluster_, options_.deterministic, round_size_, features_.get());
+    auto sync =
+        MakeClusterSync(cluster_, options_.pipeline.deterministic, round_size_, features_.get());
     cluster_sync_ = sync.get();
     sync_ = std::move(sync);
   } else {
@@ -547,8 +549,8 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
           for (const RankBucket& b : g.buckets) rounds.back().push_back(b.bucket);
         }
       } else {
-        auto counter = MakeRoundScheduler(options_.bucket_order, P_, capacity_, round_size_,
-                                          options_.seed + epoch, 0);
+        auto counter = MakeRoundScheduler(options_.schedule.bucket_order, P_, capacity_,
+                                          round_size_, options_.seed + epoch, 0);
         while (std::optional<Round> r = counter->Next()) rounds.push_back(std::move(r->buckets));
       }
       absl::MutexLock lock(&progress_mu_);
@@ -580,7 +582,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     }
     EpochStats stats;
     stats.epoch = epoch + 1;
-    stats.lr = options_.lr;
+    stats.lr = options_.optimizer.lr;
     {
       absl::MutexLock lock(&progress_mu_);
       stats.edges = progress_.edges_done;
@@ -595,7 +597,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     FillBatchStats(&stats);
     stats.partition_loads = buffer_->loads() - loads_before;
     if (options_.in_memory) {
-      if (options_.eval_valid && m.edges.valid > 0 && epoch + 1 == options_.epochs) {
+      if (options_.validation.enabled && m.edges.valid > 0 && epoch + 1 == options_.epochs) {
         ASSIGN_OR_RETURN(stats.valid, Validate());
       }
       summary.epochs.push_back(stats);
@@ -613,7 +615,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     // Across ranks rank 0 alone validates (from the checkpoint it wrote)
     // and appends the metrics line.
     if (writer()) {
-      if (options_.eval_valid && m.edges.valid > 0) {
+      if (options_.validation.enabled && m.edges.valid > 0) {
         ASSIGN_OR_RETURN(stats.valid, Validate());
       }
       RETURN_IF_ERROR(AppendMetrics(stats));
@@ -634,12 +636,12 @@ namespace {
 
 // --lr auto: a resumed run takes the lr stored with its checkpoint; a fresh
 // one asks `choose_lr` when the graph has validation edges and otherwise
-// keeps options->lr.
+// keeps options->optimizer.lr.
 absl::Status ResolveAutoLr(Graph& graph, const LrChooser& choose_lr, TrainOptions* options) {
   const Manifest& m = graph.manifest();
   if (m.training.checkpoint_version > 0 && !options->from_scratch) {
     ASSIGN_OR_RETURN(const SavedPosition saved, ReadSavedPosition(graph));
-    if (saved.lr > 0) options->lr = static_cast<float>(saved.lr);
+    if (saved.lr > 0) options->optimizer.lr = static_cast<float>(saved.lr);
     return absl::OkStatus();
   }
   if (m.edges.valid == 0) return absl::OkStatus();
@@ -647,7 +649,7 @@ absl::Status ResolveAutoLr(Graph& graph, const LrChooser& choose_lr, TrainOption
     return absl::InvalidArgumentError(
         "--lr auto needs a step-size chooser (TrainGraphAutoLr in train/tune/auto_lr.h)");
   }
-  ASSIGN_OR_RETURN(options->lr, choose_lr(graph, *options));
+  ASSIGN_OR_RETURN(options->optimizer.lr, choose_lr(graph, *options));
   return absl::OkStatus();
 }
 
@@ -660,7 +662,7 @@ absl::StatusOr<std::optional<TrainSummary>> TrainWithoutWriting(Graph& graph,
   TrainLoop loop(&graph, options);
   ASSIGN_OR_RETURN(TrainSummary summary, loop.Run());
   if (!loop.fits_in_memory()) return std::nullopt;
-  summary.lr = options.lr;
+  summary.lr = options.optimizer.lr;
   return summary;
 }
 
@@ -691,12 +693,12 @@ absl::StatusOr<TrainSummary> TrainGraphOnCluster(const std::string& graph_dir,
   open.read_only = across_ranks && cluster->rank() != 0;
   // Memtables and the block cache of every shard share the budget's
   // storage share, half each.
-  const uint64_t storage = SplitTrainBudget(options.memory_budget).storage;
+  const uint64_t storage = SplitTrainBudget(options.schedule.memory_budget).storage;
   open.write_buffer_bytes = std::max<uint64_t>(storage / 2, 1 << 20);
   open.block_cache_bytes = std::max<uint64_t>(storage / 2, 1 << 20);
   ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::Open(graph_dir, open));
   TrainOptions resolved = options;
-  if (options.lr_auto) RETURN_IF_ERROR(ResolveAutoLr(*graph, choose_lr, &resolved));
+  if (options.optimizer.lr_auto) RETURN_IF_ERROR(ResolveAutoLr(*graph, choose_lr, &resolved));
   absl::StatusOr<TrainSummary> summary;
   {
     // The loop's background work ends when it is destroyed; only then may
@@ -706,7 +708,7 @@ absl::StatusOr<TrainSummary> TrainGraphOnCluster(const std::string& graph_dir,
   }
   if (!summary.ok()) return summary;
   RETURN_IF_ERROR(graph->Close());
-  summary->lr = resolved.lr;
+  summary->lr = resolved.optimizer.lr;
   return summary;
 }
 

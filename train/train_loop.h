@@ -74,7 +74,7 @@ struct TrainSummary {
 // without the newline.
 std::string EpochJsonLine(const EpochStats& s);
 
-// With options.lr_auto, a fresh run of a graph with validation edges trains
+// With options.optimizer.lr_auto, a fresh run of a graph with validation edges trains
 // with the step `choose_lr` returns (train/tune/auto_lr.h probes for it;
 // without a chooser such a run is InvalidArgument); a resumed run takes the
 // step stored with its checkpoint.
@@ -86,10 +86,10 @@ absl::StatusOr<TrainSummary> TrainGraph(const std::string& graph_dir, const Trai
 // a null cluster or one rank, TrainGraph. Every rank calls it with the same
 // options and its own copy of the graph (one shared path or identical
 // copies: checked). Each rank holds its share of the partitions in memory
-// under options.memory_budget; partitions move holder to holder between
+// under options.schedule.memory_budget; partitions move holder to holder between
 // rounds (RankSchedule); relation parameters are summed across ranks at
 // every round end (ClusterSync); rank 0 alone writes checkpoints, metrics
-// and validation. With options.deterministic the run equals one process
+// and validation. With options.pipeline.deterministic the run equals one process
 // with as many trainers in all, bit for bit. A run stopped mid-epoch
 // resumes only with as many ranks; at an epoch boundary with any number.
 absl::StatusOr<TrainSummary> TrainGraphOnCluster(const std::string& graph_dir,
@@ -101,9 +101,9 @@ absl::Status CheckTrainableAcrossRanks(const TrainOptions& options);
 
 // Trains `graph` from scratch without writing to it (TrainOptions::in_memory,
 // which this sets): the probes' way to train on the user's graph, with no
-// copy, checkpoint or reload. With options.eval_valid, the last epoch's
+// copy, checkpoint or reload. With options.validation.enabled, the last epoch's
 // stats carry its validation. Returns nullopt, having trained nothing, when
-// the model does not fit in memory at once under options.memory_budget (or
+// the model does not fit in memory at once under options.schedule.memory_budget (or
 // is featurized); train a copy with TrainGraph then.
 // `graph` may be opened read-only.
 absl::StatusOr<std::optional<TrainSummary>> TrainWithoutWriting(Graph& graph,

@@ -349,6 +349,11 @@ TEST(FeatureImportTest, ManySmallRunsPerPartition) {
   FeatureImportOptions fo;
   fo.files = {dir.Sub("f.tsv")};
   fo.buffer_bytes = 512;
+  // Invalid options are refused before anything is read or written.
+  FeatureImportOptions no_budget = fo;
+  no_budget.memory_budget = 0;
+  EXPECT_EQ(ImportNodeFeatures(builder->get(), slot_file, sizes, no_budget).status().code(),
+            absl::StatusCode::kInvalidArgument);
   absl::StatusOr<FeatureImportSummary> s =
       ImportNodeFeatures(builder->get(), slot_file, sizes, fo);
   ASSERT_TRUE(s.ok()) << s.status();

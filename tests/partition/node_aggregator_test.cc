@@ -41,7 +41,8 @@ TEST(NodeAggregatorTest, MergedResultIndependentOfSpillingAndOrder) {
     NodeAggregatorOptions o;
     o.memory_bytes = memory;
     o.spill_dir = dir;
-    NodeAggregator agg(o);
+    const std::unique_ptr<NodeAggregator> made = NodeAggregator::Make(o).value();
+    NodeAggregator& agg = *made;
     std::vector<NodeOccurrence> order = occ;
     if (reverse) std::reverse(order.begin(), order.end());
     for (size_t i = 0; i < order.size(); i += 500) {
@@ -78,10 +79,22 @@ TEST(NodeAggregatorTest, MergedResultIndependentOfSpillingAndOrder) {
   }
 }
 
+TEST(NodeAggregatorTest, MakeRefusesInvalidOptions) {
+  NodeAggregatorOptions no_dir;
+  EXPECT_EQ(NodeAggregator::Make(no_dir).status().code(), absl::StatusCode::kInvalidArgument);
+  NodeAggregatorOptions no_memory;
+  no_memory.spill_dir = ::testing::TempDir();
+  no_memory.memory_bytes = 0;
+  EXPECT_EQ(NodeAggregator::Make(no_memory).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(NodeAggregatorTest, DetectsKeyCollision) {
   NodeAggregatorOptions o;
   o.spill_dir = ::testing::TempDir();
-  NodeAggregator agg(o);
+  auto made = NodeAggregator::Make(o);
+  ASSERT_TRUE(made.ok()) << made.status();
+  NodeAggregator& agg = **made;
   std::vector<NodeOccurrence> occ = {{42, "alpha", true}, {42, "beta", true}};
   absl::Status s = agg.Add(occ);
   EXPECT_FALSE(s.ok());

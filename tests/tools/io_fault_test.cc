@@ -255,7 +255,7 @@ TEST_F(IoFaultTest, FailedExportLeavesNoOutput) {
   TrainOptions to;
   to.model.dim = 8;
   to.epochs = 1;
-  to.threads = 1;
+  to.devices.threads = 1;
   ASSERT_TRUE(TrainGraph(graph, to).ok());
   auto out = [&](int i) { return tmp_.Sub(absl::StrCat("out/emb", i, ".tsv")); };
   ForEachFault(

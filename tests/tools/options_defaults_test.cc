@@ -1,8 +1,10 @@
 // Every options struct of ember validates itself, and its defaults pass.
 // Structs with required inputs (paths) get just those set; without them
 // Validate must fail.
+#include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "gtest/gtest.h"
 #include "partition/feature_import.h"
@@ -43,6 +45,11 @@ TEST(OptionsDefaultsTest, DefaultsPassValidate) {
   ExpectDefaultsValid<EvalOptions>("EvalOptions");
   ExpectDefaultsValid<PartitionBufferOptions>("PartitionBufferOptions");
   ExpectDefaultsValid<TrainOptions>("TrainOptions");
+  ExpectDefaultsValid<OptimizerOptions>("OptimizerOptions");
+  ExpectDefaultsValid<PipelineOptions>("PipelineOptions");
+  ExpectDefaultsValid<ScheduleOptions>("ScheduleOptions");
+  ExpectDefaultsValid<DeviceOptions>("DeviceOptions");
+  ExpectDefaultsValid<ValidationOptions>("ValidationOptions");
   ExpectDefaultsValid<ProbeOptions>("ProbeOptions");
   ExpectDefaultsValid<RoundSourceOptions>("RoundSourceOptions");
   ExpectDefaultsValid<tools::NeighborIndexOptions>("NeighborIndexOptions");
@@ -103,9 +110,40 @@ TEST(OptionsDefaultsTest, NewValidatorsRejectWhatTheyDocument) {
   EXPECT_EQ(round.Validate().code(), absl::StatusCode::kInvalidArgument);
   for (float scale : {0.0f, -1.0f, std::numeric_limits<float>::infinity()}) {
     TrainOptions train;
-    train.relation_lr_scale = scale;
+    train.optimizer.relation_lr_scale = scale;
     EXPECT_EQ(train.Validate().code(), absl::StatusCode::kInvalidArgument) << scale;
   }
+}
+
+// Each group of TrainOptions checks its own fields, and TrainOptions
+// checks every group.
+TEST(OptionsDefaultsTest, TrainOptionsCheckEveryGroup) {
+  TrainOptions optimizer;
+  optimizer.optimizer.lr = 0;
+  TrainOptions pipeline;
+  pipeline.pipeline.chunk_size = 0;
+  TrainOptions schedule;
+  schedule.schedule.memory_budget = 0;
+  TrainOptions devices;
+  devices.devices.trainers = 2;  // more than its one thread
+  TrainOptions validation;
+  validation.validation.enabled = true;
+  validation.validation.negatives = uint64_t{1} << 40;
+  const std::pair<const char*, absl::Status> groups[] = {
+      {"optimizer", optimizer.optimizer.Validate()},
+      {"pipeline", pipeline.pipeline.Validate()},
+      {"schedule", schedule.schedule.Validate()},
+      {"devices", devices.devices.Validate()},
+      {"validation", validation.validation.Validate()},
+  };
+  for (const auto& [name, status] : groups) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << name;
+  }
+  for (const TrainOptions* o : {&optimizer, &pipeline, &schedule, &devices, &validation}) {
+    EXPECT_EQ(o->Validate().code(), absl::StatusCode::kInvalidArgument);
+  }
+  validation.validation.enabled = false;  // negatives are checked only when enabled
+  EXPECT_TRUE(validation.Validate().ok()) << validation.Validate();
 }
 
 }  // namespace

@@ -103,7 +103,7 @@ absl::StatusOr<ImportSummary> Append(const std::string& dir, const std::string& 
 TrainOptions Options(int epochs) {
   TrainOptions o = SmallOptions(epochs, /*seed=*/3);
   o.model.op = Operator::kDiagonal;  // relation parameters to keep frozen
-  o.threads = 2;
+  o.devices.threads = 2;
   return o;
 }
 

@@ -40,8 +40,8 @@ class CheckpointSpaceTrainTest : public ::testing::Test {
   }
   static TrainOptions Options(int epochs) {
     TrainOptions o = train_test::SmallOptions(epochs);
-    o.deterministic = true;
-    o.threads = 1;
+    o.pipeline.deterministic = true;
+    o.devices.threads = 1;
     return o;
   }
   TempDir tmp_;

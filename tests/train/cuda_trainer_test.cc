@@ -102,11 +102,11 @@ TEST(CudaTrainerTest, MatchesCpuTrainerOnTheSbm) {
     return train_test::TrainAndEvaluate(graphs.New(partitions), o).mrr();
   };
   TrainOptions cpu = train_test::SmallOptions(5, 1);
-  cpu.deterministic = true;
+  cpu.pipeline.deterministic = true;
   TrainOptions gpu = cpu;
-  gpu.devices = "cuda:0";
+  gpu.devices.list = "cuda:0";
   TrainOptions gpu_out_of_core = gpu;
-  gpu_out_of_core.buffer_partitions = 2;
+  gpu_out_of_core.schedule.buffer_partitions = 2;
   const double reference = train(1, cpu), in_memory = train(1, gpu),
                out_of_core = train(4, gpu_out_of_core);
   std::printf("[ MRR ] cpu %.4f | cuda:0 in memory %.4f, 4 partitions buffer 2 %.4f\n",

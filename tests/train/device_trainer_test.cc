@@ -53,11 +53,11 @@ constexpr int kEpochs = 5;
 // runs differ in their updates, not only in rounding.
 TEST_F(DeviceTrainerTest, MatchesCpuTrainerInMemoryOutOfCoreAndBesideIt) {
   TrainOptions cpu = SmallOptions(kEpochs, 1);
-  cpu.deterministic = true;
+  cpu.pipeline.deterministic = true;
   const TrainedRun reference = TrainAndEvaluate(1, cpu);
 
   TrainOptions emulated = cpu;
-  emulated.devices = "emulated";
+  emulated.devices.list = "emulated";
   const TrainedRun in_memory = TrainAndEvaluate(1, emulated);
   ASSERT_EQ(in_memory.summary.epochs.size(), size_t{kEpochs});
   EXPECT_EQ(in_memory.summary.devices, std::vector<std::string>{"emulated"});
@@ -70,25 +70,25 @@ TEST_F(DeviceTrainerTest, MatchesCpuTrainerInMemoryOutOfCoreAndBesideIt) {
 
   // 4 partitions, 2 in memory: every eviction brings rows back from the device.
   TrainOptions out_of_core = emulated;
-  out_of_core.buffer_partitions = 2;
+  out_of_core.schedule.buffer_partitions = 2;
   const TrainedRun partitioned = TrainAndEvaluate(4, out_of_core);
   for (const EpochStats& e : partitioned.summary.epochs) EXPECT_GT(e.partition_loads, 4u);
 
   // A CPU trainer and a device trainer on disjoint buckets.
   TrainOptions mixed = SmallOptions(kEpochs, 1);
-  mixed.threads = 2;
-  mixed.devices = "cpu:1,emulated";
+  mixed.devices.threads = 2;
+  mixed.devices.list = "cpu:1,emulated";
   const TrainedRun beside = TrainAndEvaluate(4, mixed);
 
   // Two device trainers: rows move between them through the host at round
   // ends, and their relation parameters (complex_diagonal has some) merge.
   TrainOptions two = SmallOptions(kEpochs, 1);
-  two.threads = 2;
-  two.devices = "emulated,emulated";
+  two.devices.threads = 2;
+  two.devices.list = "emulated,emulated";
   two.model.op = Operator::kComplexDiagonal;
   const TrainedRun two_devices = TrainAndEvaluate(4, two);
   TrainOptions two_cpu = two;
-  two_cpu.devices = "cpu,cpu";
+  two_cpu.devices.list = "cpu,cpu";
   const TrainedRun two_cpus = TrainAndEvaluate(4, two_cpu);
 
   std::printf("[ MRR ] cpu %.4f | emulated in memory %.4f, 4 partitions buffer 2 %.4f, "

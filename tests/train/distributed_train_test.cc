@@ -45,9 +45,9 @@ class DistributedTrainTest : public ::testing::Test {
     TrainOptions o = train_test::SmallOptions(epochs);
     o.model.dim = 16;
     o.model.op = Operator::kTranslation;
-    o.deterministic = true;
-    o.threads = 1;
-    o.trainers = 1;
+    o.pipeline.deterministic = true;
+    o.devices.threads = 1;
+    o.devices.trainers = 1;
     return o;
   }
 
@@ -82,8 +82,8 @@ TEST_F(DistributedTrainTest, DeterministicRanksEqualOneProcessOfAsManyTrainers) 
     SCOPED_TRACE(absl::StrCat(n, " ranks"));
     const std::string one = graphs_->New(4);
     TrainOptions single = Options(2);
-    single.trainers = static_cast<int>(n);
-    single.threads = static_cast<int>(n);
+    single.devices.trainers = static_cast<int>(n);
+    single.devices.threads = static_cast<int>(n);
     auto s = TrainGraph(one, single);
     ASSERT_TRUE(s.ok()) << s.status();
 
@@ -120,14 +120,14 @@ TEST_F(DistributedTrainTest, DeterministicRanksEqualOneProcessOfAsManyTrainers) 
 TEST_F(DistributedTrainTest, StoppedMidEpochResumesWithAsManyRanksBitIdentically) {
   const std::string whole = graphs_->New(4);
   TrainOptions single = Options(2);
-  single.trainers = 2;
-  single.threads = 2;
+  single.devices.trainers = 2;
+  single.devices.threads = 2;
   ASSERT_TRUE(TrainGraph(whole, single).ok());
 
   const std::string dir = graphs_->New(4);
   TrainOptions o = Options(2);
-  o.checkpoint_every = 3;
-  o.stop_after_buckets = 28;  // mid epoch 2 (16 buckets an epoch), after a checkpoint
+  o.schedule.checkpoint_every = 3;
+  o.hooks.stop_after_buckets = 28;  // mid epoch 2 (16 buckets an epoch), after a checkpoint
   auto cluster = InProcessCluster::Create(2);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   auto stopped = RunRanks(**cluster, 2, {dir, dir}, o);
@@ -140,12 +140,12 @@ TEST_F(DistributedTrainTest, StoppedMidEpochResumesWithAsManyRanksBitIdentically
   EXPECT_EQ(m->training.epochs_done, 1);
 
   TrainOptions alone = single;
-  alone.stop_after_buckets = 0;
+  alone.hooks.stop_after_buckets = 0;
   auto refused = TrainGraph(dir, alone);
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(refused.status().message(), HasSubstr("2 rank(s)"));
 
-  o.stop_after_buckets = 0;
+  o.hooks.stop_after_buckets = 0;
   auto resumed = RunRanks(**cluster, 2, {dir, dir}, o);
   for (const auto& r : resumed) {
     ASSERT_TRUE(r.ok()) << r.status();

@@ -116,7 +116,7 @@ TEST_F(FeaturizedTrainTest, FeaturesCarryBlocksToNodesUnseenInTraining) {
     SCOPED_TRACE(FeaturizedModeName(mode));
     const std::string dir = Import(1);
     TrainOptions o = Options(mode);
-    o.deterministic = true;
+    o.pipeline.deterministic = true;
     auto summary = TrainGraph(dir, o);
     ASSERT_TRUE(summary.ok()) << summary.status();
     auto eval = EvalTest(dir);
@@ -139,7 +139,7 @@ TEST_F(FeaturizedTrainTest, FeaturesCarryBlocksToNodesUnseenInTraining) {
 TEST_F(FeaturizedTrainTest, VarianceAwareTwoTrainersPartitioned) {
   const std::string mem_dir = Import(1);
   TrainOptions base = Options(FeaturizedMode::kFeatures);
-  base.deterministic = true;
+  base.pipeline.deterministic = true;
   ASSERT_TRUE(TrainGraph(mem_dir, base).ok());
   auto mem = EvalTest(mem_dir);
   ASSERT_TRUE(mem.ok()) << mem.status();
@@ -148,10 +148,10 @@ TEST_F(FeaturizedTrainTest, VarianceAwareTwoTrainersPartitioned) {
   auto manifest = train_test::ManifestOf(dir);
   ASSERT_TRUE(manifest.ok());
   TrainOptions o = Options(FeaturizedMode::kFeatures);
-  o.batching = BatchingKind::kVarianceAware;
-  o.trainers = 2;
-  o.threads = 2;
-  o.buffer_partitions = 2;
+  o.pipeline.batching = BatchingKind::kVarianceAware;
+  o.devices.trainers = 2;
+  o.devices.threads = 2;
+  o.schedule.buffer_partitions = 2;
   auto summary = TrainGraph(dir, o);
   ASSERT_TRUE(summary.ok()) << summary.status();
   ASSERT_EQ(summary->epochs.size(), 5u);
@@ -184,15 +184,15 @@ TEST_F(FeaturizedTrainTest, DeviceTrainerMatchesCpuTrainer) {
       return train_test::TrainAndEvaluate(Import(partitions), o).mrr();
     };
     TrainOptions cpu = Options(mode);
-    cpu.deterministic = true;
+    cpu.pipeline.deterministic = true;
     TrainOptions device = cpu;
-    device.devices = "emulated";
+    device.devices.list = "emulated";
     TrainOptions beside = Options(mode);
-    beside.devices = "cpu:1,emulated";
-    beside.threads = 2;
-    beside.buffer_partitions = 2;
+    beside.devices.list = "cpu:1,emulated";
+    beside.devices.threads = 2;
+    beside.schedule.buffer_partitions = 2;
     TrainOptions two_devices = beside;
-    two_devices.devices = "emulated,emulated";
+    two_devices.devices.list = "emulated,emulated";
     const double cpu_mrr = train(1, cpu), device_mrr = train(1, device),
                  beside_mrr = train(4, beside), two_mrr = train(4, two_devices);
     std::printf("[ MRR ] %s held-out nodes: cpu %.4f | emulated %.4f; 4 partitions: beside a "
@@ -220,8 +220,8 @@ TEST_F(FeaturizedTrainTest, DeviceTrainerMatchesCpuTrainer) {
 TEST_F(FeaturizedTrainTest, AcrossRanksFeaturesLearnWhatOneProcessLearns) {
   const std::string one = Import(4);
   TrainOptions o = Options(FeaturizedMode::kFeatures);
-  o.trainers = 2;
-  o.threads = 2;
+  o.devices.trainers = 2;
+  o.devices.threads = 2;
   ASSERT_TRUE(TrainGraph(one, o).ok());
   auto single = EvalTest(one);
   ASSERT_TRUE(single.ok()) << single.status();
@@ -229,8 +229,8 @@ TEST_F(FeaturizedTrainTest, AcrossRanksFeaturesLearnWhatOneProcessLearns) {
   const std::string two = Import(4);
   auto cluster = InProcessCluster::Create(2);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
-  o.trainers = 1;
-  o.threads = 1;
+  o.devices.trainers = 1;
+  o.devices.threads = 1;
   std::vector<absl::StatusOr<TrainSummary>> runs(2, absl::UnknownError("not run"));
   std::vector<std::thread> ranks;
   for (uint32_t r = 0; r < 2; ++r) {
@@ -301,23 +301,23 @@ TEST_F(FeaturizedTrainTest, ResumeIsBitIdentical) {
 
 void FeaturizedTrainTest::ExpectResumeIsBitIdentical(const std::string& devices) {
   TrainOptions o = Options(FeaturizedMode::kIdPlusFeatures);
-  o.devices = devices;
+  o.devices.list = devices;
   o.epochs = 2;
-  o.deterministic = true;
-  o.batching = BatchingKind::kVarianceAware;
-  o.buffer_partitions = 2;
+  o.pipeline.deterministic = true;
+  o.pipeline.batching = BatchingKind::kVarianceAware;
+  o.schedule.buffer_partitions = 2;
   const std::string straight = Import(4);
   ASSERT_TRUE(TrainGraph(straight, o).ok());
 
   const std::string resumed = Import(4);
   TrainOptions stop = o;
-  stop.checkpoint_every = 3;
-  stop.stop_after_buckets = 20;  // second epoch, 2 buckets past its checkpoint
+  stop.schedule.checkpoint_every = 3;
+  stop.hooks.stop_after_buckets = 20;  // second epoch, 2 buckets past its checkpoint
   auto first = TrainGraph(resumed, stop);
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_TRUE(first->stopped);
   TrainOptions rest = o;
-  rest.checkpoint_every = 3;
+  rest.schedule.checkpoint_every = 3;
   auto second = TrainGraph(resumed, rest);
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_TRUE(second->resumed);

@@ -240,7 +240,7 @@ TEST_F(ProbeTest, TrainsAnEdgeSampleInMemoryAndLeavesTheGraphAndItsCheckpointAlo
 TEST_F(ProbeTest, InMemoryProbesScoreWhatTrainingACopyAndEvaluatingItScores) {
   const std::string graph_dir = factory_->New(2);
   TrainOptions o = SmallOptions(1);
-  o.deterministic = true;  // one thread, one batch in flight: bit-identical
+  o.pipeline.deterministic = true;  // one thread, one batch in flight: bit-identical
   ProbeOptions probe;
   probe.edge_sample = 0.5;
   probe.eval_edges = 300;
@@ -257,8 +257,8 @@ TEST_F(ProbeTest, InMemoryProbesScoreWhatTrainingACopyAndEvaluatingItScores) {
   ASSERT_TRUE(trained.ok());
   auto model = LoadStoredModel(**trained);
   ASSERT_TRUE(model.ok());
-  o.eval_max_edges = probe.eval_edges;
-  auto eval = Evaluate(**trained, *model, ValidationOptions(o));
+  o.validation.max_edges = probe.eval_edges;
+  auto eval = Evaluate(**trained, *model, ValidationEvalOptions(o));
   ASSERT_TRUE(eval.ok()) << eval.status();
   EXPECT_EQ(result->valid.edges, eval->edges);
   EXPECT_EQ(result->valid.filtered.mrr, eval->filtered.mrr);
@@ -270,7 +270,7 @@ TEST_F(ProbeTest, AModelTooBigForMemoryIsProbedOnAScratchCopy) {
   auto graph = Graph::Open(graph_dir, GraphOpenOptions{.read_only = false});
   ASSERT_TRUE(graph.ok()) << graph.status();
   TrainOptions o = SmallOptions(1);
-  o.buffer_partitions = 2;  // of 4: the model never is in memory at once
+  o.schedule.buffer_partitions = 2;  // of 4: the model never is in memory at once
   ProbeOptions probe;
   probe.eval_edges = 300;
   const auto before = DirectoryContents(graph_dir);
@@ -298,8 +298,8 @@ TEST_F(ProbeTest, NeedsValidationEdges) {
   // --lr auto then trains with the given lr instead of failing.
   graph->reset();
   TrainOptions o = SmallOptions(1);
-  o.lr_auto = true;
-  o.lr = 0.05f;
+  o.optimizer.lr_auto = true;
+  o.optimizer.lr = 0.05f;
   auto summary = TrainGraphAutoLr(graph_dir, o);
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_FALSE(summary->lr_choice.has_value());
@@ -309,7 +309,7 @@ TEST_F(ProbeTest, NeedsValidationEdges) {
 TEST_F(ProbeTest, AutoLrIsChosenOnceAndKeptOnResume) {
   const std::string graph_dir = factory_->New(1);
   TrainOptions o = SmallOptions(2);
-  o.lr_auto = true;
+  o.optimizer.lr_auto = true;
   auto first = TrainGraphAutoLr(graph_dir, o);
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_TRUE(first->lr_choice.has_value());
@@ -345,7 +345,7 @@ TEST_F(ProbeTest, AutoLrIsChosenOnceAndKeptOnResume) {
   // A resumed run does not probe again and trains with the stored lr, even
   // if the stored one differs from what a probe would choose now.
   o.epochs = 3;
-  o.lr = 123.0f;  // ignored with lr_auto on resume
+  o.optimizer.lr = 123.0f;  // ignored with lr_auto on resume
   auto resumed = TrainGraphAutoLr(graph_dir, o);
   ASSERT_TRUE(resumed.ok()) << resumed.status();
   EXPECT_TRUE(resumed->resumed);

@@ -196,17 +196,33 @@ TEST(TrainerFactoryTest, ParsesDevices) {
 // kept and the rest is shared.
 TEST(TrainerFactoryTest, ResolvesThreads) {
   TrainOptions o;
-  o.threads = 5;
-  o.trainers = 2;
+  o.devices.threads = 5;
+  o.devices.trainers = 2;
   auto d = ResolveDevices(o);
   ASSERT_TRUE(d.ok());
   ASSERT_EQ(d->size(), 2u);
   EXPECT_EQ((*d)[0].threads + (*d)[1].threads, 5);
-  o.devices = "cpu:1,cpu";
+  o.devices.list = "cpu:1,cpu";
   d = ResolveDevices(o);
   ASSERT_TRUE(d.ok());
   EXPECT_EQ((*d)[0].threads, 1);
   EXPECT_EQ((*d)[1].threads, 4);
+  o.devices.threads = 0;
+  EXPECT_EQ(ResolveDevices(o).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// The factories check their options before they touch anything else.
+TEST(StreamingFactoriesTest, RefuseInvalidOptions) {
+  PartitionBufferOptions bo;
+  bo.capacity = 0;
+  EXPECT_EQ(PartitionBuffer::Make(nullptr, bo, {}, 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  RoundSourceOptions so;
+  so.batch_size = 0;
+  EXPECT_EQ(RoundBatchSource::Make(nullptr, nullptr, nullptr, nullptr, so, nullptr)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 // A trainer whose copy of a partition is newer than the host's: the buffer
@@ -243,7 +259,9 @@ TEST_F(EdgeWindowTest, BufferSyncsRowsBackBeforeWritingAndReleasesOnEviction) {
   PartitionBufferOptions bo;
   bo.capacity = 2;
   bo.dim = 4;
-  PartitionBuffer buffer(g->get(), bo, std::vector<uint64_t>(4, 0), 1);
+  auto made = PartitionBuffer::Make(g->get(), bo, std::vector<uint64_t>(4, 0), 1);
+  ASSERT_TRUE(made.ok()) << made.status();
+  PartitionBuffer& buffer = **made;
   FakeDeviceRows device;
   buffer.AddResidency(&device);
   const std::vector<uint32_t> first = {0, 1}, second = {2};

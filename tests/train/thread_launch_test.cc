@@ -92,7 +92,9 @@ TEST_F(ThreadLaunchTest, PrefetchThatCannotStartFailsTheNextWait) {
   PartitionBufferOptions bo;
   bo.capacity = 2;
   bo.dim = 4;
-  PartitionBuffer buffer(g->get(), bo, std::vector<uint64_t>(4, 0), 1);
+  auto made = PartitionBuffer::Make(g->get(), bo, std::vector<uint64_t>(4, 0), 1);
+  ASSERT_TRUE(made.ok()) << made.status();
+  PartitionBuffer& buffer = **made;
   {
     FailedLaunch fail;
     buffer.Prefetch({0, 1}, {}, {});

@@ -44,8 +44,8 @@ using train_test::TempDir;
 TrainOptions Options(int epochs) {
   TrainOptions o = train_test::SmallOptions(epochs);
   o.model.op = Operator::kTranslation;  // relation parameters in the blob
-  o.deterministic = true;
-  o.threads = 1;
+  o.pipeline.deterministic = true;
+  o.devices.threads = 1;
   return o;
 }
 

@@ -171,10 +171,10 @@ TEST_F(TrainKillTest, KilledAndResumedIsBitIdentical) {
   TrainOptions o = train_test::SmallOptions(2, 3);
   o.model.dim = 16;
   o.model.op = Operator::kDiagonal;
-  o.buffer_partitions = 2;
-  o.deterministic = true;
-  o.threads = 1;
-  o.lr_auto = true;  // as the binary's default --lr auto: the same probes choose
+  o.schedule.buffer_partitions = 2;
+  o.pipeline.deterministic = true;
+  o.devices.threads = 1;
+  o.optimizer.lr_auto = true;  // as the binary's default --lr auto: the same probes choose
   ASSERT_TRUE(TrainGraphAutoLr(lib_dir, o).ok());
   auto lib = LoadSnapshot(lib_dir);
   ASSERT_TRUE(lib.ok()) << lib.status();

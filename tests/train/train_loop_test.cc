@@ -1,5 +1,5 @@
 // TrainGraph in process: metrics, resume and restart rules, stops that act
-// like kills (TrainOptions::stop_after_buckets), bucket orders, and every
+// like kills (TrainOptions::hooks.stop_after_buckets), bucket orders, and every
 // operator x comparator.
 #include "train/train_loop.h"
 
@@ -64,8 +64,8 @@ class TrainLoopTest : public ::testing::Test {
   // Partitioned, out of core, checkpointing after every bucket.
   static TrainOptions BufferedOptions(int epochs) {
     TrainOptions o = Options(epochs);
-    o.buffer_partitions = 2;
-    o.checkpoint_every = 1;
+    o.schedule.buffer_partitions = 2;
+    o.schedule.checkpoint_every = 1;
     return o;
   }
 
@@ -149,14 +149,14 @@ TEST_F(TrainLoopTest, MetricsGetOneLinePerEpochAcrossResumes) {
 // ranked against every node, its size and interval in metrics.jsonl;
 // sampled negatives on request, labelled.
 TEST_F(TrainLoopTest, ValidationRanksASampleAgainstAllNodes) {
-  EXPECT_EQ(TrainOptions{}.eval_negatives, 0u);
+  EXPECT_EQ(TrainOptions{}.validation.negatives, 0u);
   const std::string dir = NewGraph(2);
   auto m = ManifestOf(dir);
   ASSERT_TRUE(m.ok()) << m.status();
   ASSERT_GT(m->edges.valid, 100u);
   TrainOptions o = Options(2);
-  o.eval_valid = true;
-  o.eval_max_edges = 100;
+  o.validation.enabled = true;
+  o.validation.max_edges = 100;
   auto summary = TrainGraph(dir, o);
   ASSERT_TRUE(summary.ok()) << summary.status();
   ASSERT_EQ(summary->epochs.size(), 2u);
@@ -181,14 +181,14 @@ TEST_F(TrainLoopTest, ValidationRanksASampleAgainstAllNodes) {
 
   o.from_scratch = true;
   o.epochs = 1;
-  o.eval_negatives = 50;
+  o.validation.negatives = 50;
   summary = TrainGraph(dir, o);
   ASSERT_TRUE(summary.ok()) << summary.status();
   ASSERT_TRUE(summary->epochs[0].valid.has_value());
   EXPECT_THAT(DescribeProtocol(*summary->epochs[0].valid),
               HasSubstr("against 50 sampled negatives (optimistic)"));
 
-  o.eval_negatives = uint64_t{1} << 40;  // refused before training
+  o.validation.negatives = uint64_t{1} << 40;  // refused before training
   EXPECT_EQ(TrainGraph(dir, o).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
@@ -270,7 +270,7 @@ TEST_F(TrainLoopTest, ResumeWithDifferentModelFailsNamingTheFlags) {
 TEST_F(TrainLoopTest, ResumeMidEpochNeedsTheSameSchedule) {
   const std::string dir = NewGraph(4);
   TrainOptions o = BufferedOptions(1);
-  o.stop_after_buckets = 5;
+  o.hooks.stop_after_buckets = 5;
   auto stopped = TrainGraph(dir, o);
   ASSERT_TRUE(stopped.ok()) << stopped.status();
   EXPECT_TRUE(stopped->stopped);
@@ -280,9 +280,9 @@ TEST_F(TrainLoopTest, ResumeMidEpochNeedsTheSameSchedule) {
   EXPECT_EQ(m->training.epochs_done, 0u);
   ASSERT_GT(m->training.checkpoint_version, 0u);
 
-  o.stop_after_buckets = 0;
+  o.hooks.stop_after_buckets = 0;
   TrainOptions beta = o;
-  beta.bucket_order = BucketOrderKind::kBeta;
+  beta.schedule.bucket_order = BucketOrderKind::kBeta;
   auto s = TrainGraph(dir, beta);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition) << s.status();
@@ -295,7 +295,7 @@ TEST_F(TrainLoopTest, ResumeMidEpochNeedsTheSameSchedule) {
   EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition) << s.status();
 
   TrainOptions bigger_buffer = o;
-  bigger_buffer.buffer_partitions = 3;
+  bigger_buffer.schedule.buffer_partitions = 3;
   s = TrainGraph(dir, bigger_buffer);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition) << s.status();
@@ -331,7 +331,7 @@ TEST_F(TrainLoopTest, StoppedRunLeavesLoadableCheckpoint) {
     SCOPED_TRACE(absl::StrCat("stop after ", stop, " buckets"));
     const std::string dir = NewGraph(4);
     TrainOptions o = BufferedOptions(2);
-    o.stop_after_buckets = stop;
+    o.hooks.stop_after_buckets = stop;
     auto s = TrainGraph(dir, o);
     ASSERT_TRUE(s.ok()) << s.status();
     EXPECT_TRUE(s->stopped);
@@ -352,8 +352,8 @@ TEST_F(TrainLoopTest, StoppedRunLeavesLoadableCheckpoint) {
 TEST_F(TrainLoopTest, StopWithoutCheckpointLeavesPreviousCheckpointIntact) {
   const std::string dir = NewGraph(4);
   TrainOptions o = Options(1);
-  o.buffer_partitions = 2;
-  o.stop_after_buckets = 3;  // before any checkpoint
+  o.schedule.buffer_partitions = 2;
+  o.hooks.stop_after_buckets = 3;  // before any checkpoint
   auto s = TrainGraph(dir, o);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_TRUE(s->stopped);
@@ -363,7 +363,7 @@ TEST_F(TrainLoopTest, StopWithoutCheckpointLeavesPreviousCheckpointIntact) {
     EXPECT_EQ(LoadStoredModel(**g).status().code(), absl::StatusCode::kFailedPrecondition);
   }
 
-  o.stop_after_buckets = 0;
+  o.hooks.stop_after_buckets = 0;
   ASSERT_TRUE(TrainGraph(dir, o).ok());
   auto epoch1 = LoadSnapshot(dir);
   ASSERT_TRUE(epoch1.ok()) << epoch1.status();
@@ -371,7 +371,7 @@ TEST_F(TrainLoopTest, StopWithoutCheckpointLeavesPreviousCheckpointIntact) {
   // Stopped half-way through epoch 2 without a checkpoint: partitions it
   // evicted were written, but the manifest still names epoch 1's model.
   o.epochs = 2;
-  o.stop_after_buckets = 9;
+  o.hooks.stop_after_buckets = 9;
   s = TrainGraph(dir, o);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_TRUE(s->stopped);
@@ -390,9 +390,9 @@ TEST_F(TrainLoopTest, StopWithoutCheckpointLeavesPreviousCheckpointIntact) {
 TEST_F(TrainLoopTest, StoppedAndResumedIsBitIdentical) {
   TrainOptions o = BufferedOptions(2);
   o.model.op = Operator::kTranslation;
-  o.checkpoint_every = 3;
-  o.deterministic = true;
-  o.threads = 1;
+  o.schedule.checkpoint_every = 3;
+  o.pipeline.deterministic = true;
+  o.devices.threads = 1;
 
   const std::string ref_dir = NewGraph(4);
   auto ref = TrainGraph(ref_dir, o);
@@ -405,7 +405,7 @@ TEST_F(TrainLoopTest, StoppedAndResumedIsBitIdentical) {
   {
     const std::string dir = NewGraph(4);
     TrainOptions plain = o;
-    plain.checkpoint_every = 0;
+    plain.schedule.checkpoint_every = 0;
     ASSERT_TRUE(TrainGraph(dir, plain).ok());
     auto got = LoadSnapshot(dir);
     ASSERT_TRUE(got.ok()) << got.status();
@@ -418,7 +418,7 @@ TEST_F(TrainLoopTest, StoppedAndResumedIsBitIdentical) {
   int runs = 0;
   for (uint64_t stop : {5, 14, 0}) {
     TrainOptions step = o;
-    step.stop_after_buckets = stop;
+    step.hooks.stop_after_buckets = stop;
     auto s = TrainGraph(dir, step);
     ASSERT_TRUE(s.ok()) << s.status();
     EXPECT_EQ(s->stopped, stop != 0);
@@ -446,8 +446,8 @@ TEST_P(TrainBucketOrderTest, TrainsEveryEdgeEachEpoch) {
   const auto [order, buffer] = GetParam();
   const std::string dir = NewGraph(4);
   TrainOptions o = Options(2);
-  o.bucket_order = order;
-  o.buffer_partitions = buffer;
+  o.schedule.bucket_order = order;
+  o.schedule.buffer_partitions = buffer;
   auto s = TrainGraph(dir, o);
   ASSERT_TRUE(s.ok()) << s.status();
   ASSERT_EQ(s->epochs.size(), 2u);
@@ -502,7 +502,7 @@ TEST_P(TrainModelMatrixTest, TrainsOneEpochToFiniteValues) {
   o.model.op = op;
   o.model.comparator = cmp;
   o.model.dim = 8;
-  o.buffer_partitions = 2;
+  o.schedule.buffer_partitions = 2;
   auto s = TrainGraph(dir, o);
   ASSERT_TRUE(s.ok()) << s.status();
   ASSERT_EQ(s->epochs.size(), 1u);

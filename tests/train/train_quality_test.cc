@@ -78,7 +78,7 @@ constexpr int kEpochs = 5;
 // about half of that ceiling; we observe 0.040 for seeds 1-3.
 TEST_F(TrainQualityTest, SbmMrrFarAboveChanceAndLossFalls) {
   TrainOptions o = SmallOptions(kEpochs, 1);
-  o.deterministic = true;
+  o.pipeline.deterministic = true;
   const RunResult r = TrainAndEvaluate(1, o);
   ASSERT_EQ(r.summary.epochs.size(), size_t{kEpochs});
   const double chance = ChanceMrr(StandardSbm().nodes);
@@ -112,13 +112,13 @@ TEST_F(TrainQualityTest, PartitionedAndTwoTrainersMatchInMemoryWithinNoise) {
   for (uint64_t seed : {1, 2, 3}) {
     SCOPED_TRACE(absl::StrCat("seed ", seed));
     TrainOptions o = SmallOptions(kEpochs, seed);
-    o.deterministic = true;
+    o.pipeline.deterministic = true;
     const RunResult mem = TrainAndEvaluate(1, o);
     in_memory.push_back(mem.eval.filtered.mrr);
 
     // The same edges in 4 partitions, 2 in memory at a time.
     TrainOptions po = o;
-    po.buffer_partitions = 2;
+    po.schedule.buffer_partitions = 2;
     const RunResult part = TrainAndEvaluate(4, po);
     EXPECT_EQ(part.test_edges, mem.test_edges);
     ASSERT_EQ(part.summary.epochs.size(), size_t{kEpochs});
@@ -129,10 +129,10 @@ TEST_F(TrainQualityTest, PartitionedAndTwoTrainersMatchInMemoryWithinNoise) {
 
     // Two trainers on disjoint buckets vs one, both with 2 threads.
     TrainOptions one = SmallOptions(kEpochs, seed);
-    one.threads = 2;
+    one.devices.threads = 2;
     const RunResult one_trainer = TrainAndEvaluate(4, one);
     TrainOptions two = one;
-    two.trainers = 2;
+    two.devices.trainers = 2;
     const RunResult two_trainers = TrainAndEvaluate(4, two);
     ASSERT_EQ(two_trainers.summary.epochs.size(), size_t{kEpochs});
     EXPECT_EQ(two_trainers.summary.epochs[0].edges, mem.summary.epochs[0].edges);
@@ -166,14 +166,14 @@ TEST_F(TrainQualityTest, BoundedWindowShuffleMatchesWholeBucketShuffle) {
   for (uint64_t seed : {1, 2}) {
     SCOPED_TRACE(absl::StrCat("seed ", seed));
     TrainOptions o = SmallOptions(kEpochs, seed);
-    o.deterministic = true;
+    o.pipeline.deterministic = true;
     const RunResult whole = TrainAndEvaluate(1, o);
     TrainOptions w = o;
-    w.window_edges = 1000;
+    w.pipeline.window_edges = 1000;
     const RunResult windowed = TrainAndEvaluate(1, w);
     TrainOptions pw = o;
-    pw.buffer_partitions = 2;
-    pw.window_edges = 300;
+    pw.schedule.buffer_partitions = 2;
+    pw.pipeline.window_edges = 300;
     const RunResult part_windowed = TrainAndEvaluate(4, pw);
     std::printf("[ MRR ] seed %lu: whole-bucket shuffle %.4f | windows of 1000: %.4f | "
                 "4 partitions, windows of 300: %.4f\n",

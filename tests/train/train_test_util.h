@@ -136,9 +136,9 @@ inline TrainOptions SmallOptions(int epochs, uint64_t seed = 1) {
   TrainOptions o;
   o.model.dim = 32;
   o.epochs = epochs;
-  o.batch_size = 500;
+  o.pipeline.batch_size = 500;
   o.seed = seed;
-  o.threads = 1;
+  o.devices.threads = 1;
   return o;
 }
 

@@ -83,12 +83,12 @@ absl::StatusOr<std::unique_ptr<Trainer>> MakeOne(const DeviceSpec& spec, const T
 
 absl::StatusOr<Measured> Measure(TrainOptions options) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  options.threads = cores;
-  options.devices = absl::GetFlag(FLAGS_devices);
+  options.devices.threads = cores;
+  options.devices.list = absl::GetFlag(FLAGS_devices);
   RETURN_IF_ERROR(options.Validate());
   ASSIGN_OR_RETURN(std::vector<DeviceSpec> devices, ResolveDevices(options));
   if (devices.size() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat("--devices ", options.devices,
+    return absl::InvalidArgumentError(absl::StrCat("--devices ", options.devices.list,
                                                    ": name one device"));
   }
   const DeviceSpec spec = devices.front();
@@ -116,10 +116,10 @@ absl::StatusOr<Measured> Measure(TrainOptions options) {
   ASSIGN_OR_RETURN(std::vector<Edge> edges,
                    MakeRmatEdges(scale, absl::GetFlag(FLAGS_edge_factor), options.seed));
   PartitionData rows = MakePartition(uint64_t{1} << scale, options.model.dim,
-                                     options.init_scale, options.seed);
+                                     options.optimizer.init_scale, options.seed);
   BucketTask task{.src = &rows, .dst = &rows, .seed = options.seed};
   const std::span<const Edge> all(edges);
-  const uint64_t warm = std::min<uint64_t>(options.batch_size, all.size());
+  const uint64_t warm = std::min<uint64_t>(options.pipeline.batch_size, all.size());
 
   std::fprintf(stderr, "gpu_train_bench: training on %s ...\n", m.device.c_str());
   RETURN_IF_ERROR(TrainTimed(trainer.get(), task, all.first(warm), options, {}).status());
@@ -132,12 +132,12 @@ absl::StatusOr<Measured> Measure(TrainOptions options) {
 
   const bool endpoints = UsesEndpointNegatives(options, 1);
   m.flops_per_edge = GemmFlopsPerEdge(options, endpoints);
-  const int chunk = options.chunk_size;
-  m.cand = chunk + options.num_uniform_negs + (endpoints ? chunk : 0);
+  const int chunk = options.pipeline.chunk_size;
+  m.cand = chunk + options.pipeline.num_uniform_negs + (endpoints ? chunk : 0);
   const ChunkGemmShape shape{.chunk = chunk,
                              .cand = m.cand,
                              .dim = options.model.dim,
-                             .count = 2 * ((options.batch_size + chunk - 1) / chunk)};
+                             .count = 2 * ((options.pipeline.batch_size + chunk - 1) / chunk)};
   m.sgemm_count = shape.count;
   m.sgemm = MeasureChunkSgemm(gpu_index, shape, absl::GetFlag(FLAGS_sgemm_reps));
 
@@ -179,9 +179,9 @@ void Print(const TrainOptions& o, const Measured& m) {
   j["nodes"] = nodes;
   j["graph_edges"] = graph_edges;
   j["dim"] = o.model.dim;
-  j["batch_size"] = o.batch_size;
-  j["chunk_size"] = o.chunk_size;
-  j["uniform_negs"] = o.num_uniform_negs;
+  j["batch_size"] = o.pipeline.batch_size;
+  j["chunk_size"] = o.pipeline.chunk_size;
+  j["uniform_negs"] = o.pipeline.num_uniform_negs;
   j["edges"] = m.run.edges;
   j["seconds"] = m.run.seconds;
   j["edges_per_second"] = eps;
@@ -216,8 +216,8 @@ void Print(const TrainOptions& o, const Measured& m) {
 
   absl::PrintF("gpu_train_bench: R-MAT scale %d (%d nodes, %d edges), dim %d, batch %d, chunk %d, "
               "%d uniform negatives, op none, dot, softmax\n",
-              scale, nodes, graph_edges, o.model.dim, o.batch_size, o.chunk_size,
-              o.num_uniform_negs);
+              scale, nodes, graph_edges, o.model.dim, o.pipeline.batch_size, o.pipeline.chunk_size,
+              o.pipeline.num_uniform_negs);
   absl::PrintF("  gpu:                %s\n", m.gpu);
   absl::PrintF("  %-19s %.4g edges/s (%d edges in %.1f s, loss/edge %.4f)\n", m.device + ":", eps,
                m.run.edges, m.run.seconds, loss_per_edge);
@@ -245,10 +245,10 @@ int main(int argc, char** argv) {
   options.model.comparator = ember::Comparator::kDot;
   options.model.loss = ember::Loss::kSoftmax;
   options.model.dim = absl::GetFlag(FLAGS_dim);
-  options.batch_size = absl::GetFlag(FLAGS_batch_size);
-  options.chunk_size = absl::GetFlag(FLAGS_chunk_size);
-  options.num_uniform_negs = absl::GetFlag(FLAGS_negs);
-  options.lr = static_cast<float>(absl::GetFlag(FLAGS_lr));
+  options.pipeline.batch_size = absl::GetFlag(FLAGS_batch_size);
+  options.pipeline.chunk_size = absl::GetFlag(FLAGS_chunk_size);
+  options.pipeline.num_uniform_negs = absl::GetFlag(FLAGS_negs);
+  options.optimizer.lr = static_cast<float>(absl::GetFlag(FLAGS_lr));
   options.seed = absl::GetFlag(FLAGS_seed);
   absl::StatusOr<ember::bench::Measured> m = ember::bench::Measure(options);
   if (!m.ok()) {

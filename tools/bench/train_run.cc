@@ -57,15 +57,15 @@ PartitionData MakePartition(uint64_t rows, int dim, float init_scale, uint64_t s
 }
 
 double GemmFlopsPerEdge(const TrainOptions& options, bool endpoint_negs) {
-  const double chunk = options.chunk_size;
-  const double cand = chunk + options.num_uniform_negs + (endpoint_negs ? chunk : 0);
+  const double chunk = options.pipeline.chunk_size;
+  const double cand = chunk + options.pipeline.num_uniform_negs + (endpoint_negs ? chunk : 0);
   return 12.0 * cand * options.model.dim;
 }
 
 absl::StatusOr<RunResult> TrainTimed(Trainer* trainer, const BucketTask& task,
                                      std::span<const Edge> edges, const TrainOptions& options,
                                      const RunLimits& limits) {
-  const uint64_t batch = static_cast<uint64_t>(options.batch_size);
+  const uint64_t batch = static_cast<uint64_t>(options.pipeline.batch_size);
   const uint64_t total = limits.max_edges == 0 ? edges.size()
                                                : std::min<uint64_t>(limits.max_edges, edges.size());
   const uint64_t num_batches = (total + batch - 1) / batch;

@@ -46,7 +46,7 @@ struct RunResult {
   double edges_per_second() const { return seconds > 0 ? edges / seconds : 0; }
 };
 
-// Trains consecutive batches of options.batch_size edges of `edges` (batch
+// Trains consecutive batches of options.pipeline.batch_size edges of `edges` (batch
 // k is edges [k·B, (k+1)·B)) with trainer->slots() threads, each taking the
 // next batch not yet taken, until one pass, max_edges or `seconds` is
 // reached (a batch begun is finished). `task` names the partition(s) the

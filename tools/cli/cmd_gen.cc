@@ -20,8 +20,10 @@
 #include "tools/gen/rmat_generator.h"
 #include "tools/gen/sbm_generator.h"
 
-ABSL_FLAG(int, scale, 16, "gen rmat: log2 of the node count, in [1, 40].");
-ABSL_FLAG(uint64_t, edge_factor, 16,
+// A flag that sets an options field takes that field's default.
+ABSL_FLAG(int, scale, ember::tools::gen::RmatOptions{}.scale,
+          "gen rmat: log2 of the node count, in [1, 40].");
+ABSL_FLAG(uint64_t, edge_factor, ember::tools::gen::RmatOptions{}.edge_factor,
           "gen rmat: edges per node (edges = edge_factor * 2^scale).");
 ABSL_FLAG(uint32_t, relations, 0,
           "gen rmat: relation types; > 1 writes src<TAB>r<k><TAB>dst lines "
@@ -30,40 +32,41 @@ ABSL_FLAG(uint32_t, relations, 0,
 ABSL_FLAG(uint64_t, hubs, 0,
           "gen rmat: nodes made hubs: each gets edges to --hub-fraction of "
           "all nodes, on top of the R-MAT edges.");
-ABSL_FLAG(double, hub_fraction, 0.02,
+ABSL_FLAG(double, hub_fraction, ember::tools::gen::RmatOptions{}.hub_fraction,
           "gen rmat: share of all nodes each --hubs hub links to, in (0, 1].");
 ABSL_FLAG(uint64_t, nodes, 0,
           "gen sbm: number of nodes N (0: 1000). gen kg: number of entities "
           "(0: 20000).");
-ABSL_FLAG(uint64_t, blocks, 10,
+ABSL_FLAG(uint64_t, blocks, ember::tools::gen::SbmOptions{}.blocks,
           "gen sbm: number of blocks K; node i is in block i % K.");
-ABSL_FLAG(double, avg_degree, 10,
+ABSL_FLAG(double, avg_degree, ember::tools::gen::SbmOptions{}.avg_degree,
           "gen sbm: average degree D (round(N*D/2) undirected edges).");
-ABSL_FLAG(double, mixing, 0.1,
+ABSL_FLAG(double, mixing, ember::tools::gen::SbmOptions{}.mixing,
           "gen sbm: fraction of edges between different blocks, in [0, 1].");
 ABSL_FLAG(std::string, labels_out, "",
           "gen sbm: path of the node<TAB>block labels file.");
 
 ABSL_FLAG(std::string, labels, "",
           "gen features: the node<TAB>block labels file of `gen sbm`.");
-ABSL_FLAG(uint64_t, vocab, 100000,
+ABSL_FLAG(uint64_t, vocab, ember::tools::gen::FeaturesOptions{}.vocab,
           "gen features: vocabulary size (feature names f0 .. f<V-1>).");
-ABSL_FLAG(double, nnz_alpha, 1.2,
+ABSL_FLAG(double, nnz_alpha, ember::tools::gen::FeaturesOptions{}.nnz_alpha,
           "gen features: tail exponent of the non-zeros per node (P(nnz >= k) = k^-alpha); "
           "smaller is heavier.");
-ABSL_FLAG(uint32_t, max_nnz, 4096, "gen features: most non-zeros of one node.");
+ABSL_FLAG(uint32_t, max_nnz, ember::tools::gen::FeaturesOptions{}.max_nnz,
+          "gen features: most non-zeros of one node.");
 
-ABSL_FLAG(uint32_t, types, 8,
+ABSL_FLAG(uint32_t, types, ember::tools::gen::KgOptions{}.types,
           "gen kg: entity types (entity i has type i % T).");
-ABSL_FLAG(double, facts_per_node, 0.5,
+ABSL_FLAG(double, facts_per_node, ember::tools::gen::KgOptions{}.facts_per_node,
           "gen kg: facts per inverse pair, symmetric and plain relation, as a "
           "multiple of --nodes.");
-ABSL_FLAG(double, popularity_exponent, 1.0,
+ABSL_FLAG(double, popularity_exponent, ember::tools::gen::KgOptions{}.popularity_exponent,
           "gen kg: Zipf exponent of entity popularity (0 uniform; larger is "
           "more skewed).");
-ABSL_FLAG(double, valid_fraction, 0.05,
+ABSL_FLAG(double, valid_fraction, ember::tools::gen::KgOptions{}.valid_fraction,
           "gen kg: share of edges held out in --valid-out.");
-ABSL_FLAG(double, test_fraction, 0.05,
+ABSL_FLAG(double, test_fraction, ember::tools::gen::KgOptions{}.test_fraction,
           "gen kg: share of edges held out in --test-out.");
 ABSL_FLAG(std::string, valid_out, "",
           "gen kg: path of the held-out validation triples.");

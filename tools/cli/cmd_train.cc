@@ -15,10 +15,10 @@
 #include "tools/cli/common_flags.h"
 #include "tools/cli/eval_flags.h"
 #include "storage/base/progress.h"
-#include "train/trainers/slowed_trainer.h"
 #include "train/train_loop.h"
 #include "train/tune/auto_lr.h"
 #include "train/tune/probe.h"
+#include "tools/bench/hooks/slowed_trainer.h"
 #include "tools/cli/round_watchdog.h"
 #include "train/distributed/launcher.h"
 #ifdef EMBER_HAVE_MPI
@@ -28,61 +28,74 @@
 // Shared with import (defined in cmd_import.cc): train spends it on the
 // partition buffer, the edge windows in flight and storage buffers.
 
-ABSL_FLAG(int, epochs, 10, "train: total epochs (a resumed run trains the rest).");
+// Every flag's default is the default of the TrainOptions field it sets
+// (TrainOptionsFromFlags), except --lr (auto: the command probes) and the
+// flags shared with other commands (common_flags.h).
+namespace {
+const ember::TrainOptions kTrainDefaults;
+}  // namespace
+
+ABSL_FLAG(int, epochs, kTrainDefaults.epochs,
+          "train: total epochs (a resumed run trains the rest).");
 ABSL_FLAG(std::string, lr, "auto",
           "train: Adagrad learning rate, or auto: probe 0.01, 0.03, 0.1 and 0.3 (0.1 and 0.3 on "
           "graphs of several relations) on a sample of "
           "the train edges (at most 10% of the run) and keep 0.1 unless a probe clearly beats "
           "it on validation MRR (0.1 without validation edges; a resumed run keeps its lr).");
-ABSL_FLAG(double, relation_lr_scale, ember::kRelationLrScaleDefault,
+ABSL_FLAG(double, relation_lr_scale,
+          ember::tools::FloatFlagDefault(kTrainDefaults.optimizer.relation_lr_scale),
           "train: relation parameters step at this multiple of --lr.");
-ABSL_FLAG(int, batch_size, 1000, "train: positive edges per batch.");
-ABSL_FLAG(int, chunk_size, 50, "train: edges per negative-sharing chunk.");
-ABSL_FLAG(int, num_uniform_negs, 50, "train: uniform negatives per chunk and side.");
-ABSL_FLAG(ember::RelationBatching, relation_batching, ember::RelationBatching::kMixed,
+ABSL_FLAG(int, batch_size, kTrainDefaults.pipeline.batch_size, "train: positive edges per batch.");
+ABSL_FLAG(int, chunk_size, kTrainDefaults.pipeline.chunk_size,
+          "train: edges per negative-sharing chunk.");
+ABSL_FLAG(int, num_uniform_negs, kTrainDefaults.pipeline.num_uniform_negs,
+          "train: uniform negatives per chunk and side.");
+ABSL_FLAG(ember::RelationBatching, relation_batching, kTrainDefaults.pipeline.relation_batching,
           "train: mixed (chunks of any relations, scored through the operator's adjoint) or "
           "grouped (one relation per chunk, as PBG); models without an adjoint train grouped.");
-ABSL_FLAG(ember::EndpointNegatives, endpoint_negatives, ember::EndpointNegatives::kAuto,
+ABSL_FLAG(ember::EndpointNegatives, endpoint_negatives, kTrainDefaults.pipeline.endpoint_negatives,
           "train: on, off or auto (on for graphs of several relations): also score each "
           "chunk's sources as candidate destinations and its destinations as candidate sources "
           "(every h r t meets h r h and t r t).");
-ABSL_FLAG(ember::Operator, operator, ember::Operator::kNone,
+ABSL_FLAG(ember::Operator, operator, kTrainDefaults.model.op,
           "train: relation operator: none, translation, diagonal, complex_diagonal.");
-ABSL_FLAG(ember::Comparator, comparator, ember::Comparator::kDot, "train: dot, cos or l2.");
-ABSL_FLAG(ember::Loss, loss, ember::Loss::kSoftmax, "train: ranking, logistic or softmax.");
-ABSL_FLAG(double, margin, 0.1, "train: margin of the ranking loss.");
-ABSL_FLAG(double, init_scale, 1e-3, "train: std-dev of the initial embeddings.");
-ABSL_FLAG(int, trainers, 1,
+ABSL_FLAG(ember::Comparator, comparator, kTrainDefaults.model.comparator, "train: dot, cos or l2.");
+ABSL_FLAG(ember::Loss, loss, kTrainDefaults.model.loss, "train: ranking, logistic or softmax.");
+ABSL_FLAG(double, margin, ember::tools::FloatFlagDefault(kTrainDefaults.model.margin),
+          "train: margin of the ranking loss.");
+ABSL_FLAG(double, init_scale, ember::tools::FloatFlagDefault(kTrainDefaults.optimizer.init_scale),
+          "train: std-dev of the initial embeddings.");
+ABSL_FLAG(int, trainers, kTrainDefaults.devices.trainers,
           "train: CPU trainers working at once on disjoint buckets, sharing --threads "
           "(shorthand for --devices cpu,cpu,...).");
-ABSL_FLAG(std::string, devices, "",
+ABSL_FLAG(std::string, devices, kTrainDefaults.devices.list,
           "train: trainers by device, comma-separated: cpu, cpu:THREADS, cuda:N "
           "(default: --trainers CPU trainers).");
-ABSL_FLAG(int, buffer_partitions, 0,
+ABSL_FLAG(int, buffer_partitions, static_cast<int>(kTrainDefaults.schedule.buffer_partitions),
           "train: partitions held in memory (0: as many as --memory-budget allows).");
-ABSL_FLAG(uint64_t, window_edges, 0,
+ABSL_FLAG(uint64_t, window_edges, kTrainDefaults.pipeline.window_edges,
           "train: edges per shuffled window of a bucket (0: sized from --memory-budget).");
-ABSL_FLAG(ember::BucketOrderKind, bucket_order, ember::BucketOrderKind::kInsideOut,
+ABSL_FLAG(ember::BucketOrderKind, bucket_order, kTrainDefaults.schedule.bucket_order,
           "train: inside-out (PBG), beta (Marius), sequential or random.");
-ABSL_FLAG(int, checkpoint_every, 0,
+ABSL_FLAG(int, checkpoint_every, static_cast<int>(kTrainDefaults.schedule.checkpoint_every),
           "train: also checkpoint every N buckets (0: at epoch ends only).");
-ABSL_FLAG(bool, from_scratch, false, "train: ignore an existing checkpoint.");
-ABSL_FLAG(bool, deterministic, false,
+ABSL_FLAG(bool, from_scratch, kTrainDefaults.from_scratch, "train: ignore an existing checkpoint.");
+ABSL_FLAG(bool, deterministic, kTrainDefaults.pipeline.deterministic,
           "train: one batch in flight; with --threads 1 results are bit-identical.");
-ABSL_FLAG(bool, only_new_edges, false,
+ABSL_FLAG(bool, only_new_edges, kTrainDefaults.only_new_edges,
           "train: after `ember import --append`, train only the new edges and "
           "update only the new nodes (old embeddings stay frozen).");
-ABSL_FLAG(ember::FeaturizedMode, featurized, ember::FeaturizedMode::kOff,
+ABSL_FLAG(ember::FeaturizedMode, featurized, kTrainDefaults.model.featurized,
           "train: off (id embeddings), features (weighted mean of the node's feature "
           "embeddings; needs import --node-features) or id+features (both, summed).");
-ABSL_FLAG(ember::BatchingKind, batching, ember::BatchingKind::kFixed,
+ABSL_FLAG(ember::BatchingKind, batching, kTrainDefaults.pipeline.batching,
           "train: fixed (--batch-size edges per batch) or variance-aware (batches of equal "
           "work, i.e. feature non-zeros, dealt to whichever trainer is free).");
-ABSL_FLAG(bool, eval_valid, false,
+ABSL_FLAG(bool, eval_valid, kTrainDefaults.validation.enabled,
           "train: after each epoch, filtered validation MRR with its 95% interval, by "
           "default of a sample of --eval-max-edges valid edges ranked against all nodes "
           "(--eval-negatives).");
-ABSL_FLAG(double, rank_timeout, 600,
+ABSL_FLAG(double, rank_timeout, kTrainDefaults.rank_timeout_seconds,
           "train: under mpirun, the longest wait in seconds for a partition from another "
           "rank, and for a round to finish; past it the whole job stops with an error.");
 ABSL_FLAG(std::string, bench_slow_trainer, "",
@@ -100,45 +113,46 @@ absl::StatusOr<TrainOptions> TrainOptionsFromFlags() {
   o.model.margin = absl::GetFlag(FLAGS_margin);
   o.model.dim = absl::GetFlag(FLAGS_dim);
   o.model.featurized = absl::GetFlag(FLAGS_featurized);
-  o.batching = absl::GetFlag(FLAGS_batching);
-  o.relation_batching = absl::GetFlag(FLAGS_relation_batching);
-  o.endpoint_negatives = absl::GetFlag(FLAGS_endpoint_negatives);
+  o.pipeline.batching = absl::GetFlag(FLAGS_batching);
+  o.pipeline.relation_batching = absl::GetFlag(FLAGS_relation_batching);
+  o.pipeline.endpoint_negatives = absl::GetFlag(FLAGS_endpoint_negatives);
   o.epochs = absl::GetFlag(FLAGS_epochs);
   const std::string lr = absl::GetFlag(FLAGS_lr);
-  o.lr_auto = lr == "auto";
-  if (!o.lr_auto && (!absl::SimpleAtof(lr, &o.lr) || !(o.lr > 0))) {
+  o.optimizer.lr_auto = lr == "auto";
+  if (!o.optimizer.lr_auto && (!absl::SimpleAtof(lr, &o.optimizer.lr) || !(o.optimizer.lr > 0))) {
     return absl::InvalidArgumentError(
         absl::StrCat("--lr takes auto or a positive number, got \"", lr, "\""));
   }
-  o.relation_lr_scale = static_cast<float>(absl::GetFlag(FLAGS_relation_lr_scale));
-  o.batch_size = absl::GetFlag(FLAGS_batch_size);
-  o.chunk_size = absl::GetFlag(FLAGS_chunk_size);
-  o.num_uniform_negs = absl::GetFlag(FLAGS_num_uniform_negs);
-  o.init_scale = absl::GetFlag(FLAGS_init_scale);
+  o.optimizer.relation_lr_scale = static_cast<float>(absl::GetFlag(FLAGS_relation_lr_scale));
+  o.pipeline.batch_size = absl::GetFlag(FLAGS_batch_size);
+  o.pipeline.chunk_size = absl::GetFlag(FLAGS_chunk_size);
+  o.pipeline.num_uniform_negs = absl::GetFlag(FLAGS_num_uniform_negs);
+  o.optimizer.init_scale = absl::GetFlag(FLAGS_init_scale);
   o.seed = absl::GetFlag(FLAGS_seed);
-  o.threads = ThreadCount();
-  o.trainers = absl::GetFlag(FLAGS_trainers);
-  o.devices = absl::GetFlag(FLAGS_devices);
-  ASSIGN_OR_RETURN(o.memory_budget, MemoryBudget());
-  o.window_edges = absl::GetFlag(FLAGS_window_edges);
+  o.devices.threads = ThreadCount();
+  o.devices.trainers = absl::GetFlag(FLAGS_trainers);
+  o.devices.list = absl::GetFlag(FLAGS_devices);
+  ASSIGN_OR_RETURN(o.schedule.memory_budget, MemoryBudget());
+  o.pipeline.window_edges = absl::GetFlag(FLAGS_window_edges);
   if (absl::GetFlag(FLAGS_buffer_partitions) < 0) {
     return absl::InvalidArgumentError("--buffer-partitions must be >= 0");
   }
-  o.buffer_partitions = absl::GetFlag(FLAGS_buffer_partitions);
-  o.bucket_order = absl::GetFlag(FLAGS_bucket_order);
+  o.schedule.buffer_partitions = absl::GetFlag(FLAGS_buffer_partitions);
+  o.schedule.bucket_order = absl::GetFlag(FLAGS_bucket_order);
   if (absl::GetFlag(FLAGS_checkpoint_every) < 0) {
     return absl::InvalidArgumentError("--checkpoint-every must be >= 0");
   }
-  o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  o.schedule.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
   o.from_scratch = absl::GetFlag(FLAGS_from_scratch);
-  o.deterministic = absl::GetFlag(FLAGS_deterministic);
-  o.eval_valid = absl::GetFlag(FLAGS_eval_valid);
-  o.eval_negatives = absl::GetFlag(FLAGS_eval_negatives).value;
-  o.eval_max_edges = absl::GetFlag(FLAGS_eval_max_edges);
+  o.pipeline.deterministic = absl::GetFlag(FLAGS_deterministic);
+  o.validation.enabled = absl::GetFlag(FLAGS_eval_valid);
+  o.validation.negatives = absl::GetFlag(FLAGS_eval_negatives).value;
+  o.validation.max_edges = absl::GetFlag(FLAGS_eval_max_edges);
   o.only_new_edges = absl::GetFlag(FLAGS_only_new_edges);
   o.rank_timeout_seconds = absl::GetFlag(FLAGS_rank_timeout);
   if (const std::string slow = absl::GetFlag(FLAGS_bench_slow_trainer); !slow.empty()) {
-    ASSIGN_OR_RETURN(o.bench_slow_trainer, ParseTrainerSlowdown(slow));
+    ASSIGN_OR_RETURN(const TrainerSlowdown slowdown, ParseTrainerSlowdown(slow));
+    ASSIGN_OR_RETURN(o.bench.wrap_trainer, SlowTrainerWrap(slowdown));
   }
   RETURN_IF_ERROR(o.Validate());
   return o;
@@ -202,8 +216,9 @@ int ReportTrainFailure(Cluster* cluster, const absl::Status& status) {
 // rank takes part.
 absl::Status PrintRanks(Cluster& cluster, const TrainOptions& o, bool quiet) {
   const std::string trainers =
-      o.devices.empty() ? absl::StrCat(o.trainers, " cpu trainer(s), ", o.threads, " thread(s)")
-                        : absl::StrCat("devices ", o.devices);
+      o.devices.list.empty()
+          ? absl::StrCat(o.devices.trainers, " cpu trainer(s), ", o.devices.threads, " thread(s)")
+          : absl::StrCat("devices ", o.devices.list);
   ASSIGN_OR_RETURN(const std::vector<std::string> all,
                    cluster.AllGather(absl::StrCat(cluster.where(), ": ", trainers)));
   if (cluster.rank() != 0 || quiet) return absl::OkStatus();
@@ -280,12 +295,12 @@ int TrainMain(const std::vector<std::string>& args) {
   watchdog.reset();
   if (!summary.ok()) return ReportTrainFailure(cluster.get(), summary.status());
   if (!speaker) return 0;
-  if (cluster != nullptr && options->lr_auto && !summary->resumed) {
+  if (cluster != nullptr && options->optimizer.lr_auto && !summary->resumed) {
     std::fprintf(stderr, "lr auto: across ranks the probes do not run; lr %g (pass --lr to "
                  "choose)\n", summary->lr);
   }
   PrintLrChoice(*summary);
-  if (cluster == nullptr && options->lr_auto && !summary->lr_choice.has_value()) {
+  if (cluster == nullptr && options->optimizer.lr_auto && !summary->lr_choice.has_value()) {
     std::fprintf(stderr, "lr auto: %s; lr %g\n",
                  summary->resumed ? "resumed, the checkpoint's" : "no validation edges to probe",
                  summary->lr);

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "partition/importer.h"
 #include "partition/train_memory.h"
+#include "train/model/model_options.h"
 
 ABSL_FLAG(std::string, out, "", "Output path (graph directory or file).");
 ABSL_FLAG(uint64_t, seed, 0, "Random seed; the same seed gives the same result.");
@@ -25,7 +26,7 @@ ABSL_FLAG(
 ABSL_FLAG(ember::tools::ProgressInterval, progress_interval, ember::tools::ProgressInterval{},
           "Seconds between progress lines when stderr is not a terminal (a log); 0: a line "
           "at every update. On a terminal one line is redrawn in place.");
-ABSL_FLAG(int, dim, 100,
+ABSL_FLAG(int, dim, ember::ModelOptions{}.dim,
           "Embedding dimension (train); import --partitions auto: the --dim "
           "you will train with.");
 
@@ -69,6 +70,16 @@ ProgressPrinter ProgressFromFlags() {
 
 absl::StatusOr<uint64_t> MemoryBudget() {
   return ParseByteSize(absl::GetFlag(FLAGS_memory_budget));
+}
+
+double FloatFlagDefault(float value) {
+  double out = value;
+  // StrCat writes a float in at most 6 significant digits, enough for the
+  // defaults of options; one that needs more keeps its exact value.
+  if (!absl::SimpleAtod(absl::StrCat(value), &out) || static_cast<float>(out) != value) {
+    return value;
+  }
+  return out;
 }
 
 int ThreadCount() {

@@ -46,6 +46,9 @@ ABSL_DECLARE_FLAG(std::string, memory_budget);
 namespace ember::tools {
 // --threads, with 0 meaning "all hardware threads".
 int ThreadCount();
+// A float option's default as the default of a double flag: the float's
+// shortest decimal, so that --help shows 0.1 for 0.1f, not 0.100000001.
+double FloatFlagDefault(float value);
 // --memory-budget in bytes; ParseByteSize's error for a malformed value.
 absl::StatusOr<uint64_t> MemoryBudget();
 // Progress lines on stderr unless --quiet, every --progress-interval

@@ -79,9 +79,9 @@ ABSL_FLAG(uint64_t, max_edges, ember::tools::kDefaultEvalEdges,
 ABSL_FLAG(bool, by_relation, false,
           "eval: also report filtered MRR and Hits@1/10 per relation.");
 ABSL_FLAG(ember::tools::EvalNegatives, eval_negatives,
-          ember::tools::EvalNegatives{ember::TrainOptions{}.eval_negatives},
+          ember::tools::EvalNegatives{ember::TrainOptions{}.validation.negatives},
           "train --eval-valid: candidates per query, all or N sampled negatives "
           "(optimistic).");
-ABSL_FLAG(uint64_t, eval_max_edges, ember::TrainOptions{}.eval_max_edges,
+ABSL_FLAG(uint64_t, eval_max_edges, ember::TrainOptions{}.validation.max_edges,
           "train --eval-valid: valid edges ranked after each epoch, a seeded sample "
           "(the same every epoch); 0 = every valid edge.");

@@ -120,16 +120,18 @@ class TrainLoop final : public RoundHooks {
   absl::StatusOr<EvalResult> Validate();
   void ResetBatchStats();
   bool CheckpointDue() const {
-    return options_.checkpoint_every > 0 &&
-           buckets_since_checkpoint_ >= options_.checkpoint_every;
+    return options_.schedule.checkpoint_every > 0 &&
+           buckets_since_checkpoint_ >= options_.schedule.checkpoint_every;
   }
   bool StopDue() const {
-    return options_.stop_after_buckets > 0 && buckets_this_run_ >= options_.stop_after_buckets;
+    return options_.hooks.stop_after_buckets > 0 &&
+           buckets_this_run_ >= options_.hooks.stop_after_buckets;
   }
   // The edge cost batches are planned with: measured, except that measured
   // times must not steer a deterministic run.
   uint32_t PlanningEdgeCost() const {
-    return options_.deterministic ? BatchCostModel::kPriorEdgeCost : cost_model_.EdgeCost();
+    return options_.pipeline.deterministic ? BatchCostModel::kPriorEdgeCost
+                                           : cost_model_.EdgeCost();
   }
   void FillBatchStats(EpochStats* s) const;
   nlohmann::json TrainerState(int epoch, uint64_t next_round) const;

@@ -31,7 +31,7 @@ absl::Status TrainLoop::ScheduleEpochAcrossRanks(int epoch, uint64_t first_round
   o.num_partitions = P_;
   o.world_size = world_size();
   o.trainers_per_rank = static_cast<uint32_t>(trainers_.size());
-  o.order = options_.bucket_order;
+  o.order = options_.schedule.bucket_order;
   o.buffer_capacity = order_capacity_;
   o.bucket_edges = m.train_bucket_edges;
   const bool run_start = next_holders_.empty();
@@ -61,7 +61,7 @@ absl::Status TrainLoop::ScheduleEpochAcrossRanks(int epoch, uint64_t first_round
     return absl::ResourceExhaustedError(absl::StrCat(
         "rank ", me, " (", cluster_->where(), ") holds up to ", peak,
         " partitions at once in this epoch, but --memory-budget ",
-        options_.memory_budget >> 20, " MiB has room for ", memory_.buffer_partitions,
+        options_.schedule.memory_budget >> 20, " MiB has room for ", memory_.buffer_partitions,
         "; raise --memory-budget or run more ranks"));
   }
   const std::vector<uint32_t> h = rank_schedule_->HoldersBefore(first_round);
@@ -113,7 +113,7 @@ absl::Status TrainLoop::MeasureEpochAcrossRanks(int epoch, double checkpoint_sec
   o.epoch = static_cast<uint64_t>(epoch);
   o.num_partitions = P_;
   o.trainers_per_rank = static_cast<uint32_t>(trainers_.size());
-  o.order = options_.bucket_order;
+  o.order = options_.schedule.bucket_order;
   o.buffer_capacity = order_capacity_;
   o.bucket_edges = graph_->manifest().train_bucket_edges;
   o.world_size = 2 * n;
@@ -175,10 +175,10 @@ absl::Status TrainLoop::StartRoundAcrossRanks(const Round& next,
   // reads the holders the schedule names before the next round).
   const uint64_t b = round.buckets.size();
   const bool pause_follows =
-      (options_.checkpoint_every > 0 &&
-       buckets_since_checkpoint_ + b >= options_.checkpoint_every) ||
-      (options_.stop_after_buckets > 0 &&
-       buckets_this_run_ + b >= options_.stop_after_buckets);
+      (options_.schedule.checkpoint_every > 0 &&
+       buckets_since_checkpoint_ + b >= options_.schedule.checkpoint_every) ||
+      (options_.hooks.stop_after_buckets > 0 &&
+       buckets_this_run_ + b >= options_.hooks.stop_after_buckets);
   if (g + 1 < rank_schedule_->rounds.size() && !pause_follows) {
     ASSIGN_OR_RETURN(early_moves_,
                      StartMoves(*cluster_, *buffer_,

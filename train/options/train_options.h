@@ -3,7 +3,9 @@
 #define EMBER_TRAIN_OPTIONS_TRAIN_OPTIONS_H_
 
 #include <cstdint>
+#include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -68,19 +70,6 @@ struct EnumNames<EndpointNegatives> {
   }};
 };
 
-// Benchmark only: one trainer made slower by a stated factor
-// (slowed_trainer.h), to measure dealing across trainers of unequal speed
-// on a machine whose trainers are equal.
-struct TrainerSlowdown {
-  // Index of the slowed trainer among the run's trainers; -1: none.
-  // Default: -1.
-  int trainer = -1;
-  // Each batch of that trainer takes this many times as long; >= 1.
-  // Default: 1.
-  double factor = 1;
-  bool active() const { return trainer >= 0; }
-};
-
 // PBG's step size: the default, and what --lr auto keeps unless its probes
 // show another to be better (train/probe.h).
 inline constexpr float kLrDefault = 0.1f;
@@ -94,11 +83,8 @@ inline constexpr float kLrDefault = 0.1f;
 // than a node row's and their steps shrink first.
 inline constexpr float kRelationLrScaleDefault = 3.0f;
 
-struct TrainOptions {
-  ModelOptions model;
-  // Total epochs to reach; a resumed run trains only the missing ones.
-  // Default: 10.
-  int epochs = 10;
+// How the parameters move: Adagrad's step and the starting point.
+struct OptimizerOptions {
   // Adagrad learning rate (embeddings and relation parameters). Default:
   // kLrDefault.
   float lr = kLrDefault;
@@ -110,14 +96,23 @@ struct TrainOptions {
   // scratch and the graph has validation edges; a resumed run keeps the lr
   // stored with its checkpoint. Default: false (the CLI's --lr auto sets it).
   bool lr_auto = false;
+  // Std-dev of the normal init of embeddings. Default: 1e-3 (PBG).
+  float init_scale = 1e-3f;
+
+  absl::Status Validate() const;
+};
+
+// How edges become batches on their way to a trainer: windows, batch and
+// chunk sizes, negatives.
+struct PipelineOptions {
   // Positive edges per batch (variance-aware batching: the work of an
-  // average batch of this many edges). Default: 1000.
+  // average batch of this many edges); >= 1. Default: 1000.
   int batch_size = 1000;
   // Default: kFixed.
   BatchingKind batching = BatchingKind::kFixed;
-  // Edges per negative-sharing chunk. Default: 50.
+  // Edges per negative-sharing chunk; >= 1. Default: 50.
   int chunk_size = 50;
-  // Uniform negatives per chunk and side. Default: 50.
+  // Uniform negatives per chunk and side; >= 0. Default: 50.
   int num_uniform_negs = 50;
   // Default: kMixed.
   RelationBatching relation_batching = RelationBatching::kMixed;
@@ -125,57 +120,110 @@ struct TrainOptions {
   // destinations as candidate sources, so that every edge h r t meets
   // h r h and t r t as negatives (chunk_scorer.h). Default: kAuto.
   EndpointNegatives endpoint_negatives = EndpointNegatives::kAuto;
-  // Std-dev of the normal init of embeddings. Default: 1e-3 (PBG).
-  float init_scale = 1e-3f;
-  uint64_t seed = 0;
-  // Total worker threads, split among trainers; >= 1 (the CLI resolves
-  // --threads 0 to all cores). Default: 1.
-  int threads = 1;
-  // Trainers working at once on buckets with disjoint partitions, as CPU
-  // trainers sharing `threads` (shorthand for `devices`). Default: 1.
-  int trainers = 1;
-  // The trainers by device, comma-separated (trainer_factory.h): "cpu",
-  // "cpu:THREADS", "cuda:N". Empty: `trainers` CPU trainers. Default: "".
-  std::string devices;
-  // Peak-memory target for partition rows, edges in flight and storage
-  // buffers (partition/train_memory.h); the binary itself comes on top.
-  // Default: 2 GiB.
-  uint64_t memory_budget = uint64_t{2} << 30;
-  // Partitions held in memory; 0: as many as the budget allows. Default: 0.
-  uint32_t buffer_partitions = 0;
   // Edges per shuffled window of a bucket; 0: sized from the budget (a
   // window as large as the bucket is a whole-bucket shuffle). Default: 0.
   uint64_t window_edges = 0;
-  // Default: inside-out (PBG).
-  BucketOrderKind bucket_order = BucketOrderKind::kInsideOut;
-  // Also checkpoint every N buckets (0: only at the end of each epoch).
-  // Default: 0.
-  uint32_t checkpoint_every = 0;
-  // Ignore an existing checkpoint. Default: false.
-  bool from_scratch = false;
   // One batch in flight, and variance-aware batches planned with a fixed
   // edge cost instead of the measured one: with threads == 1, bit-identical
   // results whether resumed or not. Default: false.
   bool deterministic = false;
-  // Across ranks (TrainGraphOnCluster): the longest wait for a partition
-  // from another rank before the run stops with an error naming it; > 0.
-  // Default: 600 s.
-  double rank_timeout_seconds = 600;
-  // Validation after each epoch (when the graph has a valid split): filtered
-  // MRR with its 95 % interval (train/evaluator.h) of the same seeded sample
-  // of valid edges every epoch, so that epochs compare on the same queries.
+
+  absl::Status Validate() const;
+};
+
+// Which buckets train when, within what memory, and how often the run
+// checkpoints.
+struct ScheduleOptions {
+  // Default: inside-out (PBG).
+  BucketOrderKind bucket_order = BucketOrderKind::kInsideOut;
+  // Peak-memory target for partition rows, edges in flight and storage
+  // buffers (partition/train_memory.h); the binary itself comes on top;
+  // > 0. Default: 2 GiB.
+  uint64_t memory_budget = uint64_t{2} << 30;
+  // Partitions held in memory; 0: as many as the budget allows. Default: 0.
+  uint32_t buffer_partitions = 0;
+  // Also checkpoint every N buckets (0: only at the end of each epoch).
+  // Default: 0.
+  uint32_t checkpoint_every = 0;
+
+  absl::Status Validate() const;
+};
+
+// The trainers of a run and the threads they share.
+struct DeviceOptions {
+  // Total worker threads, split among trainers; >= 1 (the CLI resolves
+  // --threads 0 to all cores). Default: 1.
+  int threads = 1;
+  // Trainers working at once on buckets with disjoint partitions, as CPU
+  // trainers sharing `threads` (shorthand for `list`); between 1 and
+  // `threads` when `list` is empty. Default: 1.
+  int trainers = 1;
+  // The trainers by device, comma-separated (trainer_factory.h): "cpu",
+  // "cpu:THREADS", "cuda:N". Empty: `trainers` CPU trainers. Default: "".
+  std::string list;
+
+  absl::Status Validate() const;
+};
+
+// Validation after each epoch (when the graph has a valid split): filtered
+// MRR with its 95 % interval (train/evaluator.h) of the same seeded sample
+// of valid edges every epoch, so that epochs compare on the same queries.
+struct ValidationOptions {
   // Default: false.
-  bool eval_valid = false;
+  bool enabled = false;
   // 0: rank against every node; N: against N sampled negatives, which
   // flatters (evaluator.h). Default: 0.
-  uint64_t eval_negatives = 0;
+  uint64_t negatives = 0;
   // Valid edges in the sample; 0: all of them. Smaller than `ember eval`'s
   // 10,000 because it runs every epoch: 2,000 edges bound the 95 %
   // interval of MRR to at most ±0.022 (1.96 · 0.5 / √2000) at a fifth of
   // the cost, enough to follow the trend between epochs. Default: 2000.
-  uint64_t eval_max_edges = 2000;
-  // Called often from one thread at a time; throttle in the callee.
-  std::function<void(const TrainProgress&)> progress;
+  uint64_t max_edges = 2000;
+
+  // Checks the evaluation's options when enabled.
+  absl::Status Validate() const;
+};
+
+// Hooks for tests; a run leaves them at their defaults. Every value is
+// valid.
+struct TrainTestHooks {
+  // Stop as if killed (no final checkpoint) after this many buckets have
+  // been trained in this run. 0: never. Default: 0.
+  uint64_t stop_after_buckets = 0;
+};
+
+class Trainer;
+
+// Replaces a trainer the factory made (trainer_factory.h MakeTrainers) by
+// what it returns, e.g. the trainer wrapped. Called once per trainer, in
+// order, with the trainer's index and the number of trainers; an error
+// stops the run.
+using TrainerWrap = std::function<absl::StatusOr<std::unique_ptr<Trainer>>(
+    size_t index, size_t count, std::unique_ptr<Trainer> trainer)>;
+
+// Hooks for benchmarks (tools/bench/); a run leaves them empty.
+struct TrainBenchHooks {
+  // Applied to every trainer of the run. Empty: the trainers as made.
+  TrainerWrap wrap_trainer;
+};
+
+// The options of a run: its groups, each checked by its own Validate(),
+// and the fields of the run as a whole.
+struct TrainOptions {
+  ModelOptions model;
+  OptimizerOptions optimizer;
+  PipelineOptions pipeline;
+  ScheduleOptions schedule;
+  DeviceOptions devices;
+  ValidationOptions validation;
+
+  // Total epochs to reach; a resumed run trains only the missing ones;
+  // >= 0. Default: 10.
+  int epochs = 10;
+  // The run's random seed. Default: 0.
+  uint64_t seed = 0;
+  // Ignore an existing checkpoint. Default: false.
+  bool from_scratch = false;
   // Train only the edges of the latest `import --append` and update only
   // the rows of nodes it added: old nodes' embeddings stay frozen.
   // Default: false.
@@ -183,39 +231,45 @@ struct TrainOptions {
   // Train on a seeded sample of about this share of the train edges, the
   // same edges every epoch, in (0, 1] (probes: train/probe.h). Default: 1.
   double edge_sample = 1.0;
-  // Benchmark only (`--bench-slow-trainer`): slow one trainer down.
-  // Default: none.
-  TrainerSlowdown bench_slow_trainer;
-  // Testing hook: stop as if killed (no final checkpoint) after this many
-  // buckets have been trained in this run. 0: never.
-  uint64_t stop_after_buckets = 0;
   // Train without writing to the graph (probes, train/probe.h
   // TrainWithoutWriting): from scratch, no checkpoint, no metrics line, no
-  // table writes; validation (eval_valid) runs once, after the last epoch,
-  // on the rows in memory. REQUIRES from_scratch, and checkpoint_every,
-  // stop_after_buckets, only_new_edges and lr_auto off. Default: false.
+  // table writes; validation runs once, after the last epoch, on the rows
+  // in memory. REQUIRES from_scratch, and schedule.checkpoint_every,
+  // hooks.stop_after_buckets, only_new_edges and optimizer.lr_auto off.
+  // Default: false.
   bool in_memory = false;
+  // Across ranks (TrainGraphOnCluster): the longest wait for a partition
+  // from another rank before the run stops with an error naming it; > 0.
+  // Default: 600 s.
+  double rank_timeout_seconds = 600;
+  // Called often from one thread at a time; throttle in the callee.
+  std::function<void(const TrainProgress&)> progress;
 
+  TrainTestHooks hooks;
+  TrainBenchHooks bench;
+
+  // Every group's Validate(), then the checks across groups.
   absl::Status Validate() const;
 };
 
 // Whether the trainers score endpoint negatives on a graph of
 // `num_relations` relations.
 inline bool UsesEndpointNegatives(const TrainOptions& options, uint32_t num_relations) {
-  return options.endpoint_negatives == EndpointNegatives::kOn ||
-         (options.endpoint_negatives == EndpointNegatives::kAuto && num_relations > 1);
+  return options.pipeline.endpoint_negatives == EndpointNegatives::kOn ||
+         (options.pipeline.endpoint_negatives == EndpointNegatives::kAuto && num_relations > 1);
 }
 
 // Whether the trainers form mixed-relation chunks.
 inline bool UsesMixedChunks(const TrainOptions& options) {
-  return options.relation_batching == RelationBatching::kMixed &&
+  return options.pipeline.relation_batching == RelationBatching::kMixed &&
          SupportsMixedChunks(options.model);
 }
 
-// The per-epoch validation (eval_valid): the valid split, ranked against
-// eval_negatives (0: all nodes), the same sample of eval_max_edges edges
-// (seeded by options.seed) every epoch.
-EvalOptions ValidationOptions(const TrainOptions& options);
+// The per-epoch validation (options.validation): the valid split, ranked
+// against validation.negatives (0: all nodes), the same sample of
+// validation.max_edges edges (seeded by options.seed) every epoch, on
+// devices.threads threads.
+EvalOptions ValidationEvalOptions(const TrainOptions& options);
 
 }  // namespace ember
 

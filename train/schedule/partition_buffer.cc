@@ -23,6 +23,14 @@ absl::Status PartitionBufferOptions::Validate() const {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::unique_ptr<PartitionBuffer>> PartitionBuffer::Make(
+    Graph* graph, const PartitionBufferOptions& options, std::vector<uint64_t> locations,
+    uint64_t write_version) {
+  RETURN_IF_ERROR(options.Validate());
+  return std::unique_ptr<PartitionBuffer>(
+      new PartitionBuffer(graph, options, std::move(locations), write_version));
+}
+
 PartitionBuffer::PartitionBuffer(Graph* graph, const PartitionBufferOptions& options,
                                  std::vector<uint64_t> locations, uint64_t write_version)
     : graph_(graph),

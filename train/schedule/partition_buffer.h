@@ -54,8 +54,10 @@ class PartitionBuffer {
  public:
   // `locations[p]`: table version holding partition p, 0 = never written
   // (initialised on first load). New writes go to `write_version`.
-  PartitionBuffer(Graph* graph, const PartitionBufferOptions& options,
-                  std::vector<uint64_t> locations, uint64_t write_version);
+  // InvalidArgument when `options` are not valid (checked first).
+  static absl::StatusOr<std::unique_ptr<PartitionBuffer>> Make(
+      Graph* graph, const PartitionBufferOptions& options, std::vector<uint64_t> locations,
+      uint64_t write_version);
   ~PartitionBuffer();  // waits for background work; writes nothing
   PartitionBuffer(const PartitionBuffer&) = delete;
   PartitionBuffer& operator=(const PartitionBuffer&) = delete;
@@ -113,6 +115,9 @@ class PartitionBuffer {
   uint64_t loads() const { return loads_.load(std::memory_order_relaxed); }
 
  private:
+  PartitionBuffer(Graph* graph, const PartitionBufferOptions& options,
+                  std::vector<uint64_t> locations, uint64_t write_version);
+
   absl::Status Load(uint32_t p);
   absl::Status Evict(uint32_t p);
   absl::Status Install(std::unique_ptr<PartitionData> data);

@@ -42,6 +42,14 @@ absl::Status RoundSourceOptions::Validate() const {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::unique_ptr<RoundBatchSource>> RoundBatchSource::Make(
+    const Graph* graph, PartitionBuffer* buffer, BucketScheduler* scheduler, RoundHooks* hooks,
+    const RoundSourceOptions& options, const std::atomic<uint32_t>* edge_cost) {
+  RETURN_IF_ERROR(options.Validate());
+  return std::unique_ptr<RoundBatchSource>(
+      new RoundBatchSource(graph, buffer, scheduler, hooks, options, edge_cost));
+}
+
 RoundBatchSource::RoundBatchSource(const Graph* graph, PartitionBuffer* buffer,
                                    BucketScheduler* scheduler, RoundHooks* hooks,
                                    const RoundSourceOptions& options,

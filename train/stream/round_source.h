@@ -74,9 +74,10 @@ class RoundBatchSource final : public BatchSource {
  public:
   // `edge_cost` is read when a window is planned (it may change between
   // windows; batching.h). All pointers must outlive the source.
-  RoundBatchSource(const Graph* graph, PartitionBuffer* buffer, BucketScheduler* scheduler,
-                   RoundHooks* hooks, const RoundSourceOptions& options,
-                   const std::atomic<uint32_t>* edge_cost);
+  // InvalidArgument when `options` are not valid (checked first).
+  static absl::StatusOr<std::unique_ptr<RoundBatchSource>> Make(
+      const Graph* graph, PartitionBuffer* buffer, BucketScheduler* scheduler, RoundHooks* hooks,
+      const RoundSourceOptions& options, const std::atomic<uint32_t>* edge_cost);
   ~RoundBatchSource() override;
 
   absl::StatusOr<bool> Next(PipelineBatch* out) override;
@@ -86,6 +87,10 @@ class RoundBatchSource final : public BatchSource {
   const Round* PeekNext();
 
  private:
+  RoundBatchSource(const Graph* graph, PartitionBuffer* buffer, BucketScheduler* scheduler,
+                   RoundHooks* hooks, const RoundSourceOptions& options,
+                   const std::atomic<uint32_t>* edge_cost);
+
   struct Slot;  // one bucket of the current round
   struct Active;
   absl::StatusOr<bool> StartRound();

@@ -55,8 +55,8 @@ class CpuTrainer final : public Trainer {
         relations_(relations),
         rel_size_(relations.param_size),
         scratch_([this] {
-          return std::make_unique<Scratch>(options_.model.dim, options_.chunk_size,
-                                           options_.num_uniform_negs, rel_size_,
+          return std::make_unique<Scratch>(options_.model.dim, options_.pipeline.chunk_size,
+                                           options_.pipeline.num_uniform_negs, rel_size_,
                                            features_ != nullptr ? features_->rows : 0);
         }) {
     if (relations_.state.size() != relations_.params.size()) {
@@ -76,9 +76,9 @@ class CpuTrainer final : public Trainer {
                                     std::span<const Edge> batch) override {
     Scratch& s = *scratch_.local();
     const int dim = options_.model.dim;
-    const int max_chunk = options_.chunk_size;
-    const int negs = options_.num_uniform_negs;
-    const float lr = options_.lr * b.lr_scale;
+    const int max_chunk = options_.pipeline.chunk_size;
+    const int negs = options_.pipeline.num_uniform_negs;
+    const float lr = options_.optimizer.lr * b.lr_scale;
     BatchRng rng(Mix64(task.seed, b.index));
     PartitionData& src = *task.src;
     PartitionData& dst = *task.dst;
@@ -178,7 +178,7 @@ class CpuTrainer final : public Trainer {
           const uint32_t rel = s.chunk_rels[k];
           AdagradDenseUpdate(relations_.Of(rel), relations_.state.data() + size_t(rel) * rel_size_,
                              &s.g_rel[k * rel_size_], rel_size_,
-                             lr * options_.relation_lr_scale);
+                             lr * options_.optimizer.relation_lr_scale);
         }
       }
       begin = end;

@@ -1,5 +1,5 @@
 // The CPU trainer: the reference Trainer. Each batch is cut into chunks
-// (mixed relations or one relation each, TrainOptions::relation_batching),
+// (mixed relations or one relation each, TrainOptions::pipeline.relation_batching),
 // scored against in-chunk and uniform negatives with GEMMs
 // (chunk_scorer), and its rows are updated in place with row-wise Adagrad,
 // lock-free across the threads that call TrainBatch (Hogwild). Relation

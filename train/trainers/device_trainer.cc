@@ -289,8 +289,8 @@ class DeviceTrainer final : public Trainer {
     }
 
     DeviceBatchInput in;
-    in.chunk = options_.chunk_size;
-    in.negs = options_.num_uniform_negs;
+    in.chunk = options_.pipeline.chunk_size;
+    in.negs = options_.pipeline.num_uniform_negs;
     in.endpoints = endpoints_;
     in.same_partition = task.src == task.dst;
     in.src_rows = task.src->rows;
@@ -351,7 +351,7 @@ class DeviceTrainer final : public Trainer {
     a.state[1] = dst->state;
     a.frozen[0] = task.src->frozen_rows;
     a.frozen[1] = task.dst->frozen_rows;
-    a.lr = options_.lr * batch.lr_scale;
+    a.lr = options_.optimizer.lr * batch.lr_scale;
     if (mode_ != FeaturizedMode::kOff) {
       a.u_feat_start = At<int64_t>(dev_in, l.u_feat_start);
       a.u_feat = At<int32_t>(dev_in, l.u_feat);
@@ -397,7 +397,8 @@ class DeviceTrainer final : public Trainer {
       for (int64_t r = 0; r < rel_slots; ++r) {
         const uint32_t rel = plan.slot_relation[r];
         AdagradDenseUpdate(relations_.Of(rel), relations_.state.data() + size_t{rel} * rel_size_,
-                           drel + r * rel_size_, rel_size_, a.lr * options_.relation_lr_scale);
+                           drel + r * rel_size_, rel_size_,
+                           a.lr * options_.optimizer.relation_lr_scale);
       }
     }
     return loss;

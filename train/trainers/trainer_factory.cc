@@ -12,7 +12,6 @@
 #include "train/trainers/cpu_trainer.h"
 #include "train/device/device_ops.h"
 #include "train/trainers/device_trainer.h"
-#include "train/trainers/slowed_trainer.h"
 #ifdef EMBER_HAVE_CUDA
 #include "train/cuda/cuda_device_ops.h"
 #endif
@@ -121,11 +120,12 @@ absl::StatusOr<std::vector<DeviceSpec>> ParseDevices(std::string_view text) {
 }
 
 absl::StatusOr<std::vector<DeviceSpec>> ResolveDevices(const TrainOptions& options) {
+  RETURN_IF_ERROR(options.devices.Validate());
   std::vector<DeviceSpec> devices;
-  if (options.devices.empty()) {
-    devices.assign(options.trainers, DeviceSpec{.kind = "cpu"});
+  if (options.devices.list.empty()) {
+    devices.assign(options.devices.trainers, DeviceSpec{.kind = "cpu"});
   } else {
-    ASSIGN_OR_RETURN(devices, ParseDevices(options.devices));
+    ASSIGN_OR_RETURN(devices, ParseDevices(options.devices.list));
   }
   int fixed = 0, sharing = 0;
   for (const DeviceSpec& d : devices) {
@@ -136,7 +136,7 @@ absl::StatusOr<std::vector<DeviceSpec>> ResolveDevices(const TrainOptions& optio
       ++sharing;
     }
   }
-  const int left = std::max(0, options.threads - fixed);
+  const int left = std::max(0, options.devices.threads - fixed);
   int i = 0;
   for (DeviceSpec& d : devices) {
     if (d.kind != "cpu" || d.threads > 0) continue;
@@ -148,12 +148,6 @@ absl::StatusOr<std::vector<DeviceSpec>> ResolveDevices(const TrainOptions& optio
 absl::StatusOr<std::vector<std::unique_ptr<Trainer>>> MakeTrainers(
     std::span<const DeviceSpec> devices, const TrainOptions& options,
     const RelationParams& relations, FeatureTable* features) {
-  const TrainerSlowdown& slow = options.bench_slow_trainer;
-  if (slow.active() && static_cast<size_t>(slow.trainer) >= devices.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("--bench-slow-trainer ", slow.trainer,
-                                                   ": the run has ", devices.size(),
-                                                   " trainers (indices from 0)"));
-  }
   std::vector<std::unique_ptr<Trainer>> out;
   for (const DeviceSpec& d : devices) {
     const Kind* kind = FindKind(d.kind);
@@ -161,8 +155,9 @@ absl::StatusOr<std::vector<std::unique_ptr<Trainer>>> MakeTrainers(
       return absl::InvalidArgumentError(absl::StrCat("unknown device kind '", d.kind, "'"));
     }
     ASSIGN_OR_RETURN(auto trainer, kind->make(d, options, relations, features));
-    if (slow.active() && out.size() == static_cast<size_t>(slow.trainer)) {
-      trainer = MakeSlowedTrainer(std::move(trainer), slow.factor);
+    if (options.bench.wrap_trainer) {
+      ASSIGN_OR_RETURN(trainer,
+                       options.bench.wrap_trainer(out.size(), devices.size(), std::move(trainer)));
     }
     out.push_back(std::move(trainer));
   }

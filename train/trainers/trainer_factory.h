@@ -47,15 +47,15 @@ int DeviceSlots(const DeviceSpec& device);
 // InvalidArgument naming the bad entry.
 absl::StatusOr<std::vector<DeviceSpec>> ParseDevices(std::string_view text);
 
-// The trainers a run asks for: options.devices if set, else
-// options.trainers CPU trainers; CPU threads resolved against
-// options.threads (shares split evenly, at least 1 each).
+// The trainers a run asks for: options.devices.list if set, else .trainers CPU trainers;
+// CPU threads resolved against .threads (shares split evenly, at least 1 each).
+// InvalidArgument when the device options fail DeviceOptions::Validate().
 absl::StatusOr<std::vector<DeviceSpec>> ResolveDevices(const TrainOptions& options);
 
-// One trainer per device, each starting from `relations`; the trainer that
-// options.bench_slow_trainer names is slowed (slowed_trainer.h).
+// One trainer per device, each starting from `relations`, each passed
+// through options.bench.wrap_trainer when set (its error is returned).
 // FailedPrecondition for a kind this build cannot make (e.g. cuda without
-// CUDA), naming it; InvalidArgument for a slowed trainer beyond the list.
+// CUDA), naming it.
 absl::StatusOr<std::vector<std::unique_ptr<Trainer>>> MakeTrainers(
     std::span<const DeviceSpec> devices, const TrainOptions& options,
     const RelationParams& relations, FeatureTable* features);

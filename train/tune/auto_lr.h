@@ -19,7 +19,7 @@ struct AutoLrTrainSummary : TrainSummary {
   std::optional<LrChoice> lr_choice;
 };
 
-// TrainGraph with ChooseLr as its LrChooser. Without options.lr_auto it is
+// TrainGraph with ChooseLr as its LrChooser. Without options.optimizer.lr_auto it is
 // TrainGraph.
 absl::StatusOr<AutoLrTrainSummary> TrainGraphAutoLr(const std::string& graph_dir,
                                                     const TrainOptions& options);

@@ -52,14 +52,14 @@ absl::StatusOr<ProbeResult> RunProbe(Graph& graph, TrainOptions train,
   train.epochs = probe.epochs;
   train.edge_sample = probe.edge_sample;
   train.from_scratch = true;
-  train.lr_auto = false;
+  train.optimizer.lr_auto = false;
   train.progress = nullptr;
-  train.checkpoint_every = 0;
-  train.stop_after_buckets = 0;
+  train.schedule.checkpoint_every = 0;
+  train.hooks.stop_after_buckets = 0;
   // The validation, as the in-memory run and `ember eval` rank it.
-  train.eval_valid = true;
-  train.eval_negatives = 0;
-  train.eval_max_edges = probe.eval_edges;
+  train.validation.enabled = true;
+  train.validation.negatives = 0;
+  train.validation.max_edges = probe.eval_edges;
   ProbeResult result;
   auto add_epochs = [&result](const TrainSummary& summary) {
     for (const EpochStats& e : summary.epochs) {
@@ -78,7 +78,7 @@ absl::StatusOr<ProbeResult> RunProbe(Graph& graph, TrainOptions train,
     return result;
   }
   // Too big to hold at once: train a scratch copy, then rank its checkpoint.
-  train.eval_valid = false;
+  train.validation.enabled = false;
   const std::string scratch = ScratchPath(graph, probe);
   auto run = [&]() -> absl::Status {
     RETURN_IF_ERROR(graph.CopyTo(scratch));
@@ -88,7 +88,7 @@ absl::StatusOr<ProbeResult> RunProbe(Graph& graph, TrainOptions train,
     read.read_only = true;
     ASSIGN_OR_RETURN(auto copy, Graph::Open(scratch, read));
     ASSIGN_OR_RETURN(StoredModel model, LoadStoredModel(*copy));
-    ASSIGN_OR_RETURN(result.valid, Evaluate(*copy, model, ValidationOptions(train)));
+    ASSIGN_OR_RETURN(result.valid, Evaluate(*copy, model, ValidationEvalOptions(train)));
     return absl::OkStatus();
   };
   const absl::Status status = run();
@@ -129,7 +129,8 @@ LrCandidateSet LrCandidates(size_t num_relations, const ModelOptions& model) {
 ProbeCostModel::ProbeCostModel(const Graph& graph, const TrainOptions& train)
     : train_edges(graph.manifest().edges.train), num_nodes(graph.manifest().num_nodes) {
   const bool endpoints = UsesEndpointNegatives(train, graph.manifest().relations.size());
-  columns = train.chunk_size + train.num_uniform_negs + (endpoints ? train.chunk_size : 0);
+  columns = train.pipeline.chunk_size + train.pipeline.num_uniform_negs +
+            (endpoints ? train.pipeline.chunk_size : 0);
 }
 
 double ProbeCostModel::EvalEdges(uint64_t edges) const {
@@ -170,7 +171,7 @@ absl::StatusOr<LrChoice> ChooseLr(Graph& graph, const TrainOptions& train) {
   for (float lr : choice.candidates) {
     if (lr == set.baseline) baseline = metrics.size();
     TrainOptions t = train;
-    t.lr = lr;
+    t.optimizer.lr = lr;
     ASSIGN_OR_RETURN(ProbeResult r, RunProbe(graph, t, probe));
     metrics.push_back(r.valid.filtered);
     choice.probes.push_back(std::move(r));

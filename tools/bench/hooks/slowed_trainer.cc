@@ -1,4 +1,4 @@
-#include "train/trainers/slowed_trainer.h"
+#include "tools/bench/hooks/slowed_trainer.h"
 
 #include <chrono>
 #include <cmath>
@@ -63,18 +63,40 @@ class SlowedTrainer final : public Trainer {
 
 }  // namespace
 
+absl::Status TrainerSlowdown::Validate() const {
+  if (trainer < 0 || !(factor >= 1) || !std::isfinite(factor)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--bench-slow-trainer: needs a trainer index >= 0 and a factor >= 1, got ", trainer,
+        ":", factor));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<TrainerSlowdown> ParseTrainerSlowdown(std::string_view text) {
   const absl::string_view t(text.data(), text.size());
   const std::vector<absl::string_view> parts = absl::StrSplit(t, absl::MaxSplits(':', 1));
   TrainerSlowdown out;
-  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &out.trainer) || out.trainer < 0 ||
-      !absl::SimpleAtod(parts[1], &out.factor) || !(out.factor >= 1) ||
-      !std::isfinite(out.factor)) {
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &out.trainer) ||
+      !absl::SimpleAtod(parts[1], &out.factor) || !out.Validate().ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--bench-slow-trainer: expected INDEX:FACTOR with a trainer index >= 0 and a factor "
         ">= 1 (e.g. 1:3), got '", t, "'"));
   }
   return out;
+}
+
+absl::StatusOr<TrainerWrap> SlowTrainerWrap(const TrainerSlowdown& slowdown) {
+  RETURN_IF_ERROR(slowdown.Validate());
+  return TrainerWrap([slowdown](size_t index, size_t count, std::unique_ptr<Trainer> trainer)
+                         -> absl::StatusOr<std::unique_ptr<Trainer>> {
+    if (static_cast<size_t>(slowdown.trainer) >= count) {
+      return absl::InvalidArgumentError(absl::StrCat("--bench-slow-trainer ", slowdown.trainer,
+                                                     ": the run has ", count,
+                                                     " trainers (indices from 0)"));
+    }
+    if (index != static_cast<size_t>(slowdown.trainer)) return trainer;
+    return MakeSlowedTrainer(std::move(trainer), slowdown.factor);
+  });
 }
 
 std::unique_ptr<Trainer> MakeSlowedTrainer(std::unique_ptr<Trainer> inner, double factor) {

@@ -1,5 +1,6 @@
 // Trainers of unequal speed: the benchmark-only slowed trainer
-// (slowed_trainer.h) and how each batching mode deals batches to a slow
+// (tools/bench/hooks/slowed_trainer.h), plugged in through the trainer
+// factory's wrap hook, and how each batching mode deals batches to a slow
 // trainer beside a fast one.
 #include <cstdlib>
 #include <string>
@@ -7,7 +8,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/train/train_test_util.h"
-#include "train/trainers/slowed_trainer.h"
+#include "tools/bench/hooks/slowed_trainer.h"
 #include "train/trainers/trainer_factory.h"
 
 namespace ember {
@@ -30,12 +31,20 @@ TEST(SlowedTrainerTest, ParsesIndexAndFactor) {
   }
 }
 
-TEST(SlowedTrainerTest, OptionsRejectABadFactor) {
-  TrainOptions o;
-  o.bench_slow_trainer = {.trainer = 0, .factor = 0.5};
-  EXPECT_EQ(o.Validate().code(), absl::StatusCode::kInvalidArgument);
-  o.bench_slow_trainer = {.trainer = 0, .factor = 1.5};
-  EXPECT_TRUE(o.Validate().ok()) << o.Validate();
+TEST(SlowedTrainerTest, WrapRejectsABadFactor) {
+  EXPECT_EQ(SlowTrainerWrap({.trainer = 0, .factor = 0.5}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(SlowTrainerWrap({.trainer = -1, .factor = 2}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  auto wrap = SlowTrainerWrap({.trainer = 0, .factor = 1.5});
+  EXPECT_TRUE(wrap.ok()) << wrap.status();
+}
+
+// TrainOptions with trainer `trainer` slowed by `factor`.
+void SlowTrainer(TrainOptions& o, int trainer, double factor) {
+  auto wrap = SlowTrainerWrap({.trainer = trainer, .factor = factor});
+  ASSERT_TRUE(wrap.ok()) << wrap.status();
+  o.bench.wrap_trainer = *std::move(wrap);
 }
 
 // A trainer that records what reaches it.
@@ -112,9 +121,9 @@ TEST(SlowedTrainerTest, ForwardsEverythingToTheInnerTrainer) {
 
 TEST(SlowedTrainerTest, FactoryWrapsTheNamedTrainerOnly) {
   TrainOptions o;
-  o.threads = 2;
-  o.trainers = 2;
-  o.bench_slow_trainer = {.trainer = 1, .factor = 3};
+  o.devices.threads = 2;
+  o.devices.trainers = 2;
+  SlowTrainer(o, 1, 3);
   auto d = ResolveDevices(o);
   ASSERT_TRUE(d.ok()) << d.status();
   RelationParams r;
@@ -124,7 +133,7 @@ TEST(SlowedTrainerTest, FactoryWrapsTheNamedTrainerOnly) {
   EXPECT_EQ((*t)[0]->device(), "cpu");
   EXPECT_EQ((*t)[1]->device(), "cpu (slowed 3x)");
 
-  o.bench_slow_trainer.trainer = 2;
+  SlowTrainer(o, 2, 3);
   auto beyond = MakeTrainers(*d, o, r, nullptr);
   EXPECT_EQ(beyond.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(beyond.status().message().find("--bench-slow-trainer 2"), std::string::npos)
@@ -150,11 +159,11 @@ class UnequalDealingTest : public ::testing::Test {
   static EpochStats TrainOneEpoch(BatchingKind batching) {
     const std::string dir = graphs_->New(1);
     TrainOptions o = train_test::SmallOptions(1);
-    o.batch_size = 100;
-    o.batching = batching;
-    o.threads = 2;
-    o.trainers = 2;
-    o.bench_slow_trainer = {.trainer = 1, .factor = 8};
+    o.pipeline.batch_size = 100;
+    o.pipeline.batching = batching;
+    o.devices.threads = 2;
+    o.devices.trainers = 2;
+    SlowTrainer(o, 1, 8);
     auto summary = TrainGraph(dir, o);
     EXPECT_TRUE(summary.ok()) << summary.status();
     if (!summary.ok() || summary->epochs.size() != 1) return EpochStats();
