@@ -798,9 +798,9 @@ absl::StatusOr<ImportSummary> Importer::Run() {
     for (size_t i = 0; i < m.train_bucket_edges.size(); ++i) {
       m.train_bucket_edges[i] += train_bucket_edges_[i];
     }
+    // The checkpoint is kept as it is; its record's edge generation, now
+    // behind the graph's, starts a new epoch count (train/model/train_state.h).
     m.edge_generation = builder_->edge_generation();
-    // Keep the checkpoint; a new epoch count starts for the grown graph.
-    RETURN_IF_ERROR(m.training.RestartEpochs(graph_->dir() + "/MANIFEST.json"));
   } else {
     m.train_bucket_edges = train_bucket_edges_;
     m.edges = summary_.edges;

@@ -19,6 +19,29 @@ namespace {
 
 using Json = nlohmann::json;
 
+// The members of MANIFEST.json's `training` object that storage owns.
+constexpr const char* kTrainingRecordKeys[] = {"checkpoint_version", "edge_generation",
+                                                "state_version"};
+
+// The trainer's members of `training`: InvalidArgument unless t.state is a
+// JSON object without storage's members.
+absl::StatusOr<Json> ParseTrainerMembers(const TrainingRecord& t) {
+  Json state = Json::parse(t.state, nullptr, /*allow_exceptions=*/false);
+  if (state.is_discarded()) {
+    return absl::InvalidArgumentError("TrainingRecord::state is not valid JSON");
+  }
+  if (!state.is_object()) {
+    return absl::InvalidArgumentError("TrainingRecord::state must be a JSON object");
+  }
+  for (const char* key : kTrainingRecordKeys) {
+    if (state.contains(key)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("TrainingRecord::state has storage's member '", key, "'"));
+    }
+  }
+  return state;
+}
+
 absl::StatusOr<Manifest> FromJson(const Json& j, const std::string& path) {
   // A hand-edited field with a typo is InvalidArgument.
   const JsonReader r(path, absl::StatusCode::kInvalidArgument);
@@ -85,33 +108,28 @@ absl::StatusOr<Manifest> FromJson(const Json& j, const std::string& path) {
                                      &a.memory_budget));
     m.partitions_auto = a;
   }
+  m.training.edge_generation = m.edge_generation;
   if ((v = JsonReader::Find(j, "training")) != nullptr) {
     RETURN_IF_ERROR(r.Object(*v, "training"));
     RETURN_IF_ERROR(r.Optional(*v, "checkpoint_version", "training.checkpoint_version",
                                &m.training.checkpoint_version));
+    RETURN_IF_ERROR(r.Optional(*v, "edge_generation", "training.edge_generation",
+                               &m.training.edge_generation));
     RETURN_IF_ERROR(
-        r.Optional(*v, "epochs_done", "training.epochs_done", &m.training.epochs_done));
-    RETURN_IF_ERROR(r.Optional(*v, "dim", "training.dim", &m.training.dim));
-    if (const Json* f = JsonReader::Find(*v, "state"); f != nullptr) {
-      RETURN_IF_ERROR(r.Object(*f, "training.state"));
-      m.training.state_json = f->dump();
-    }
+        r.Optional(*v, "state_version", "training.state_version", &m.training.state_version));
+    // The rest is the trainer's, kept as it is.
+    Json state = *v;
+    for (const char* key : kTrainingRecordKeys) state.erase(key);
+    m.training.state = state.dump();
   }
   return m;
 }
 
 absl::StatusOr<Json> ToJson(const Manifest& m) {
-  Json state;
-  try {
-    state = Json::parse(m.training.state_json);
-  } catch (const Json::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "training.state_json is not valid JSON: ", e.what()));
-  }
-  if (!state.is_object()) {
-    return absl::InvalidArgumentError(
-        "training.state_json must be a JSON object");
-  }
+  ASSIGN_OR_RETURN(Json training, ParseTrainerMembers(m.training));
+  training["checkpoint_version"] = m.training.checkpoint_version;
+  training["edge_generation"] = m.training.edge_generation;
+  training["state_version"] = m.training.state_version;
   Json j = Json::object();
   j["format_version"] = m.format_version;
   j["num_nodes"] = m.num_nodes;
@@ -131,10 +149,7 @@ absl::StatusOr<Json> ToJson(const Manifest& m) {
   j["degree"] = {{"min", m.degree.min}, {"max", m.degree.max},
                  {"mean", m.degree.mean}, {"p50", m.degree.p50},
                  {"p90", m.degree.p90}, {"p99", m.degree.p99}};
-  j["training"] = {{"checkpoint_version", m.training.checkpoint_version},
-                   {"epochs_done", m.training.epochs_done},
-                   {"dim", m.training.dim},
-                   {"state", std::move(state)}};
+  j["training"] = std::move(training);
   if (m.partitions_auto.has_value()) {
     j["partitions_auto"] = {{"dim", m.partitions_auto->dim},
                             {"memory_budget", m.partitions_auto->memory_budget}};
@@ -159,19 +174,6 @@ uint64_t& SplitCounts::operator[](Split s) {
 
 uint64_t SplitCounts::operator[](Split s) const {
   return const_cast<SplitCounts&>(*this)[s];
-}
-
-absl::Status TrainingState::RestartEpochs(const std::string& manifest_path) {
-  Json state = Json::parse(state_json, nullptr, false);
-  if (JsonReader::Find(state, "trainer") != nullptr) {
-    Json& trainer = state["trainer"];
-    RETURN_IF_ERROR(JsonReader(manifest_path, absl::StatusCode::kDataLoss)
-                        .Object(trainer, "training.state.trainer"));
-    trainer["next_round"] = 0;
-    state_json = state.dump();
-  }
-  epochs_done = 0;
-  return absl::OkStatus();
 }
 
 uint64_t Manifest::LargestPartition() const {
@@ -243,17 +245,7 @@ absl::Status Manifest::Validate() const {
         "partitions_auto has dim ", partitions_auto->dim, " and memory_budget ",
         partitions_auto->memory_budget, "; both must be positive"));
   }
-  try {
-    Json state = Json::parse(training.state_json);
-    if (!state.is_object()) {
-      return absl::InvalidArgumentError(
-          "training.state_json must be a JSON object");
-    }
-  } catch (const Json::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "training.state_json is not valid JSON: ", e.what()));
-  }
-  return absl::OkStatus();
+  return ParseTrainerMembers(training).status();
 }
 
 absl::StatusOr<Manifest> ReadManifest(const std::string& path) {

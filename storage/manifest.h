@@ -34,21 +34,21 @@ struct DegreeStats {
   uint64_t p99 = 0;
 };
 
-// Where training stands. The trainer owns `state_json` (options, position in
-// the epoch, RNG state); storage keeps it and knows one field of it:
-// `trainer.next_round`, the round the next run resumes at within its epoch.
-struct TrainingState {
+// Where training stands, as storage keeps it. Storage owns two facts: the
+// committed checkpoint version (whose tables and blobs are live) and the
+// edge generation of the graph the record was written for (an append since
+// leaves it behind Manifest::edge_generation; readers of the state see
+// that). The rest is the trainer's (train/model/train_state.h), kept
+// verbatim and never read here: `state`, a JSON object whose members are
+// written into MANIFEST.json's `training` object beside storage's fields,
+// in the trainer's format `state_version`.
+struct TrainingRecord {
   uint64_t checkpoint_version = 0;  // 0: no checkpoint yet
-  uint32_t epochs_done = 0;
-  uint32_t dim = 0;
-  std::string state_json = "{}";
-
-  // Keeps the checkpoint but starts the epoch count over: epochs_done = 0
-  // and, where the state has a `trainer` object, trainer.next_round = 0 (a
-  // grown graph's bucket rounds no longer match the saved position). Other
-  // fields are kept. DataLoss naming `manifest_path` when `trainer` is not
-  // an object; then nothing changes.
-  absl::Status RestartEpochs(const std::string& manifest_path);
+  // Read as Manifest::edge_generation when absent (manifests written before
+  // it was recorded: their appends reset the state themselves).
+  uint32_t edge_generation = 0;
+  uint32_t state_version = 0;  // 0: unversioned (written before versions)
+  std::string state = "{}";
 };
 
 // How `ember import --partitions auto` chose num_partitions: the smallest P
@@ -80,7 +80,7 @@ struct Manifest {
   // rows below them are the "old" nodes that --only-new-edges freezes.
   std::vector<uint64_t> previous_partition_sizes;
   DegreeStats degree;
-  TrainingState training;
+  TrainingRecord training;
   // Set when num_partitions was chosen by `import --partitions auto`;
   // absent when it was given. `import --append` keeps it.
   std::optional<PartitionsAuto> partitions_auto;

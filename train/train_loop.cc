@@ -32,103 +32,21 @@
 
 namespace ember {
 
-absl::StatusOr<SavedPosition> ReadSavedPosition(const Graph& graph) {
-  const JsonReader r(graph.dir() + "/MANIFEST.json", absl::StatusCode::kDataLoss);
-  const nlohmann::json state =
-      nlohmann::json::parse(graph.manifest().training.state_json, nullptr, false);
-  const nlohmann::json* t = JsonReader::Find(state, "trainer");
-  SavedPosition out;
-  if (t == nullptr) return out;
-  const std::string field = "training.state.trainer";
-  RETURN_IF_ERROR(r.Object(*t, field));
-  RETURN_IF_ERROR(r.Optional(*t, "next_round", absl::StrCat(field, ".next_round"),
-                             &out.next_round));
-  RETURN_IF_ERROR(r.Optional(*t, "seed", absl::StrCat(field, ".seed"), &out.seed));
-  RETURN_IF_ERROR(r.Optional(*t, "bucket_order", absl::StrCat(field, ".bucket_order"),
-                             &out.bucket_order));
-  RETURN_IF_ERROR(r.Optional(*t, "buffer_partitions",
-                             absl::StrCat(field, ".buffer_partitions"),
-                             &out.buffer_partitions));
-  RETURN_IF_ERROR(r.Optional(*t, "round_size", absl::StrCat(field, ".round_size"),
-                             &out.round_size));
-  RETURN_IF_ERROR(r.Optional(*t, "lr", absl::StrCat(field, ".lr"), &out.lr));
-  RETURN_IF_ERROR(r.Optional(*t, "world_size", absl::StrCat(field, ".world_size"),
-                             &out.world_size));
-  return out;
-}
-
-nlohmann::json TrainLoop::TrainerState(int epoch, uint64_t next_round) const {
-  return {{"epoch", epoch},
-          {"next_round", next_round},
-          {"lr", options_.optimizer.lr},
-          {"seed", options_.seed},
-          {"bucket_order", std::string(BucketOrderName(options_.schedule.bucket_order))},
-          {"buffer_partitions", capacity_},
-          {"round_size", round_size_},
-          {"world_size", world_size()}};
-}
-
 absl::Status TrainLoop::RestoreOrInit() {
   const Manifest& m = graph_->manifest();
   const int param_size = RelationParamSize(options_.model.op, options_.model.dim);
-  committed_version_ = m.training.checkpoint_version;
-  committed_locations_.assign(P_, 0);
-  write_version_ = committed_version_ + 1;
-  std::vector<uint64_t> locations(P_, 0);
-  std::optional<StoredModel> stored;
-  // An in-memory run starts from scratch and leaves the checkpoint alone.
-  if (!options_.in_memory) {
-    if (committed_version_ > 0) {
-      ASSIGN_OR_RETURN(stored, LoadStoredModel(*graph_));
-      committed_locations_ = stored->partition_versions;
+  checkpointer_ = std::make_unique<Checkpointer>(
+      graph_, options_, RunShape{capacity_, round_size_, world_size()}, writer());
+  ASSIGN_OR_RETURN(RestoredCheckpoint restored, checkpointer_->Restore());
+  resumed_ = restored.resumed;
+  start_epoch_ = restored.start_epoch;
+  start_round_ = restored.start_round;
+  if (resumed_) {
+    relations_ = std::move(restored.relations);
+    if (restored.features.has_value()) {
+      features_ = std::make_unique<FeatureTable>(std::move(*restored.features));
     }
-    if (writer()) {
-      RETURN_IF_ERROR(
-          RemoveUncommittedCheckpoints(*graph_, committed_version_, committed_locations_));
-    }
-  }
-  if (stored.has_value()) {
-    if (!options_.from_scratch) {
-      const ModelOptions& s = stored->model;
-      if (s.dim != options_.model.dim || s.op != options_.model.op ||
-          s.comparator != options_.model.comparator ||
-          s.featurized != options_.model.featurized) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            graph_->dir(), " holds a checkpoint trained with --dim ", s.dim, " --operator ",
-            std::string(OperatorName(s.op)), " --comparator ",
-            std::string(ComparatorName(s.comparator)), " --featurized ",
-            std::string(FeaturizedModeName(s.featurized)),
-            "; pass the same options to resume, or --from-scratch to start over"));
-      }
-      relations_ = std::move(stored->relations);
-      if (s.featurized != FeaturizedMode::kOff) {
-        features_ = std::make_unique<FeatureTable>(std::move(stored->features));
-      }
-      locations = committed_locations_;
-      ASSIGN_OR_RETURN(const SavedPosition saved, ReadSavedPosition(*graph_));
-      start_epoch_ = m.training.epochs_done;
-      start_round_ = saved.next_round;
-      if (start_round_ > 0 && std::max<uint32_t>(saved.world_size, 1) != world_size()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            graph_->dir(), " was stopped mid-epoch by a run of ",
-            std::max<uint32_t>(saved.world_size, 1), " rank(s); resume it with as many ranks "
-            "(this run has ", world_size(), "), or pass --from-scratch"));
-      }
-      if (start_round_ > 0 &&
-          (saved.seed != options_.seed ||
-           saved.bucket_order != BucketOrderName(options_.schedule.bucket_order) ||
-           saved.buffer_partitions != capacity_ || saved.round_size != round_size_)) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            graph_->dir(), " was stopped mid-epoch; resume it with the same --seed, "
-            "--bucket-order, --buffer-partitions and --trainers (seed ", saved.seed,
-            ", bucket_order ", saved.bucket_order, ", buffer_partitions ",
-            saved.buffer_partitions, ", round_size ", saved.round_size,
-            "), or pass --from-scratch"));
-      }
-      resumed_ = true;
-    }
-  }
-  if (!resumed_) {
+  } else {
     relations_ = RelationParams();
     relations_.num_relations = m.relations.size();
     relations_.param_size = param_size;
@@ -182,7 +100,8 @@ absl::Status TrainLoop::RestoreOrInit() {
     }
     bo.frozen_rows = m.previous_partition_sizes;
   }
-  ASSIGN_OR_RETURN(buffer_, PartitionBuffer::Make(graph_, bo, locations, write_version_));
+  ASSIGN_OR_RETURN(buffer_, PartitionBuffer::Make(graph_, bo, restored.locations,
+                                                 checkpointer_->write_version()));
   return absl::OkStatus();
 }
 
@@ -212,59 +131,10 @@ absl::Status TrainLoop::Checkpoint(int epoch, uint64_t next_round, int epochs_do
   return WriteCheckpoint(epoch, next_round, epochs_done);
 }
 
-absl::Status TrainLoop::CheckCheckpointSpace() const {
-  if (options_.in_memory || !writer()) return absl::OkStatus();
-  ASSIGN_OR_RETURN(const uint64_t needed,
-                   NextCheckpointBytes(*graph_, static_cast<uint32_t>(options_.model.dim),
-                                       HasIdRows(options_.model.featurized)));
-  absl::Status s = CheckFreeSpace(graph_->dir(), needed);
-  if (s.ok()) return s;
-  return absl::Status(s.code(), absl::StrCat(s.message(), "; the last checkpoint (",
-                                             committed_version_, ") is whole: free space, "
-                                             "then run the same command to resume"));
-}
-
 absl::Status TrainLoop::WriteCheckpoint(int epoch, uint64_t next_round, int epochs_done) {
-  RETURN_IF_ERROR(buffer_->WriteResident());
-  const uint64_t version = write_version_;
-  RETURN_IF_ERROR(graph_->WriteBlob(RelationBlobName(version), EncodeRelationBlob(relations_)));
-  if (features_ != nullptr) {
-    std::array<uint32_t, 2> header;
-    const auto parts = FeatureTableBlobParts(*features_, &header);
-    RETURN_IF_ERROR(graph_->WriteBlob(FeatureTableBlobName(version), parts));
-  }
-  RETURN_IF_ERROR(graph_->SyncTables());
-  Manifest m = graph_->manifest();
-  m.training.checkpoint_version = version;
-  m.training.epochs_done = epochs_done;
-  m.training.dim = options_.model.dim;
-  const std::vector<uint64_t>& locations = buffer_->locations();
-  nlohmann::json state = {{"model", nlohmann::json::parse(ModelOptionsToJson(options_.model))},
-                          {"partition_versions", locations},
-                          {"trainer", TrainerState(epoch, next_round)}};
-  m.training.state_json = state.dump();
-  RETURN_IF_ERROR(graph_->CommitManifest(m));
-  // The new checkpoint is durable; drop what only the old one used.
-  for (uint32_t p = 0; p < P_; ++p) {
-    const uint64_t old = committed_locations_[p];
-    if (old != 0 && old != locations[p]) {
-      RETURN_IF_ERROR(graph_->DeleteTableVersion(Table::kEmbeddings, p, old));
-      RETURN_IF_ERROR(graph_->DeleteTableVersion(Table::kOptimizer, p, old));
-    }
-  }
-  if (committed_version_ != 0 && committed_version_ != version) {
-    RETURN_IF_ERROR(graph_->DeleteBlob(RelationBlobName(committed_version_)));
-    // Absent (and ignored) when the old checkpoint was not featurized.
-    RETURN_IF_ERROR(graph_->DeleteBlob(FeatureTableBlobName(committed_version_)));
-  }
-  committed_locations_ = locations;
-  committed_version_ = version;
-  write_version_ = version + 1;
-  buffer_->set_write_version(write_version_);
-  const bool more_follows = next_round > 0 || epochs_done < options_.epochs;
-  return more_follows ? CheckCheckpointSpace() : absl::OkStatus();
+  return checkpointer_->Write(buffer_.get(), relations_, features_.get(), epoch, next_round,
+                              epochs_done);
 }
-
 
 std::string EpochJsonLine(const EpochStats& s) {
   nlohmann::json j = {{"epoch", s.epoch},
@@ -496,7 +366,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     // needs a working peer; then they check that they train one graph.
     absl::Status setup = PlanMemory(devices);
     if (setup.ok()) setup = RestoreOrInit();
-    if (setup.ok()) setup = CheckCheckpointSpace();
+    if (setup.ok()) setup = checkpointer_->CheckSpace();
     RETURN_IF_ERROR(AgreeOnStatus(*cluster_, setup));
     RETURN_IF_ERROR(CheckSameGraphAndTrainers(*cluster_, *graph_,
                                               static_cast<uint32_t>(devices.size())));
@@ -508,7 +378,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
       return TrainSummary();
     }
     RETURN_IF_ERROR(RestoreOrInit());
-    RETURN_IF_ERROR(CheckCheckpointSpace());
+    RETURN_IF_ERROR(checkpointer_->CheckSpace());
   }
 
   TrainSummary summary;
@@ -516,7 +386,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
   summary.start_epoch = start_epoch_;
   summary.start_round = start_round_;
   if (start_epoch_ >= options_.epochs) {
-    summary.checkpoint_version = committed_version_;
+    summary.checkpoint_version = checkpointer_->committed_version();
     return summary;
   }
   ASSIGN_OR_RETURN(trainers_, MakeTrainers(devices, options_, relations_, features_.get()));
@@ -577,7 +447,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     RETURN_IF_ERROR(TrainEpoch(epoch, first_round, &stopped));
     if (stopped) {
       summary.stopped = true;
-      summary.checkpoint_version = committed_version_;
+      summary.checkpoint_version = checkpointer_->committed_version();
       return summary;
     }
     EpochStats stats;
@@ -606,7 +476,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     const auto checkpointing = Clock::now();
     RETURN_IF_ERROR(Checkpoint(epoch + 1, 0, epoch + 1));
     buckets_since_checkpoint_ = 0;
-    stats.checkpoint_version = committed_version_;
+    stats.checkpoint_version = checkpointer_->committed_version();
     if (distributed()) {
       RETURN_IF_ERROR(MeasureEpochAcrossRanks(
           epoch, std::chrono::duration<double>(Clock::now() - checkpointing).count(),
@@ -622,7 +492,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     }
     summary.epochs.push_back(stats);
   }
-  summary.checkpoint_version = committed_version_;
+  summary.checkpoint_version = checkpointer_->committed_version();
   for (const auto& t : trainers_) {
     summary.devices.push_back(t->device());
     summary.device_peak_bytes += t->device_peak_bytes();
@@ -640,8 +510,8 @@ namespace {
 absl::Status ResolveAutoLr(Graph& graph, const LrChooser& choose_lr, TrainOptions* options) {
   const Manifest& m = graph.manifest();
   if (m.training.checkpoint_version > 0 && !options->from_scratch) {
-    ASSIGN_OR_RETURN(const SavedPosition saved, ReadSavedPosition(graph));
-    if (saved.lr > 0) options->optimizer.lr = static_cast<float>(saved.lr);
+    ASSIGN_OR_RETURN(const TrainState saved, ReadTrainState(graph));
+    if (saved.position.lr > 0) options->optimizer.lr = static_cast<float>(saved.position.lr);
     return absl::OkStatus();
   }
   if (m.edges.valid == 0) return absl::OkStatus();

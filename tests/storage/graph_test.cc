@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "storage/graph_builder.h"
 #include "storage/internal/keys.h"
 #include "storage/manifest.h"
@@ -428,8 +429,7 @@ TEST_F(GraphTest, SyncTablesThenReopen) {
     ASSERT_TRUE(g->SyncTables().ok());
     Manifest m = g->manifest();
     m.training.checkpoint_version = 1;
-    m.training.epochs_done = 1;
-    m.training.dim = width;
+    m.training.state = absl::StrCat(R"({"epochs_done":1,"dim":)", width, "}");
     ASSERT_TRUE(g->CommitManifest(m).ok());
     EXPECT_EQ(g->manifest().training.checkpoint_version, 1u);
     Manifest bad = m;
@@ -440,7 +440,7 @@ TEST_F(GraphTest, SyncTablesThenReopen) {
   auto g = Graph::Open(dir());
   ASSERT_TRUE(g.ok()) << g.status();
   EXPECT_EQ((*g)->manifest().training.checkpoint_version, 1u);
-  EXPECT_EQ((*g)->manifest().training.dim, width);
+  EXPECT_EQ(nlohmann::json::parse((*g)->manifest().training.state)["dim"], width);
   std::vector<float> got(rows * width);
   for (uint32_t p = 0; p < 3; ++p) {
     ASSERT_TRUE((*g)->ReadTable(Table::kEmbeddings, p, 1, got.data(), rows,

@@ -29,9 +29,8 @@ Manifest SampleManifest() {
   m.num_features = 33;
   m.degree = DegreeStats{1, 9, 2.5, 2, 8, 8};
   m.training.checkpoint_version = 4;
-  m.training.epochs_done = 3;
-  m.training.dim = 64;
-  m.training.state_json = R"({"lr":0.1,"rng":[1,2,3]})";
+  m.training.state_version = 2;
+  m.training.state = R"({"epochs_done":3,"dim":64,"state":{"lr":0.1,"rng":[1,2,3]}})";
   return m;
 }
 
@@ -63,10 +62,13 @@ TEST(ManifestTest, RoundTrip) {
   EXPECT_DOUBLE_EQ(r->degree.mean, 2.5);
   EXPECT_EQ(r->degree.p99, 8u);
   EXPECT_EQ(r->training.checkpoint_version, 4u);
-  EXPECT_EQ(r->training.epochs_done, 3u);
-  EXPECT_EQ(r->training.dim, 64u);
-  EXPECT_EQ(nlohmann::json::parse(r->training.state_json),
-            nlohmann::json::parse(m.training.state_json));
+  EXPECT_EQ(r->training.state_version, 2u);
+  EXPECT_EQ(r->training.edge_generation, 0u);
+  // The trainer's members come back as they were given.
+  const nlohmann::json state = nlohmann::json::parse(r->training.state);
+  EXPECT_EQ(state["epochs_done"], 3);
+  EXPECT_EQ(state["dim"], 64);
+  EXPECT_EQ(state, nlohmann::json::parse(m.training.state));
 }
 
 TEST(ManifestTest, JsonUsesStructFieldNames) {
@@ -82,6 +84,8 @@ TEST(ManifestTest, JsonUsesStructFieldNames) {
   EXPECT_EQ(j["degree"]["p90"], 8);
   EXPECT_EQ(j["training"]["state"]["lr"], 0.1);  // embedded, not a string
   EXPECT_EQ(j["training"]["checkpoint_version"], 4);
+  EXPECT_EQ(j["training"]["epochs_done"], 3);  // beside storage's members
+  EXPECT_EQ(j["training"]["state_version"], 2);
 }
 
 TEST(ManifestTest, AtomicWriteLeavesNoTempFileAndReplaces) {
@@ -89,7 +93,7 @@ TEST(ManifestTest, AtomicWriteLeavesNoTempFileAndReplaces) {
   const std::string path = tmp.Sub("MANIFEST.json");
   Manifest m = SampleManifest();
   ASSERT_TRUE(WriteManifestAtomic(path, m).ok());
-  m.training.epochs_done = 9;
+  m.training.checkpoint_version = 9;
   ASSERT_TRUE(WriteManifestAtomic(path, m).ok());
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(tmp.path())) {
@@ -97,7 +101,7 @@ TEST(ManifestTest, AtomicWriteLeavesNoTempFileAndReplaces) {
     ++files;
   }
   EXPECT_EQ(files, 1);
-  EXPECT_EQ(ReadManifest(path)->training.epochs_done, 9u);
+  EXPECT_EQ(ReadManifest(path)->training.checkpoint_version, 9u);
 }
 
 TEST(ManifestTest, InconsistentManifestIsNotWritten) {
@@ -109,8 +113,15 @@ TEST(ManifestTest, InconsistentManifestIsNotWritten) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_FALSE(std::filesystem::exists(path));
   m = SampleManifest();
-  m.training.state_json = "{not json";
+  m.training.state = "{not json";
   EXPECT_FALSE(WriteManifestAtomic(path, m).ok());
+  m = SampleManifest();
+  m.training.state = "[1]";
+  EXPECT_FALSE(WriteManifestAtomic(path, m).ok());
+  m = SampleManifest();
+  m.training.state = R"({"checkpoint_version":5})";  // storage's member
+  EXPECT_FALSE(WriteManifestAtomic(path, m).ok());
+  EXPECT_FALSE(std::filesystem::exists(path));
 }
 
 TEST(ManifestTest, Validate) {
@@ -210,8 +221,14 @@ TEST(ManifestTest, BadManifestsNameFileAndProblem) {
        R"({"format_version":1,"num_nodes":1,"num_partitions":1,
            "partition_sizes":[1],"relations":["r"],
            "edges":{"train":0,"valid":0,"test":0},
-           "training":{"state":"x"}})",
-       "'training.state' must be an object"},
+           "training":"x"})",
+       "'training' must be an object"},
+      {"bad_checkpoint_version",
+       R"({"format_version":1,"num_nodes":1,"num_partitions":1,
+           "partition_sizes":[1],"relations":["r"],
+           "edges":{"train":0,"valid":0,"test":0},
+           "training":{"checkpoint_version":"1"}})",
+       "'training.checkpoint_version'"},
   };
   TempDir tmp;
   for (const BadCase& c : cases) {
@@ -237,7 +254,8 @@ TEST(ManifestTest, MinimalManifestGetsDefaults) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->partitioner, "hash");
   EXPECT_TRUE(r->train_bucket_edges.empty());
-  EXPECT_EQ(r->training.state_json, "{}");
+  EXPECT_EQ(r->training.state, "{}");
+  EXPECT_EQ(r->training.checkpoint_version, 0u);
   EXPECT_FALSE(r->partitions_auto.has_value());
 }
 
@@ -302,31 +320,36 @@ TEST(ManifestTest, MalformedPartitionsAutoIsDataLoss) {
   }
 }
 
-TEST(ManifestTest, RestartEpochsResetsCountAndPositionOnly) {
-  TrainingState t = SampleManifest().training;
-  t.state_json = R"({"model":{"dim":64},"trainer":{"next_round":7,"seed":5}})";
-  ASSERT_TRUE(t.RestartEpochs("/g/MANIFEST.json").ok());
-  EXPECT_EQ(t.epochs_done, 0u);
-  EXPECT_EQ(t.checkpoint_version, 4u);
-  EXPECT_EQ(t.dim, 64u);
-  const nlohmann::json state = nlohmann::json::parse(t.state_json);
-  EXPECT_EQ(state["trainer"]["next_round"], 0);
-  EXPECT_EQ(state["trainer"]["seed"], 5);
-  EXPECT_EQ(state["model"]["dim"], 64);
+// A manifest written before storage recorded the training record's edge
+// generation and the state's version (training.dim beside epochs_done):
+// storage keeps every trainer member where it was and reads the record as
+// written for the graph's current generation.
+TEST(ManifestTest, UnversionedTrainingRecordIsKeptInPlace) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("MANIFEST.json");
+  WriteText(path, R"({"format_version":1,"num_nodes":3,"num_partitions":1,
+      "partition_sizes":[3],"relations":["r"],"edge_generation":2,
+      "edges":{"train":2,"valid":0,"test":0},
+      "training":{"checkpoint_version":5,"epochs_done":4,"dim":16,
+                  "state":{"trainer":{"next_round":3}}}})");
+  absl::StatusOr<Manifest> r = ReadManifest(path);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->training.checkpoint_version, 5u);
+  EXPECT_EQ(r->training.edge_generation, 2u);
+  EXPECT_EQ(r->training.state_version, 0u);
+  const nlohmann::json members = nlohmann::json::parse(r->training.state);
+  EXPECT_EQ(members, nlohmann::json::parse(
+                         R"({"epochs_done":4,"dim":16,"state":{"trainer":{"next_round":3}}})"));
 
-  // Without a trainer object only the count restarts; the state is kept.
-  TrainingState no_trainer = SampleManifest().training;
-  ASSERT_TRUE(no_trainer.RestartEpochs("/g/MANIFEST.json").ok());
-  EXPECT_EQ(no_trainer.epochs_done, 0u);
-  EXPECT_EQ(no_trainer.state_json, SampleManifest().training.state_json);
-
-  TrainingState bad = SampleManifest().training;
-  bad.state_json = R"({"trainer":3})";
-  const absl::Status s = bad.RestartEpochs("/g/MANIFEST.json");
-  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
-  EXPECT_NE(s.message().find("/g/MANIFEST.json"), std::string::npos) << s;
-  EXPECT_NE(s.message().find("training.state.trainer"), std::string::npos) << s;
-  EXPECT_EQ(bad.epochs_done, 3u);
+  // Written back, the old readers' fields are where they were.
+  r->edge_generation = 3;  // an append: the record stays behind
+  ASSERT_TRUE(WriteManifestAtomic(path, *r).ok());
+  const nlohmann::json j = nlohmann::json::parse(std::ifstream(path));
+  EXPECT_EQ(j["training"]["epochs_done"], 4);
+  EXPECT_EQ(j["training"]["dim"], 16);
+  EXPECT_EQ(j["training"]["state"]["trainer"]["next_round"], 3);
+  EXPECT_EQ(j["training"]["edge_generation"], 2);
+  EXPECT_EQ(j["edge_generation"], 3);
 }
 
 }  // namespace

@@ -96,7 +96,7 @@ inline ExpectedGraph FillTestGraph(GraphBuilder* builder,
   m.integer_ids = o.integer_ids;
   m.seed = o.seed;
   m.train_bucket_edges.assign(m.num_partitions * m.num_partitions, 0);
-  m.training.state_json = R"({"lr":0.1})";
+  m.training.state = R"({"state":{"lr":0.1}})";
 
   std::vector<std::pair<std::string, std::string>> by_name, by_id;
   std::vector<std::vector<std::pair<std::string, std::string>>> nodes(

@@ -179,7 +179,7 @@ TEST_F(AppendTrainTest, OnlyNewEdgesFreezesOldRowsAndNewNodesRankTheirNeighbours
   EXPECT_EQ(appended->nodes, kNodes);
   auto m = ManifestOf(dir);
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->training.epochs_done, 0u);
+  EXPECT_EQ(train_test::EpochsDone(*m), 0u);
   ASSERT_EQ(m->previous_partition_sizes.size(), 2u);
 
   auto second = TrainGraph(dir, [] {
@@ -287,7 +287,7 @@ TEST_F(AppendTrainTest, WithoutOnlyNewEdgesTrainingContinuesFromTheCheckpoint) {
   ASSERT_TRUE(before.ok()) << before.status();
   auto m0 = ManifestOf(dir);
   ASSERT_TRUE(m0.ok());
-  ASSERT_EQ(m0->training.epochs_done, 3u);
+  ASSERT_EQ(train_test::EpochsDone(*m0), 3u);
   const uint64_t version0 = m0->training.checkpoint_version;
 
   ASSERT_TRUE(Append(dir, new_file_).ok());
@@ -298,7 +298,7 @@ TEST_F(AppendTrainTest, WithoutOnlyNewEdgesTrainingContinuesFromTheCheckpoint) {
   ASSERT_EQ(summary->epochs.size(), 2u);
   auto m = ManifestOf(dir);
   ASSERT_TRUE(m.ok());
-  EXPECT_EQ(m->training.epochs_done, 2u);
+  EXPECT_EQ(train_test::EpochsDone(*m), 2u);
   EXPECT_GT(m->training.checkpoint_version, version0);
   // Every train edge, old and new, is trained.
   EXPECT_EQ(summary->epochs[0].edges, m->edges.train);

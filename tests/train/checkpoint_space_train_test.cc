@@ -85,7 +85,7 @@ TEST_F(CheckpointSpaceTrainTest, ARunStopsAfterTheLastCheckpointThatFitsAndResum
   EXPECT_THAT(s.status().message(), HasSubstr("the last checkpoint (1) is whole"));
   auto m = train_test::ManifestOf(dir);
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->training.epochs_done, 1);
+  EXPECT_EQ(train_test::EpochsDone(*m), 1);
 
   auto resumed = TrainGraph(dir, Options(3));
   ASSERT_TRUE(resumed.ok()) << resumed.status();

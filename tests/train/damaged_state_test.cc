@@ -1,7 +1,8 @@
 // A manifest whose training state parses as JSON but holds the wrong types
 // (damage, or a hand edit) is reported as DataLoss naming the manifest and
-// the field, by every reader of that state: resuming training, loading the
-// stored model, and `import --append`.
+// the field, by every reader of that state (train/model/train_state.h):
+// resuming training and loading the stored model. `import --append` keeps
+// the state without reading it.
 #include <fstream>
 #include <string>
 
@@ -87,6 +88,8 @@ TEST_F(DamagedStateTest, PartitionVersionsOfWrongTypeAreDataLoss) {
   ExpectDataLoss(LoadStoredModel(**g).status(), "training.state.partition_versions[0]");
 }
 
+// The append keeps the state as it is (storage does not read it); training
+// after it reports the damage.
 TEST_F(DamagedStateTest, AppendToGraphWithTrainerNotAnObjectIsDataLoss) {
   EditState([](nlohmann::json& state) { state["trainer"] = "x"; });
   const std::string more = tmp_.Sub("more.tsv");
@@ -97,7 +100,22 @@ TEST_F(DamagedStateTest, AppendToGraphWithTrainerNotAnObjectIsDataLoss) {
   o.files = {more};
   o.threads = 1;
   o.delimiter = '\t';
-  ExpectDataLoss(ImportGraph(o).status(), "training.state.trainer");
+  ASSERT_TRUE(ImportGraph(o).ok());
+  ExpectDataLoss(TrainGraph(dir_, SmallOptions(2)).status(), "training.state.trainer");
+}
+
+TEST_F(DamagedStateTest, StateNotAnObjectIsDataLoss) {
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(manifest_path()));
+  j["training"]["state"] = "x";
+  WriteWholeFile(manifest_path(), j.dump());
+  ExpectDataLoss(TrainGraph(dir_, SmallOptions(2)).status(), "training.state");
+}
+
+TEST_F(DamagedStateTest, EpochsDoneOfWrongTypeIsDataLoss) {
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(manifest_path()));
+  j["training"]["epochs_done"] = -1;
+  WriteWholeFile(manifest_path(), j.dump());
+  ExpectDataLoss(TrainGraph(dir_, SmallOptions(2)).status(), "training.epochs_done");
 }
 
 }  // namespace

@@ -137,7 +137,7 @@ TEST_F(DistributedTrainTest, StoppedMidEpochResumesWithAsManyRanksBitIdentically
   }
   auto m = train_test::ManifestOf(dir);
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->training.epochs_done, 1);
+  EXPECT_EQ(train_test::EpochsDone(*m), 1);
 
   TrainOptions alone = single;
   alone.hooks.stop_after_buckets = 0;
@@ -180,7 +180,7 @@ TEST_F(DistributedTrainTest, AtAnEpochBoundaryAnyNumberOfRanksGoesOn) {
   EXPECT_EQ(alone->start_epoch, 2);
   auto m = train_test::ManifestOf(dir);
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->training.epochs_done, 3);
+  EXPECT_EQ(train_test::EpochsDone(*m), 3);
 }
 
 // Ranks whose graph copies differ stop before training, naming both.

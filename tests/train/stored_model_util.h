@@ -97,13 +97,10 @@ inline absl::Status WriteStoredModel(const std::string& dir,
   RETURN_IF_ERROR(
       graph->WriteBlob(RelationBlobName(version), EncodeRelationBlob(rel)));
   RETURN_IF_ERROR(graph->SyncTables());
-  nlohmann::json state;
-  state["model"] = nlohmann::json::parse(ModelOptionsToJson(model));
-  state["partition_versions"] =
-      std::vector<uint64_t>(m.num_partitions, version);
-  m.training.checkpoint_version = version;
-  m.training.dim = static_cast<uint32_t>(dim);
-  m.training.state_json = state.dump();
+  TrainState state;
+  state.model = model;
+  state.partition_versions.assign(m.num_partitions, version);
+  StoreTrainState(state, version, &m);
   return graph->CommitManifest(m);
 }
 

@@ -150,9 +150,9 @@ class TrainFaultTest : public ::testing::Test {
     ASSERT_TRUE(m.ok()) << m.status();
     auto now = LoadSnapshot(dir);
     ASSERT_TRUE(now.ok()) << now.status();
-    ASSERT_TRUE(m->training.epochs_done == 1 || m->training.epochs_done == 2)
-        << m->training.epochs_done;
-    ExpectBitIdentical(m->training.epochs_done == 1 ? one_ : two_, *now);
+    ASSERT_TRUE(train_test::EpochsDone(*m) == 1 || train_test::EpochsDone(*m) == 2)
+        << train_test::EpochsDone(*m);
+    ExpectBitIdentical(train_test::EpochsDone(*m) == 1 ? one_ : two_, *now);
 
     auto rerun = TrainGraph(dir, Options(2));
     ASSERT_TRUE(rerun.ok()) << rerun.status();

@@ -86,11 +86,11 @@ Position ReadPosition(const std::string& dir) {
   auto m = ReadManifest(dir + "/MANIFEST.json");
   if (!m.ok()) return pos;
   pos.version = m->training.checkpoint_version;
-  pos.epochs_done = m->training.epochs_done;
-  nlohmann::json state = nlohmann::json::parse(m->training.state_json, nullptr, false);
-  if (!state.is_discarded() && state.contains("trainer")) {
-    pos.next_round = state["trainer"].value("next_round", uint64_t{0});
-  }
+  if (pos.version == 0) return pos;
+  absl::StatusOr<TrainState> state = ReadTrainState(*m, dir + "/MANIFEST.json");
+  if (!state.ok()) return pos;
+  pos.epochs_done = state->epochs_done;
+  pos.next_round = state->position.next_round;
   return pos;
 }
 
@@ -161,7 +161,7 @@ TEST_F(TrainKillTest, KilledAndResumedIsBitIdentical) {
   train_test::ExpectBitIdentical(*expected, *got);
   auto m = ManifestOf(dir);
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->training.epochs_done, 2u);
+  EXPECT_EQ(train_test::EpochsDone(*m), 2u);
   EXPECT_EQ(MetricsLines(dir).size(), 2u);
 
   // The binary computes what the library does with the same options (less
@@ -215,7 +215,7 @@ TEST_F(TrainKillTest, KilledAtRandomAndResumedMatchesUninterruptedMrr) {
   ASSERT_EQ(RunBinary(TrainArgv(dir, flags), Capture(), &err), 0) << err;
   auto m = ManifestOf(dir);
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->training.epochs_done, 3u);
+  EXPECT_EQ(train_test::EpochsDone(*m), 3u);
   EXPECT_EQ(MetricsLines(dir).size(), 3u);
   auto resumed = train_test::EvalTest(dir);
   ASSERT_TRUE(resumed.ok()) << resumed.status();
@@ -310,8 +310,8 @@ TEST_F(TrainKillTest, CliRefusesToResumeWithOtherFlags) {
   ASSERT_EQ(RunBinary(TrainArgv(dir, other_dim), Capture(), &err), 0) << err;
   auto m = ManifestOf(dir);
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->training.epochs_done, 2u);
-  EXPECT_EQ(m->training.dim, 24u);
+  EXPECT_EQ(train_test::EpochsDone(*m), 2u);
+  EXPECT_EQ(ReadTrainState(*m, dir + "/MANIFEST.json")->model.dim, 24);
 
   // Mid-epoch, the bucket order is part of the position.
   const std::string mid = NewGraph(3);

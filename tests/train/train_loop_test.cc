@@ -118,7 +118,7 @@ TEST_F(TrainLoopTest, MetricsGetOneLinePerEpochAcrossResumes) {
   }
   auto m = ManifestOf(dir);
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->training.epochs_done, 3u);
+  EXPECT_EQ(train_test::EpochsDone(*m), 3u);
   EXPECT_EQ(m->training.checkpoint_version, first->checkpoint_version);
   EXPECT_GT(first->checkpoint_version, 0u);
 
@@ -208,7 +208,7 @@ TEST_F(TrainLoopTest, FromScratchRestartsEpochCount) {
   EXPECT_EQ(scratch->epochs[0].epoch, 1);
   auto m = ManifestOf(dir);
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->training.epochs_done, 1u);
+  EXPECT_EQ(train_test::EpochsDone(*m), 1u);
   auto after = LoadSnapshot(dir);
   ASSERT_TRUE(after.ok()) << after.status();
   EXPECT_NE(before->partitions, after->partitions);
@@ -262,7 +262,7 @@ TEST_F(TrainLoopTest, ResumeWithDifferentModelFailsNamingTheFlags) {
   auto after = ManifestOf(dir);
   ASSERT_TRUE(after.ok()) << after.status();
   EXPECT_EQ(after->training.checkpoint_version, m->training.checkpoint_version);
-  EXPECT_EQ(after->training.epochs_done, 1u);
+  EXPECT_EQ(train_test::EpochsDone(*after), 1u);
   EXPECT_EQ(MetricsLines(dir).size(), 1u);
   EXPECT_TRUE(LoadSnapshot(dir).ok());
 }
@@ -277,7 +277,7 @@ TEST_F(TrainLoopTest, ResumeMidEpochNeedsTheSameSchedule) {
   EXPECT_TRUE(stopped->epochs.empty());
   auto m = ManifestOf(dir);
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->training.epochs_done, 0u);
+  EXPECT_EQ(train_test::EpochsDone(*m), 0u);
   ASSERT_GT(m->training.checkpoint_version, 0u);
 
   o.hooks.stop_after_buckets = 0;
@@ -380,7 +380,7 @@ TEST_F(TrainLoopTest, StopWithoutCheckpointLeavesPreviousCheckpointIntact) {
   train_test::ExpectBitIdentical(*epoch1, *still);
   auto m = ManifestOf(dir);
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->training.epochs_done, 1u);
+  EXPECT_EQ(train_test::EpochsDone(*m), 1u);
 }
 
 // Stops at several points (mid-epoch, between checkpoints, across an epoch
@@ -432,7 +432,7 @@ TEST_F(TrainLoopTest, StoppedAndResumedIsBitIdentical) {
   train_test::ExpectBitIdentical(*expected, *got);
   auto m = ManifestOf(dir);
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->training.epochs_done, 2u);
+  EXPECT_EQ(train_test::EpochsDone(*m), 2u);
   EXPECT_EQ(MetricsLines(dir).size(), 2u);
 }
 

@@ -29,6 +29,7 @@
 #include "tests/test_process.h"
 #include "tools/gen/sbm_generator.h"
 #include "train/model/checkpoint.h"
+#include "train/model/train_state.h"
 #include "train/eval/evaluator.h"
 #include "train/train_loop.h"
 #include "train/options/train_options.h"
@@ -140,6 +141,15 @@ inline TrainOptions SmallOptions(int epochs, uint64_t seed = 1) {
   o.seed = seed;
   o.devices.threads = 1;
   return o;
+}
+
+// The epochs done that m's training state records (0 without a
+// checkpoint); a state that does not read fails the test.
+inline uint32_t EpochsDone(const Manifest& m) {
+  if (m.training.checkpoint_version == 0) return 0;
+  const absl::StatusOr<TrainState> s = ReadTrainState(m, "MANIFEST.json");
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? s->epochs_done : ~0u;
 }
 
 inline absl::StatusOr<Manifest> ManifestOf(const std::string& dir) {

@@ -143,7 +143,7 @@ std::string MetaJson(const Graph& graph, const StoredModel& model, std::string_v
       {"metric", std::string(NearestNeighborMetric(model.model.comparator))},
       {"normalize", model.model.comparator == Comparator::kCos},
       {"checkpoint_version", model.version},
-      {"epochs", m.training.epochs_done},
+      {"epochs", model.epochs_done},
       {"graph", graph.dir()},
       {"relations", relations},
   };

@@ -9,7 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "storage/base/json_reader.h"
 #include "storage/base/progress.h"
+#include "train/model/train_state.h"
 
 namespace ember::tools {
 namespace {
@@ -47,6 +49,33 @@ std::vector<uint64_t> ShardBytes(const Graph& graph) {
     bytes.push_back(graph.ShardBytesOnDisk(p));
   }
   return bytes;
+}
+
+// What inspect shows of training: epochs done and the model's dim as the
+// trainer reads them (0 without a checkpoint or when its state does not
+// read), and the stored `state` member as it is (empty without one), so
+// that a damaged state is shown rather than refused.
+struct TrainingSummary {
+  uint32_t epochs_done = 0;
+  uint32_t dim = 0;
+  Json state = Json::object();
+};
+
+TrainingSummary SummarizeTraining(const Graph& graph) {
+  TrainingSummary out;
+  const Json members = Json::parse(graph.manifest().training.state, nullptr,
+                                   /*allow_exceptions=*/false);
+  if (const Json* state = JsonReader::Find(members, "state"); state != nullptr) {
+    out.state = *state;
+  }
+  if (graph.manifest().training.checkpoint_version > 0) {
+    const absl::StatusOr<TrainState> s = ReadTrainState(graph);
+    if (s.ok()) {
+      out.epochs_done = s->epochs_done;
+      out.dim = static_cast<uint32_t>(s->model.dim);
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -94,13 +123,11 @@ absl::StatusOr<std::string> InspectJson(const Graph& graph) {
     j["bytes_on_disk"] = bytes;
     j["bytes_on_disk_total"] =
         std::accumulate(bytes.begin(), bytes.end(), uint64_t{0});
-    Json state = Json::parse(m.training.state_json, nullptr,
-                             /*allow_exceptions=*/false);
-    if (state.is_discarded()) state = m.training.state_json;
+    const TrainingSummary t = SummarizeTraining(graph);
     j["training"] = {{"checkpoint_version", m.training.checkpoint_version},
-                     {"epochs_done", m.training.epochs_done},
-                     {"dim", m.training.dim},
-                     {"state", std::move(state)}};
+                     {"epochs_done", t.epochs_done},
+                     {"dim", t.dim},
+                     {"state", t.state}};
     return j.dump(2) + "\n";
   } catch (const Json::exception& e) {  // e.g. a relation name not UTF-8
     return absl::InternalError(absl::StrCat("cannot describe ", graph.dir(),
@@ -201,16 +228,16 @@ std::string InspectText(const Graph& graph) {
                     HumanBytes(total / std::max<uint64_t>(1, num_p)), "\n");
   }
 
-  const TrainingState& t = m.training;
-  if (t.checkpoint_version == 0) {
+  const TrainingSummary t = SummarizeTraining(graph);
+  if (m.training.checkpoint_version == 0) {
     absl::StrAppend(&out, "training       not trained yet\n");
   } else {
     absl::StrAppend(&out, "training       checkpoint version ",
-                    t.checkpoint_version, ", epochs done ", t.epochs_done,
+                    m.training.checkpoint_version, ", epochs done ", t.epochs_done,
                     ", dim ", t.dim, "\n");
   }
-  if (t.state_json != "{}") {
-    absl::StrAppend(&out, "  state ", t.state_json, "\n");
+  if (!t.state.empty()) {
+    absl::StrAppend(&out, "  state ", t.state.dump(), "\n");
   }
   return out;
 }

@@ -12,10 +12,10 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "nlohmann/json.hpp"
 #include "partition/train_memory.h"
 #include "storage/graph.h"
 #include "train/batch/round_batches.h"
+#include "train/checkpointer.h"
 #include "train/distributed/cluster.h"
 #include "train/distributed/cluster_sync.h"
 #include "train/distributed/rank_schedule.h"
@@ -28,26 +28,10 @@
 #include "train/schedule/partition_buffer.h"
 #include "train/stream/batch_pipeline.h"
 #include "train/stream/round_source.h"
-#include "storage/checkpoint_space.h"
 #include "train/train_loop.h"
 #include "train/trainers/trainer_factory.h"
 
 namespace ember {
-
-// Where an interrupted epoch stopped, as TrainLoop::TrainerState wrote it
-// into training.state.trainer; zeros and "" for fields it lacks.
-struct SavedPosition {
-  uint64_t next_round = 0;
-  uint64_t seed = 0;
-  std::string bucket_order;
-  uint32_t buffer_partitions = 0;
-  uint32_t round_size = 0;
-  uint32_t world_size = 1;
-  double lr = 0;
-};
-
-// DataLoss naming the manifest and the field when one has the wrong type.
-absl::StatusOr<SavedPosition> ReadSavedPosition(const Graph& graph);
 
 // Orchestration only: restores or initialises the model, then for each epoch
 // runs the streaming pipeline (batch_pipeline.h) over the rounds of the
@@ -84,12 +68,6 @@ class TrainLoop final : public RoundHooks {
   absl::Status PlanMemory(const std::vector<DeviceSpec>& devices);
   absl::Status RestoreOrInit();
   absl::Status Checkpoint(int epoch, uint64_t next_round, int epochs_done);
-  // The writer only: ResourceExhausted, naming the bytes needed and free,
-  // when the disk cannot take the next checkpoint beside the committed one
-  // (checked before training and after each checkpoint, so that a run stops
-  // with its last checkpoint whole rather than failing half-way through
-  // the next).
-  absl::Status CheckCheckpointSpace() const;
   // Rank 0's part of a checkpoint, and every rank's (partitions handed to
   // rank 0, then its commit, agreed by all).
   absl::Status WriteCheckpoint(int epoch, uint64_t next_round, int epochs_done);
@@ -134,7 +112,6 @@ class TrainLoop final : public RoundHooks {
                                            : cost_model_.EdgeCost();
   }
   void FillBatchStats(EpochStats* s) const;
-  nlohmann::json TrainerState(int epoch, uint64_t next_round) const;
   absl::Status AppendMetrics(const EpochStats& s);
 
   Graph* const graph_;
@@ -155,9 +132,8 @@ class TrainLoop final : public RoundHooks {
   bool one_device_kind_ = true;  // every trainer of one kind (static splits)
   bool rows_off_host_ = false;   // some trainer keeps rows off the host (not cpu)
   RelationParams relations_;
-  std::vector<uint64_t> committed_locations_;  // what the manifest references
-  uint64_t committed_version_ = 0;
-  uint64_t write_version_ = 1;
+  // Restores and writes checkpoints; set by RestoreOrInit.
+  std::unique_ptr<Checkpointer> checkpointer_;
   std::vector<std::unique_ptr<Trainer>> trainers_;
   std::vector<Trainer*> trainer_ptrs_;
   std::unique_ptr<BatchPipeline> pipeline_;

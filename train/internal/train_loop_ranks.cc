@@ -15,11 +15,8 @@ absl::Status TrainLoop::CheckpointAcrossRanks(int epoch, uint64_t next_round, in
   absl::Status s = HandPartitionsToWriter(*cluster_, *buffer_, holders, rank_timeout_);
   if (s.ok() && writer()) s = WriteCheckpoint(epoch, next_round, epochs_done);
   RETURN_IF_ERROR(AgreeOnStatus(*cluster_, s));
-  if (!writer()) {  // keep the version count in step with rank 0
-    committed_version_ = write_version_;
-    write_version_ = committed_version_ + 1;
-    buffer_->set_write_version(write_version_);
-  }
+  // Keep the version count in step with rank 0.
+  if (!writer()) checkpointer_->CountCommitted(buffer_.get());
   return absl::OkStatus();
 }
 

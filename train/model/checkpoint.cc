@@ -4,8 +4,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "nlohmann/json.hpp"
-#include "storage/base/json_reader.h"
 #include "storage/base/status_macros.h"
 
 namespace ember {
@@ -56,70 +54,17 @@ absl::StatusOr<RelationParams> DecodeRelationBlob(std::string_view bytes) {
   return r;
 }
 
-std::string ModelOptionsToJson(const ModelOptions& m) {
-  nlohmann::json j = {{"operator", std::string(OperatorName(m.op))},
-                      {"comparator", std::string(ComparatorName(m.comparator))},
-                      {"loss", std::string(LossName(m.loss))},
-                      {"margin", m.margin},
-                      {"dim", m.dim},
-                      {"featurized", std::string(FeaturizedModeName(m.featurized))}};
-  return j.dump();
-}
-
-namespace {
-
-// The model options stored at `field` of a document read through `r`; every
-// error, a name that does not parse or options that do not validate
-// included, has r's code and names r's file and the field.
-absl::StatusOr<ModelOptions> ReadModelOptions(const nlohmann::json& j, const JsonReader& r,
-                                              const std::string& field) {
-  RETURN_IF_ERROR(r.Object(j, field));
-  std::string op, comparator, loss;
-  // Checkpoints written before featurized models existed have no field.
-  std::string featurized = "off";
-  ModelOptions m;
-  RETURN_IF_ERROR(r.Required(j, "operator", field + ".operator", &op));
-  RETURN_IF_ERROR(r.Required(j, "comparator", field + ".comparator", &comparator));
-  RETURN_IF_ERROR(r.Required(j, "loss", field + ".loss", &loss));
-  RETURN_IF_ERROR(r.Required(j, "margin", field + ".margin", &m.margin));
-  RETURN_IF_ERROR(r.Required(j, "dim", field + ".dim", &m.dim));
-  RETURN_IF_ERROR(r.Optional(j, "featurized", field + ".featurized", &featurized));
-  absl::Status s = [&]() -> absl::Status {
-    ASSIGN_OR_RETURN(m.op, ParseOperator(op));
-    ASSIGN_OR_RETURN(m.comparator, ParseComparator(comparator));
-    ASSIGN_OR_RETURN(m.loss, ParseLoss(loss));
-    ASSIGN_OR_RETURN(m.featurized, ParseFeaturizedMode(featurized));
-    return m.Validate();
-  }();
-  if (!s.ok()) return r.Error(field, std::string(s.message()));
-  return m;
-}
-
-}  // namespace
-
-absl::StatusOr<ModelOptions> ModelOptionsFromJson(std::string_view text) {
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  return ReadModelOptions(j, JsonReader("model options", absl::StatusCode::kDataLoss), "model");
-}
-
 absl::StatusOr<StoredModel> LoadStoredModel(const Graph& graph) {
-  const TrainingState& t = graph.manifest().training;
-  if (t.checkpoint_version == 0) {
+  if (graph.manifest().training.checkpoint_version == 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         graph.dir(), " has no trained embeddings yet; run `ember train ", graph.dir(), "` first"));
   }
-  const JsonReader r(graph.dir() + "/MANIFEST.json", absl::StatusCode::kDataLoss);
-  const nlohmann::json state = nlohmann::json::parse(t.state_json, nullptr, false);
+  ASSIGN_OR_RETURN(TrainState state, ReadTrainState(graph));
   StoredModel out;
-  out.version = t.checkpoint_version;
-  ASSIGN_OR_RETURN(const nlohmann::json* model, r.Require(state, "model", "training.state.model"));
-  ASSIGN_OR_RETURN(out.model, ReadModelOptions(*model, r, "training.state.model"));
-  const uint32_t P = graph.manifest().num_partitions;
-  RETURN_IF_ERROR(r.Required(state, "partition_versions", "training.state.partition_versions",
-                             &out.partition_versions));
-  if (out.partition_versions.size() != P) {
-    return r.Error("training.state.partition_versions", absl::StrCat("must have ", P, " entries"));
-  }
+  out.version = graph.manifest().training.checkpoint_version;
+  out.model = state.model;
+  out.partition_versions = std::move(state.partition_versions);
+  out.epochs_done = state.epochs_done;
   ASSIGN_OR_RETURN(std::string blob, graph.ReadBlob(RelationBlobName(out.version)));
   ASSIGN_OR_RETURN(out.relations, DecodeRelationBlob(blob));
   // An append may have added relations since (the trainer extends them).

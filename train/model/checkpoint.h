@@ -8,9 +8,8 @@
 //    (EncodeRelationBlob);
 //  - featurized models: blob "feature-table-V" (train/feature_table.h);
 //    models without id rows (--featurized features) write no tables;
-//  - Manifest::training.state_json: {"model": ModelOptions as JSON,
-//    "partition_versions": [table version of each partition],
-//    "trainer": trainer-owned position state}.
+//  - the manifest's training record: V and the TrainState (train_state.h:
+//    model options, table version of each partition, position).
 // The manifest names V only after all of the above is durable.
 #ifndef EMBER_TRAIN_MODEL_CHECKPOINT_H_
 #define EMBER_TRAIN_MODEL_CHECKPOINT_H_
@@ -23,6 +22,7 @@
 #include "storage/graph.h"
 #include "train/model/feature_table.h"
 #include "train/model/model_options.h"
+#include "train/model/train_state.h"
 
 namespace ember {
 
@@ -44,6 +44,7 @@ struct StoredModel {
   std::vector<uint64_t> partition_versions;
   // Featurized models: the feature embeddings (rows 0 otherwise).
   FeatureTable features;
+  uint32_t epochs_done = 0;  // TrainState::epochs_done
 };
 
 inline constexpr char kRelationBlobPrefix[] = "relations-";
@@ -51,11 +52,9 @@ std::string RelationBlobName(uint64_t version);  // kRelationBlobPrefix + versio
 std::string EncodeRelationBlob(const RelationParams& r);
 absl::StatusOr<RelationParams> DecodeRelationBlob(std::string_view bytes);
 
-std::string ModelOptionsToJson(const ModelOptions& m);
-absl::StatusOr<ModelOptions> ModelOptionsFromJson(std::string_view json);
-
 // The model of the graph's current checkpoint. FailedPrecondition naming
-// the graph when it has none ("run ember train first").
+// the graph when it has none ("run ember train first"); ReadTrainState's
+// errors for a damaged state.
 absl::StatusOr<StoredModel> LoadStoredModel(const Graph& graph);
 
 // Removes what interrupted checkpoints left behind: every table version of a

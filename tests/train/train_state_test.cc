@@ -1,0 +1,200 @@
+// TrainState's encoding in the manifest: where its members sit (where
+// ember before the versioned state read them), the unversioned state of
+// older manifests, the new epoch count after an append, and the errors.
+#include "train/model/train_state.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "storage/manifest.h"
+
+namespace ember {
+namespace {
+
+constexpr char kPath[] = "/g/MANIFEST.json";
+
+Manifest TwoPartitions() {
+  Manifest m;
+  m.num_nodes = 10;
+  m.num_partitions = 2;
+  m.partition_sizes = {6, 4};
+  m.relations = {"r"};
+  return m;
+}
+
+TrainState Sample() {
+  TrainState s;
+  s.epochs_done = 3;
+  s.model.dim = 24;
+  s.model.op = Operator::kTranslation;
+  s.model.comparator = Comparator::kCos;
+  s.partition_versions = {5, 4};
+  s.position.epoch = 3;
+  s.position.next_round = 2;
+  s.position.lr = 0.25;
+  s.position.seed = 11;
+  s.position.bucket_order = "sequential";
+  s.position.buffer_partitions = 2;
+  s.position.round_size = 1;
+  s.position.world_size = 2;
+  return s;
+}
+
+void ExpectSame(const TrainState& a, const TrainState& b) {
+  EXPECT_EQ(a.epochs_done, b.epochs_done);
+  EXPECT_EQ(a.model.dim, b.model.dim);
+  EXPECT_EQ(a.model.op, b.model.op);
+  EXPECT_EQ(a.model.comparator, b.model.comparator);
+  EXPECT_EQ(a.model.loss, b.model.loss);
+  EXPECT_EQ(a.model.featurized, b.model.featurized);
+  EXPECT_FLOAT_EQ(a.model.margin, b.model.margin);
+  EXPECT_EQ(a.partition_versions, b.partition_versions);
+  EXPECT_EQ(a.position.epoch, b.position.epoch);
+  EXPECT_EQ(a.position.next_round, b.position.next_round);
+  EXPECT_EQ(a.position.lr, b.position.lr);
+  EXPECT_EQ(a.position.seed, b.position.seed);
+  EXPECT_EQ(a.position.bucket_order, b.position.bucket_order);
+  EXPECT_EQ(a.position.buffer_partitions, b.position.buffer_partitions);
+  EXPECT_EQ(a.position.round_size, b.position.round_size);
+  EXPECT_EQ(a.position.world_size, b.position.world_size);
+}
+
+TEST(TrainStateTest, RoundTripsThroughTheManifest) {
+  Manifest m = TwoPartitions();
+  m.edge_generation = 3;
+  StoreTrainState(Sample(), 7, &m);
+  EXPECT_EQ(m.training.checkpoint_version, 7u);
+  EXPECT_EQ(m.training.state_version, TrainState::kVersion);
+  EXPECT_EQ(m.training.edge_generation, 3u);
+  absl::StatusOr<TrainState> back = ReadTrainState(m, kPath);
+  ASSERT_TRUE(back.ok()) << back.status();
+  ExpectSame(*back, Sample());
+}
+
+// Ember before the versioned state read epochs_done beside the state and
+// the position under state.trainer; they stay there. training.dim, which
+// restated state.model.dim, is no longer written.
+TEST(TrainStateTest, MembersSitWhereOlderEmberReadsThem) {
+  Manifest m = TwoPartitions();
+  StoreTrainState(Sample(), 7, &m);
+  const nlohmann::json j = nlohmann::json::parse(m.training.state);
+  EXPECT_EQ(j["epochs_done"], 3);
+  EXPECT_FALSE(j.contains("dim"));
+  EXPECT_EQ(j["state"]["model"]["dim"], 24);
+  EXPECT_EQ(j["state"]["model"]["operator"], "translation");
+  EXPECT_EQ(j["state"]["partition_versions"], nlohmann::json({5, 4}));
+  EXPECT_EQ(j["state"]["trainer"]["next_round"], 2);
+  EXPECT_EQ(j["state"]["trainer"]["seed"], 11);
+  EXPECT_EQ(j["state"]["trainer"]["bucket_order"], "sequential");
+  EXPECT_EQ(j["state"]["trainer"]["world_size"], 2);
+}
+
+// Today's main wrote this (training.dim, no state_version): read as the
+// same state, the restated dim ignored.
+TEST(TrainStateTest, ReadsUnversionedState) {
+  Manifest m = TwoPartitions();
+  m.training.checkpoint_version = 1;
+  m.training.state = R"({"dim": 8, "epochs_done": 1, "state": {
+      "model": {"comparator": "dot", "dim": 8, "featurized": "off", "loss": "softmax",
+                "margin": 0.10000000149011612, "operator": "translation"},
+      "partition_versions": [1, 1],
+      "trainer": {"bucket_order": "inside-out", "buffer_partitions": 2, "epoch": 1,
+                  "lr": 0.10000000149011612, "next_round": 3, "round_size": 1, "seed": 7,
+                  "world_size": 1}}})";
+  absl::StatusOr<TrainState> s = ReadTrainState(m, kPath);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->epochs_done, 1u);
+  EXPECT_EQ(s->model.dim, 8);
+  EXPECT_EQ(s->model.op, Operator::kTranslation);
+  EXPECT_EQ(s->partition_versions, (std::vector<uint64_t>{1, 1}));
+  EXPECT_EQ(s->position.next_round, 3u);
+  EXPECT_EQ(s->position.seed, 7u);
+  EXPECT_EQ(s->position.bucket_order, "inside-out");
+  EXPECT_EQ(s->position.buffer_partitions, 2u);
+  EXPECT_FLOAT_EQ(static_cast<float>(s->position.lr), 0.1f);
+
+  // Without a trainer object (older still), the position reads zeros.
+  m.training.state = R"({"epochs_done": 2, "state": {
+      "model": {"comparator": "dot", "dim": 8, "loss": "softmax", "margin": 0.1,
+                "operator": "none"},
+      "partition_versions": [1, 1]}})";
+  s = ReadTrainState(m, kPath);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->epochs_done, 2u);
+  EXPECT_EQ(s->position.next_round, 0u);
+  EXPECT_EQ(s->position.world_size, 1u);
+}
+
+// An append leaves the record's edge generation behind the graph's: the
+// grown graph's epoch count starts over; the model and the rest are kept.
+TEST(TrainStateTest, AppendSinceRestartsEpochCountAndPositionOnly) {
+  Manifest m = TwoPartitions();
+  StoreTrainState(Sample(), 7, &m);
+  m.edge_generation = 1;  // what import --append does
+  absl::StatusOr<TrainState> s = ReadTrainState(m, kPath);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->epochs_done, 0u);
+  EXPECT_EQ(s->position.next_round, 0u);
+  TrainState expected = Sample();
+  expected.epochs_done = 0;
+  expected.position.next_round = 0;
+  ExpectSame(*s, expected);
+
+  // The next checkpoint records the new generation.
+  StoreTrainState(Sample(), 8, &m);
+  s = ReadTrainState(m, kPath);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->epochs_done, 3u);
+}
+
+void ExpectError(const Manifest& m, absl::StatusCode code, const std::string& field) {
+  const absl::Status s = ReadTrainState(m, kPath).status();
+  EXPECT_EQ(s.code(), code) << s;
+  EXPECT_NE(s.message().find(kPath), std::string::npos) << s;
+  EXPECT_NE(s.message().find(field), std::string::npos) << s;
+}
+
+TEST(TrainStateTest, ErrorsNameTheManifestAndTheField) {
+  Manifest m = TwoPartitions();
+  ExpectError(m, absl::StatusCode::kFailedPrecondition, "no checkpoint");
+
+  StoreTrainState(Sample(), 7, &m);
+  Manifest newer = m;
+  newer.training.state_version = TrainState::kVersion + 1;
+  ExpectError(newer, absl::StatusCode::kFailedPrecondition, "training.state_version");
+
+  const auto edited = [&](const char* pointer, const nlohmann::json& value) {
+    Manifest out = m;
+    nlohmann::json j = nlohmann::json::parse(out.training.state);
+    j[nlohmann::json::json_pointer(pointer)] = value;
+    out.training.state = j.dump();
+    return out;
+  };
+  ExpectError(edited("/epochs_done", "3"), absl::StatusCode::kDataLoss, "training.epochs_done");
+  ExpectError(edited("/state", "x"), absl::StatusCode::kDataLoss, "'training.state'");
+  ExpectError(edited("/state/model/dim", "24"), absl::StatusCode::kDataLoss,
+              "training.state.model.dim");
+  ExpectError(edited("/state/partition_versions", {1, 2, 3}), absl::StatusCode::kDataLoss,
+              "training.state.partition_versions");
+  ExpectError(edited("/state/trainer", 7), absl::StatusCode::kDataLoss, "training.state.trainer");
+  ExpectError(edited("/state/trainer/next_round", -1), absl::StatusCode::kDataLoss,
+              "training.state.trainer.next_round");
+
+  Manifest no_state = m;
+  no_state.training.state = R"({"epochs_done": 1})";
+  ExpectError(no_state, absl::StatusCode::kDataLoss, "'training.state' is missing");
+}
+
+TEST(TrainStateTest, ModelOptionsJsonRoundTrips) {
+  const ModelOptions model = Sample().model;
+  absl::StatusOr<ModelOptions> back = ModelOptionsFromJson(ModelOptionsToJson(model));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->dim, model.dim);
+  EXPECT_EQ(back->op, model.op);
+  EXPECT_EQ(back->comparator, model.comparator);
+  EXPECT_EQ(ModelOptionsFromJson("{}").status().code(), absl::StatusCode::kDataLoss);
+}
+
+}  // namespace
+}  // namespace ember

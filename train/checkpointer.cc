@@ -1,0 +1,151 @@
+#include "train/checkpointer.h"
+
+#include <algorithm>
+#include <array>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "partition/bucket_order.h"
+#include "storage/checkpoint_space.h"
+#include "storage/base/status_macros.h"
+
+namespace ember {
+
+Checkpointer::Checkpointer(Graph* graph, const TrainOptions& options, const RunShape& shape,
+                           bool writer)
+    : graph_(graph), options_(options), shape_(shape), writer_(writer) {}
+
+absl::Status Checkpointer::CheckResumable(const TrainState& state) const {
+  const ModelOptions& s = state.model;
+  if (s.dim != options_.model.dim || s.op != options_.model.op ||
+      s.comparator != options_.model.comparator || s.featurized != options_.model.featurized) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        graph_->dir(), " holds a checkpoint trained with --dim ", s.dim, " --operator ",
+        std::string(OperatorName(s.op)), " --comparator ",
+        std::string(ComparatorName(s.comparator)), " --featurized ",
+        std::string(FeaturizedModeName(s.featurized)),
+        "; pass the same options to resume, or --from-scratch to start over"));
+  }
+  const TrainPosition& saved = state.position;
+  if (saved.next_round == 0) return absl::OkStatus();
+  if (std::max<uint32_t>(saved.world_size, 1) != shape_.world_size) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        graph_->dir(), " was stopped mid-epoch by a run of ",
+        std::max<uint32_t>(saved.world_size, 1), " rank(s); resume it with as many ranks "
+        "(this run has ", shape_.world_size, "), or pass --from-scratch"));
+  }
+  if (saved.seed != options_.seed ||
+      saved.bucket_order != BucketOrderName(options_.schedule.bucket_order) ||
+      saved.buffer_partitions != shape_.buffer_partitions ||
+      saved.round_size != shape_.round_size) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        graph_->dir(), " was stopped mid-epoch; resume it with the same --seed, "
+        "--bucket-order, --buffer-partitions and --trainers (seed ", saved.seed,
+        ", bucket_order ", saved.bucket_order, ", buffer_partitions ",
+        saved.buffer_partitions, ", round_size ", saved.round_size,
+        "), or pass --from-scratch"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RestoredCheckpoint> Checkpointer::Restore() {
+  const Manifest& m = graph_->manifest();
+  const uint32_t P = m.num_partitions;
+  committed_version_ = m.training.checkpoint_version;
+  committed_locations_.assign(P, 0);
+  write_version_ = committed_version_ + 1;
+  RestoredCheckpoint out;
+  out.locations.assign(P, 0);
+  // An in-memory run starts from scratch and leaves the checkpoint alone.
+  if (options_.in_memory) return out;
+  std::optional<StoredModel> stored;
+  if (committed_version_ > 0) {
+    ASSIGN_OR_RETURN(stored, LoadStoredModel(*graph_));
+    committed_locations_ = stored->partition_versions;
+  }
+  if (writer_) {
+    RETURN_IF_ERROR(
+        RemoveUncommittedCheckpoints(*graph_, committed_version_, committed_locations_));
+  }
+  if (!stored.has_value() || options_.from_scratch) return out;
+  // LoadStoredModel read the state; read again for the position.
+  ASSIGN_OR_RETURN(const TrainState state, ReadTrainState(*graph_));
+  RETURN_IF_ERROR(CheckResumable(state));
+  out.resumed = true;
+  out.start_epoch = static_cast<int>(state.epochs_done);
+  out.start_round = state.position.next_round;
+  out.relations = std::move(stored->relations);
+  if (stored->model.featurized != FeaturizedMode::kOff) {
+    out.features = std::move(stored->features);
+  }
+  out.locations = committed_locations_;
+  return out;
+}
+
+absl::Status Checkpointer::CheckSpace() const {
+  if (options_.in_memory || !writer_) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const uint64_t needed,
+                   NextCheckpointBytes(*graph_, static_cast<uint32_t>(options_.model.dim),
+                                       HasIdRows(options_.model.featurized)));
+  absl::Status s = CheckFreeSpace(graph_->dir(), needed);
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat(s.message(), "; the last checkpoint (",
+                                             committed_version_, ") is whole: free space, "
+                                             "then run the same command to resume"));
+}
+
+absl::Status Checkpointer::Write(PartitionBuffer* buffer, const RelationParams& relations,
+                                 const FeatureTable* features, int epoch, uint64_t next_round,
+                                 int epochs_done) {
+  RETURN_IF_ERROR(buffer->WriteResident());
+  const uint64_t version = write_version_;
+  RETURN_IF_ERROR(graph_->WriteBlob(RelationBlobName(version), EncodeRelationBlob(relations)));
+  if (features != nullptr) {
+    std::array<uint32_t, 2> header;
+    const auto parts = FeatureTableBlobParts(*features, &header);
+    RETURN_IF_ERROR(graph_->WriteBlob(FeatureTableBlobName(version), parts));
+  }
+  RETURN_IF_ERROR(graph_->SyncTables());
+  const std::vector<uint64_t>& locations = buffer->locations();
+  TrainState state;
+  state.epochs_done = static_cast<uint32_t>(epochs_done);
+  state.model = options_.model;
+  state.partition_versions = locations;
+  state.position.epoch = static_cast<uint32_t>(epoch);
+  state.position.next_round = next_round;
+  state.position.lr = options_.optimizer.lr;
+  state.position.seed = options_.seed;
+  state.position.bucket_order = std::string(BucketOrderName(options_.schedule.bucket_order));
+  state.position.buffer_partitions = shape_.buffer_partitions;
+  state.position.round_size = shape_.round_size;
+  state.position.world_size = shape_.world_size;
+  Manifest m = graph_->manifest();
+  StoreTrainState(state, version, &m);
+  RETURN_IF_ERROR(graph_->CommitManifest(m));
+  // The new checkpoint is durable; drop what only the old one used.
+  for (uint32_t p = 0; p < locations.size(); ++p) {
+    const uint64_t old = committed_locations_[p];
+    if (old != 0 && old != locations[p]) {
+      RETURN_IF_ERROR(graph_->DeleteTableVersion(Table::kEmbeddings, p, old));
+      RETURN_IF_ERROR(graph_->DeleteTableVersion(Table::kOptimizer, p, old));
+    }
+  }
+  if (committed_version_ != 0 && committed_version_ != version) {
+    RETURN_IF_ERROR(graph_->DeleteBlob(RelationBlobName(committed_version_)));
+    // Absent (and ignored) when the old checkpoint was not featurized.
+    RETURN_IF_ERROR(graph_->DeleteBlob(FeatureTableBlobName(committed_version_)));
+  }
+  committed_locations_ = locations;
+  CountCommitted(buffer);
+  const bool more_follows = next_round > 0 || epochs_done < options_.epochs;
+  return more_follows ? CheckSpace() : absl::OkStatus();
+}
+
+void Checkpointer::CountCommitted(PartitionBuffer* buffer) {
+  committed_version_ = write_version_;
+  write_version_ = committed_version_ + 1;
+  buffer->set_write_version(write_version_);
+}
+
+}  // namespace ember

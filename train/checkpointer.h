@@ -1,0 +1,92 @@
+// The training loop's checkpoints: restoring the committed one at the start
+// of a run, and writing new ones — the buffer's rows, the relation
+// parameters and feature table, then the manifest naming them with the
+// TrainState (train/model/train_state.h) — dropping what only the one
+// before used. The layout is checkpoint.h's.
+#ifndef EMBER_TRAIN_CHECKPOINTER_H_
+#define EMBER_TRAIN_CHECKPOINTER_H_
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "storage/graph.h"
+#include "train/model/checkpoint.h"
+#include "train/model/feature_table.h"
+#include "train/model/train_state.h"
+#include "train/options/train_options.h"
+#include "train/schedule/partition_buffer.h"
+
+namespace ember {
+
+// What of a run a checkpoint stopped mid-epoch must match to resume.
+struct RunShape {
+  uint32_t buffer_partitions = 0;
+  uint32_t round_size = 0;
+  uint32_t world_size = 1;
+};
+
+// Where a run starts.
+struct RestoredCheckpoint {
+  bool resumed = false;  // false: from scratch (none, --from-scratch, in memory)
+  int start_epoch = 0;
+  uint64_t start_round = 0;
+  // Resumed runs: the stored relation parameters (as many relations as the
+  // checkpoint had) and, for featurized models, the feature table.
+  RelationParams relations;
+  std::optional<FeatureTable> features;
+  // Table version to load each partition's rows from (0: initialise them).
+  std::vector<uint64_t> locations;
+};
+
+class Checkpointer {
+ public:
+  // `graph` must outlive this. `writer`: this process writes the
+  // checkpoints (one process, or rank 0 across ranks).
+  Checkpointer(Graph* graph, const TrainOptions& options, const RunShape& shape, bool writer);
+
+  // Reads the committed checkpoint unless options.in_memory; the writer
+  // first removes what interrupted checkpoints left. FailedPrecondition
+  // naming the graph when the stored model or a mid-epoch position does not
+  // match this run (without from_scratch); ReadTrainState's errors.
+  absl::StatusOr<RestoredCheckpoint> Restore();
+
+  // The writer only (OK for others and in memory): ResourceExhausted,
+  // naming the bytes needed and free, when the disk cannot take the next
+  // checkpoint beside the committed one.
+  absl::Status CheckSpace() const;
+
+  // Writes checkpoint write_version() — the buffer's resident rows,
+  // `relations`, `features` (null: not featurized) and the state: epoch
+  // `epoch`, resuming at round `next_round` (0: the next epoch), with
+  // `epochs_done` — commits the manifest, then drops what only the
+  // checkpoint before used, and checks the space for the next one when
+  // more training follows.
+  absl::Status Write(PartitionBuffer* buffer, const RelationParams& relations,
+                     const FeatureTable* features, int epoch, uint64_t next_round,
+                     int epochs_done);
+  // Counts checkpoint write_version() as committed (by Write, or on ranks
+  // other than the writer, by the writer): the next is written one above.
+  void CountCommitted(PartitionBuffer* buffer);
+
+  uint64_t committed_version() const { return committed_version_; }
+  uint64_t write_version() const { return write_version_; }
+
+ private:
+  // FailedPrecondition unless `state` may resume under this run's options.
+  absl::Status CheckResumable(const TrainState& state) const;
+
+  Graph* const graph_;
+  const TrainOptions options_;
+  const RunShape shape_;
+  const bool writer_;
+  std::vector<uint64_t> committed_locations_;  // what the manifest references
+  uint64_t committed_version_ = 0;
+  uint64_t write_version_ = 1;
+};
+
+}  // namespace ember
+
+#endif  // EMBER_TRAIN_CHECKPOINTER_H_
