@@ -112,6 +112,44 @@ TEST(GraphBuilderTest, BlocksComeInKeyOrder) {
             absl::StatusCode::kOutOfRange);
 }
 
+// A cursor over a bucket's blocks visits what ForEachEdgeBlock visits, one
+// block per Next, and then stays at its end.
+TEST(GraphBuilderTest, EdgeBlockCursorVisitsTheBlocksInOrder) {
+  TempDir tmp;
+  const std::string out = tmp.Sub("g");
+  TestGraphOptions o;
+  o.edges_per_block = 3;
+  BuildTestGraph(out, o);
+  auto graph = Graph::Open(out);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  std::vector<std::vector<Edge>> want;
+  ASSERT_TRUE((*graph)
+                  ->ForEachEdgeBlock(Split::kTrain, 1, 2,
+                                     [&](std::span<const Edge> b) {
+                                       want.emplace_back(b.begin(), b.end());
+                                       return absl::OkStatus();
+                                     })
+                  .ok());
+  ASSERT_GT(want.size(), 1u);
+  auto cursor = (*graph)->OpenEdgeBlocks(Split::kTrain, 1, 2);
+  ASSERT_TRUE(cursor.ok()) << cursor.status();
+  std::vector<std::vector<Edge>> got;
+  while (true) {
+    absl::StatusOr<bool> more = (*cursor)->Next();
+    ASSERT_TRUE(more.ok()) << more.status();
+    if (!*more) break;
+    const EdgeBlockView block = (*cursor)->block();
+    got.emplace_back(block.size());
+    block.CopyTo(0, block.size(), got.back().data());
+  }
+  EXPECT_EQ(got, want);
+  absl::StatusOr<bool> more = (*cursor)->Next();
+  ASSERT_TRUE(more.ok()) << more.status();
+  EXPECT_FALSE(*more);
+  EXPECT_EQ((*graph)->OpenEdgeBlocks(Split::kTrain, 3, 0).status().code(),
+            absl::StatusCode::kOutOfRange);
+}
+
 TEST(GraphBuilderTest, EmptyGraphHasEveryShardAndColumnFamily) {
   TempDir tmp;
   const std::string out = tmp.Sub("g");
