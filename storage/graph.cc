@@ -404,50 +404,110 @@ absl::Status Graph::CommitManifest(const Manifest& m) {
   return absl::OkStatus();
 }
 
+namespace {
+
+class RocksEdgeBlockCursor final : public EdgeBlockCursor {
+ public:
+  // Blocks of generations in [min_generation, max_generation] of `split`'s
+  // bucket (src_part, dst_part), whose shard is `shard`.
+  RocksEdgeBlockCursor(const Db& shard, Split split, uint32_t src_part, uint32_t dst_part,
+                       uint32_t min_generation, uint32_t max_generation)
+      : shard_(shard),
+        split_(split),
+        src_part_(src_part),
+        dst_part_(dst_part),
+        min_generation_(min_generation),
+        max_generation_(max_generation),
+        prefix_(EdgeBucketPrefix(split, dst_part)),
+        upper_(internal::PrefixSuccessor(prefix_)),
+        upper_slice_(upper_) {
+    rocksdb::ReadOptions ro;
+    ro.fill_cache = false;
+    ro.iterate_upper_bound = &upper_slice_;
+    ro.readahead_size = 2 << 20;
+    it_.reset(shard.db->NewIterator(ro, shard.handles[kEdges]));
+  }
+
+  absl::StatusOr<bool> Next() override {
+    if (ended_) return false;
+    if (started_) {
+      it_->Next();
+    } else {
+      it_->Seek(prefix_);
+      started_ = true;
+    }
+    for (; it_->Valid(); it_->Next()) {
+      const rocksdb::Slice key = it_->key();
+      // [prefix][block seq u64, big-endian; its top 16 bits the generation]
+      if (key.size() != prefix_.size() + 8) {
+        return absl::DataLossError(absl::StrCat(Where(), ": a key of ", key.size(),
+                                                " bytes (expected ", prefix_.size() + 8, ")"));
+      }
+      const uint32_t generation = static_cast<uint32_t>(
+          static_cast<unsigned char>(key[prefix_.size()]) << 8 |
+          static_cast<unsigned char>(key[prefix_.size() + 1]));
+      if (generation < min_generation_ || generation > max_generation_) continue;
+      const rocksdb::Slice v = it_->value();
+      absl::StatusOr<EdgeBlockView> block = ParseEdgeBlock(std::string_view(v.data(), v.size()));
+      if (!block.ok()) {
+        return absl::DataLossError(absl::StrCat(Where(), ": ", block.status().message()));
+      }
+      block_ = *block;
+      return true;
+    }
+    block_ = EdgeBlockView();
+    RETURN_IF_ERROR(FromRocks(it_->status(), absl::StrCat("cannot scan edges of ", shard_.path)));
+    ended_ = true;
+    return false;
+  }
+
+  EdgeBlockView block() const override { return block_; }
+
+ private:
+  std::string Where() const {
+    return absl::StrCat(shard_.path, " edges, bucket (", src_part_, ", ", dst_part_, ") of ",
+                        Sv(SplitName(split_)));
+  }
+
+  const Db& shard_;
+  const Split split_;
+  const uint32_t src_part_, dst_part_;
+  const uint32_t min_generation_, max_generation_;
+  const std::string prefix_;
+  const std::string upper_;
+  const rocksdb::Slice upper_slice_;  // the iterator's bound: outlives it_
+  std::unique_ptr<rocksdb::Iterator> it_;
+  bool started_ = false;
+  bool ended_ = false;  // past the last block: the iterator is invalid
+  EdgeBlockView block_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<EdgeBlockCursor>> Graph::OpenEdgeBlocks(
+    Split split, uint32_t src_part, uint32_t dst_part, uint32_t min_generation) const {
+  RETURN_IF_ERROR(rep_->CheckPartition(src_part, "ForEachEdgeBlock"));
+  RETURN_IF_ERROR(rep_->CheckPartition(dst_part, "ForEachEdgeBlock"));
+  return std::make_unique<RocksEdgeBlockCursor>(rep_->shards[src_part], split, src_part,
+                                                dst_part, min_generation,
+                                                rep_->manifest.edge_generation);
+}
+
 absl::Status Graph::ForEachEdgeBlock(
     Split split, uint32_t src_part, uint32_t dst_part,
     const std::function<absl::Status(std::span<const Edge>)>& fn,
     uint32_t min_generation) const {
-  const uint32_t max_generation = rep_->manifest.edge_generation;
-  RETURN_IF_ERROR(rep_->CheckPartition(src_part, "ForEachEdgeBlock"));
-  RETURN_IF_ERROR(rep_->CheckPartition(dst_part, "ForEachEdgeBlock"));
-  const Db& shard = rep_->shards[src_part];
-  const std::string prefix = EdgeBucketPrefix(split, dst_part);
-  const std::string upper = internal::PrefixSuccessor(prefix);
-  rocksdb::Slice upper_slice(upper);
-  rocksdb::ReadOptions ro;
-  ro.fill_cache = false;
-  ro.iterate_upper_bound = &upper_slice;
-  ro.readahead_size = 2 << 20;
-  std::unique_ptr<rocksdb::Iterator> it(
-      shard.db->NewIterator(ro, shard.handles[kEdges]));
+  ASSIGN_OR_RETURN(std::unique_ptr<EdgeBlockCursor> cursor,
+                   OpenEdgeBlocks(split, src_part, dst_part, min_generation));
   std::vector<Edge> edges;
-  for (it->Seek(prefix); it->Valid(); it->Next()) {
-    const rocksdb::Slice key = it->key();
-    // [prefix][block seq u64, big-endian; its top 16 bits the generation]
-    if (key.size() != prefix.size() + 8) {
-      return absl::DataLossError(absl::StrCat(
-          shard.path, " edges, bucket (", src_part, ", ", dst_part, ") of ",
-          Sv(SplitName(split)), ": a key of ", key.size(), " bytes (expected ",
-          prefix.size() + 8, ")"));
-    }
-    const uint32_t generation = static_cast<uint32_t>(
-        static_cast<unsigned char>(key[prefix.size()]) << 8 |
-        static_cast<unsigned char>(key[prefix.size() + 1]));
-    if (generation < min_generation || generation > max_generation) continue;
-    edges.clear();
-    rocksdb::Slice v = it->value();
-    absl::Status s = DecodeEdgeBlock(std::string_view(v.data(), v.size()),
-                                     &edges);
-    if (!s.ok()) {
-      return absl::DataLossError(absl::StrCat(
-          shard.path, " edges, bucket (", src_part, ", ", dst_part, ") of ",
-          Sv(SplitName(split)), ": ", s.message()));
-    }
+  while (true) {
+    ASSIGN_OR_RETURN(const bool more, cursor->Next());
+    if (!more) return absl::OkStatus();
+    const EdgeBlockView block = cursor->block();
+    edges.resize(block.size());
+    block.CopyTo(0, block.size(), edges.data());
     RETURN_IF_ERROR(fn(std::span<const Edge>(edges)));
   }
-  return FromRocks(it->status(), absl::StrCat("cannot scan edges of ",
-                                              shard.path));
 }
 
 absl::Status Graph::ReadBucket(Split split, uint32_t src_part,

@@ -22,6 +22,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "storage/edge_block.h"
 #include "storage/manifest.h"
 #include "storage/types.h"
 
@@ -30,6 +31,21 @@ namespace ember {
 // The block cache of a graph opened with default options, which readers
 // (eval, export) count in their memory plans.
 inline constexpr uint64_t kDefaultBlockCacheBytes = uint64_t{64} << 20;
+
+// One bucket's edge blocks, one at a time in key order (Graph::OpenEdgeBlocks),
+// for a reader that stops between blocks. Used from one thread at a time;
+// destroyed before its Graph is closed.
+class EdgeBlockCursor {
+ public:
+  virtual ~EdgeBlockCursor() = default;
+  // Moves to the bucket's next block (the first, on the first call); false
+  // after the last. DataLoss names the shard and bucket on a malformed key
+  // or block.
+  virtual absl::StatusOr<bool> Next() = 0;
+  // The current block's edges, valid until the next call of Next or the
+  // cursor's end. REQUIRES: the last call of Next returned true.
+  virtual EdgeBlockView block() const = 0;
+};
 
 struct GraphOpenOptions {
   // Read-write takes GRAPH/LOCK exclusively: a second read-write opener gets
@@ -128,6 +144,11 @@ class Graph {
   absl::Status ForEachEdgeBlock(
       Split split, uint32_t src_part, uint32_t dst_part,
       const std::function<absl::Status(std::span<const Edge>)>& fn,
+      uint32_t min_generation = 0) const;
+  // The edge blocks ForEachEdgeBlock visits, as a cursor (edges not
+  // copied out of the store: EdgeBlockView). Thread-safe.
+  absl::StatusOr<std::unique_ptr<EdgeBlockCursor>> OpenEdgeBlocks(
+      Split split, uint32_t src_part, uint32_t dst_part,
       uint32_t min_generation = 0) const;
   // Appends all edges of the bucket to *out.
   absl::Status ReadBucket(Split split, uint32_t src_part, uint32_t dst_part,

@@ -2,11 +2,9 @@
 #include "train/internal/train_loop_impl.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <deque>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -101,7 +99,7 @@ absl::Status TrainLoop::RestoreOrInit() {
     bo.frozen_rows = m.previous_partition_sizes;
   }
   ASSIGN_OR_RETURN(buffer_, PartitionBuffer::Make(graph_, bo, restored.locations,
-                                                 checkpointer_->write_version()));
+                                                 checkpointer_->write_version(), &io_));
   return absl::OkStatus();
 }
 
@@ -120,7 +118,10 @@ void TrainLoop::FillBatchStats(EpochStats* s) const {
   const SpreadStats n = batch_nnz_.Stats();
   s->batch_nnz_cv = n.cv;
   s->batch_nnz_max_over_mean = n.max_over_mean;
-  s->edge_cost = PlanningEdgeCost();
+  {
+    absl::MutexLock lock(&progress_mu_);
+    s->edge_cost = PlanningEdgeCost();
+  }
   s->idle_share = trainer_available_seconds_ > 0
                       ? std::max(0.0, 1.0 - trainer_busy_seconds_ / trainer_available_seconds_)
                       : 0;
@@ -220,44 +221,38 @@ absl::Status TrainLoop::PlanMemory(const std::vector<DeviceSpec>& devices) {
   return absl::OkStatus();
 }
 
-void TrainLoop::Started(const Round& round, const Round* next) {
+uint32_t TrainLoop::RoundStarted(const Round& /*round*/, const Round* next) {
   // Across ranks every partition a rank holds is resident; the next
   // round's arrive from their holders (ExchangeBeforeRound), not the disk.
   if (next != nullptr && !distributed()) {
-    std::vector<uint32_t> pinned = round.partitions;
-    for (const auto& r : recent_rounds_) pinned.insert(pinned.end(), r.begin(), r.end());
-    buffer_->Prefetch(next->partitions, std::move(pinned), scheduler_->Upcoming(kLookaheadRounds));
+    buffer_->Prefetch(next->partitions, scheduler_->Upcoming(kLookaheadRounds));
   }
+  absl::MutexLock lock(&progress_mu_);
+  return PlanningEdgeCost();
 }
 
-void TrainLoop::Emitted(const Round& done, uint64_t batches) {
-  if (batches > 0) {
-    recent_rounds_.push_back(done.partitions);
-    if (recent_rounds_.size() > tokens_) recent_rounds_.pop_front();
-  }
+absl::StatusOr<bool> TrainLoop::RoundEmitted(const Round& done, const Round* next) {
   // Across ranks, every rank counts the global round, so that every rank
   // agrees on when a checkpoint or stop is due.
   const uint64_t buckets =
       distributed() ? rank_schedule_->rounds[done.index].buckets.size() : done.buckets.size();
   buckets_this_run_ += buckets;
   buckets_since_checkpoint_ += buckets;
-  absl::MutexLock lock(&progress_mu_);
-  progress_.bucket += buckets;
+  {
+    absl::MutexLock lock(&progress_mu_);
+    progress_.bucket += buckets;
+  }
+  if (next == nullptr || sync_->SyncsEveryRound() || CheckpointDue() || StopDue()) return false;
+  return buffer_->AllResident(next->partitions);
 }
 
-absl::StatusOr<bool> TrainLoop::MayContinue(const Round& done, const Round& next) {
-  if (sync_->SyncsEveryRound() || CheckpointDue() || StopDue()) return false;
-  return buffer_->AllResident(next.partitions);
-}
-
-void TrainLoop::OnBatchDone(const BatchDone& d) {
+void TrainLoop::BatchTrained(const BatchDone& d) {
   last_done_[d.trainer] = Clock::now();
   ++batches_per_trainer_[d.trainer];
   batch_seconds_.Add(d.record.seconds);
   batch_nnz_.Add(static_cast<double>(d.record.nnz));
-  cost_model_.Add(d.record);
-  edge_cost_.store(PlanningEdgeCost(), std::memory_order_relaxed);
   absl::MutexLock lock(&progress_mu_);
+  cost_model_.Add(d.record);
   progress_.edges_done += d.record.edges;
   epoch_loss_ += d.loss;
   progress_.loss = epoch_loss_ / std::max<uint64_t>(progress_.edges_done, 1);
@@ -292,8 +287,7 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
   so.static_split = one_device_kind_;
   so.trainer_per_bucket = options_.pipeline.deterministic;
   ASSIGN_OR_RETURN(const std::unique_ptr<RoundBatchSource> made,
-                   RoundBatchSource::Make(graph_, buffer_.get(), scheduler_.get(), this, so,
-                                          &edge_cost_));
+                   RoundBatchSource::Make(graph_, buffer_.get(), &io_, scheduler_.get(), this, so));
   RoundBatchSource& source = *made;
   while (const Round* next = source.PeekNext()) {
     if (distributed()) {
@@ -302,11 +296,9 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
       RETURN_IF_ERROR(
           buffer_->Acquire(next->partitions, scheduler_->Upcoming(kLookaheadRounds)));
     }
-    recent_rounds_.clear();  // the last stretch has drained
     const auto start = Clock::now();
     last_done_.assign(trainers_.size(), start);
-    RETURN_IF_ERROR(pipeline_->Run(&source, tokens_,
-                                   [this](const BatchDone& d) { OnBatchDone(d); }));
+    RETURN_IF_ERROR(pipeline_->Run(&source, tokens_, this));
     const double wall = std::chrono::duration<double>(Clock::now() - start).count();
     train_seconds_ += wall;
     for (const Clock::time_point& t : last_done_) {

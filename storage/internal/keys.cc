@@ -61,25 +61,28 @@ std::string EncodeEdgeBlock(std::span<const Edge> edges) {
   return value;
 }
 
-absl::Status DecodeEdgeBlock(std::string_view value, std::vector<Edge>* out) {
+absl::StatusOr<EdgeBlockView> ParseEdgeBlock(std::string_view value) {
   if (value.size() < 4) {
     return absl::DataLossError(absl::StrCat(
         "corrupt edge block: ", value.size(), " bytes, need at least 4"));
   }
   const uint32_t count = GetLittleEndian32(value.data());
-  const uint64_t expected = 4 + 12 * static_cast<uint64_t>(count);
+  const uint64_t expected = 4 + EdgeBlockView::kEdgeBytes * static_cast<uint64_t>(count);
   if (value.size() != expected) {
     return absl::DataLossError(
         absl::StrCat("corrupt edge block: header says ", count, " edges (",
                      expected, " bytes) but the value has ", value.size(),
                      " bytes"));
   }
-  const char* p = value.data() + 4;
-  out->reserve(out->size() + count);
-  for (uint32_t i = 0; i < count; ++i, p += 12) {
-    out->push_back(Edge{GetLittleEndian32(p), GetLittleEndian32(p + 4),
-                        GetLittleEndian32(p + 8)});
-  }
+  return EdgeBlockView(value.data() + 4, count);
+}
+
+absl::Status DecodeEdgeBlock(std::string_view value, std::vector<Edge>* out) {
+  absl::StatusOr<EdgeBlockView> block = ParseEdgeBlock(value);
+  if (!block.ok()) return block.status();
+  const size_t at = out->size();
+  out->resize(at + block->size());
+  block->CopyTo(0, block->size(), out->data() + at);
   return absl::OkStatus();
 }
 

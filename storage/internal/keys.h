@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "storage/edge_block.h"
 #include "storage/types.h"
 
 namespace ember {
@@ -25,7 +27,10 @@ std::string EdgeBucketPrefix(Split split, uint32_t dst_partition);
 // Blocks hold at most kMaxEdgesPerBlock edges.
 inline constexpr uint32_t kMaxEdgesPerBlock = 65536;
 std::string EncodeEdgeBlock(std::span<const Edge> edges);
-// Appends the block's edges to *out; Corruption if the size is inconsistent.
+// The block's edges, viewing `value` (which must outlive the view);
+// DataLoss if the size is inconsistent.
+absl::StatusOr<EdgeBlockView> ParseEdgeBlock(std::string_view value);
+// Appends the block's edges to *out; DataLoss if the size is inconsistent.
 absl::Status DecodeEdgeBlock(std::string_view value, std::vector<Edge>* out);
 
 // shard-<p> / `nodes`: [offset u32] -> external id (UTF-8 text).

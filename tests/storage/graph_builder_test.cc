@@ -112,6 +112,48 @@ TEST(GraphBuilderTest, BlocksComeInKeyOrder) {
             absl::StatusCode::kOutOfRange);
 }
 
+// A cursor over a bucket's blocks yields the bucket's edges in key order,
+// one block per Next (the blocks ForEachEdgeBlock visits), and then stays
+// at its end.
+TEST(GraphBuilderTest, EdgeBlockCursorVisitsTheBlocksInOrder) {
+  TempDir tmp;
+  const std::string out = tmp.Sub("g");
+  TestGraphOptions o;
+  o.edges_per_block = 3;
+  ExpectedGraph g = BuildTestGraph(out, o);
+  auto graph = Graph::Open(out);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  std::vector<size_t> block_sizes;
+  ASSERT_TRUE((*graph)
+                  ->ForEachEdgeBlock(Split::kTrain, 1, 2,
+                                     [&](std::span<const Edge> b) {
+                                       block_sizes.push_back(b.size());
+                                       return absl::OkStatus();
+                                     })
+                  .ok());
+  ASSERT_GT(block_sizes.size(), 1u);
+  auto cursor = (*graph)->OpenEdgeBlocks(Split::kTrain, 1, 2);
+  ASSERT_TRUE(cursor.ok()) << cursor.status();
+  std::vector<Edge> edges;
+  std::vector<size_t> sizes;
+  while (true) {
+    absl::StatusOr<bool> more = (*cursor)->Next();
+    ASSERT_TRUE(more.ok()) << more.status();
+    if (!*more) break;
+    const EdgeBlockView block = (*cursor)->block();
+    sizes.push_back(block.size());
+    edges.resize(edges.size() + block.size());
+    block.CopyTo(0, block.size(), edges.data() + edges.size() - block.size());
+  }
+  EXPECT_EQ(sizes, block_sizes);
+  EXPECT_EQ(edges, (g.buckets[{0, 1, 2}]));
+  absl::StatusOr<bool> more = (*cursor)->Next();
+  ASSERT_TRUE(more.ok()) << more.status();
+  EXPECT_FALSE(*more);
+  EXPECT_EQ((*graph)->OpenEdgeBlocks(Split::kTrain, 3, 0).status().code(),
+            absl::StatusCode::kOutOfRange);
+}
+
 TEST(GraphBuilderTest, EmptyGraphHasEveryShardAndColumnFamily) {
   TempDir tmp;
   const std::string out = tmp.Sub("g");

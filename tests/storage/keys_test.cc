@@ -90,6 +90,30 @@ TEST(KeysTest, EdgeBlockRoundTrip) {
   EXPECT_TRUE(std::equal(edges.begin(), edges.end(), out.begin() + 1));
 }
 
+// The view of an encoded block copies any run of its edges out as they were
+// encoded, and checks the block as DecodeEdgeBlock does.
+TEST(KeysTest, EdgeBlockViewCopiesRunsOfTheEncodedEdges) {
+  std::mt19937 rng(5);
+  std::vector<Edge> edges(300);
+  for (Edge& e : edges) e = Edge{static_cast<uint32_t>(rng()), static_cast<uint32_t>(rng()),
+                                 static_cast<uint32_t>(rng())};
+  // Misaligned on purpose: stored values sit anywhere in a RocksDB block.
+  const std::string value = "x" + EncodeEdgeBlock(edges);
+  absl::StatusOr<EdgeBlockView> view = ParseEdgeBlock(std::string_view(value).substr(1));
+  ASSERT_TRUE(view.ok()) << view.status();
+  ASSERT_EQ(view->size(), edges.size());
+  EXPECT_EQ((*view)[0], edges[0]);
+  EXPECT_EQ((*view)[299], edges[299]);
+  std::vector<Edge> run(100, Edge{7, 7, 7});
+  view->CopyTo(150, 98, run.data() + 1);
+  EXPECT_EQ(run[0], (Edge{7, 7, 7}));
+  EXPECT_TRUE(std::equal(edges.begin() + 150, edges.begin() + 248, run.begin() + 1));
+  EXPECT_EQ(run[99], (Edge{7, 7, 7}));
+  EXPECT_EQ(ParseEdgeBlock(std::string_view(value).substr(2)).status().code(),
+            absl::StatusCode::kDataLoss);
+  EXPECT_EQ(ParseEdgeBlock("ab").status().code(), absl::StatusCode::kDataLoss);
+}
+
 TEST(KeysTest, EdgeBlockLittleEndianLayout) {
   const Edge e{0x01020304, 5, 6};
   const std::string value = EncodeEdgeBlock(std::span<const Edge>(&e, 1));

@@ -11,7 +11,9 @@
 #include "tests/train/train_test_util.h"
 #include "train/stream/edge_window.h"
 #include "train/schedule/memory_plan.h"
+#include "train/schedule/io_executor.h"
 #include "train/schedule/partition_buffer.h"
+#include "train/stream/pipeline_observer.h"
 #include "train/stream/round_source.h"
 #include "train/trainers/trainer_factory.h"
 
@@ -39,7 +41,8 @@ class EdgeWindowTest : public ::testing::Test {
     BucketReadSpec spec;
     spec.seed = seed;
     spec.expected_edges = g.manifest().edges.train;
-    BucketWindowReader reader(&g, spec, window);
+    IoExecutor io(2);
+    BucketWindowReader reader(&g, &io, spec, window);
     std::vector<std::shared_ptr<EdgeWindow>> out;
     while (true) {
       auto w = reader.Next();
@@ -107,8 +110,9 @@ TEST_F(EdgeWindowTest, OneWindowIsTheWholeBucketShuffle) {
 TEST_F(EdgeWindowTest, DroppingAReaderEarlyStopsIt) {
   auto g = Graph::Open(dir_);
   ASSERT_TRUE(g.ok()) << g.status();
+  IoExecutor io(2);
   for (int i = 0; i < 20; ++i) {
-    BucketWindowReader reader(g->get(), BucketReadSpec{}, 100);
+    BucketWindowReader reader(g->get(), &io, BucketReadSpec{}, 100);
     if (i % 2 == 0) {
       auto w = reader.Next();
       ASSERT_TRUE(w.ok());
@@ -215,11 +219,11 @@ TEST(TrainerFactoryTest, ResolvesThreads) {
 TEST(StreamingFactoriesTest, RefuseInvalidOptions) {
   PartitionBufferOptions bo;
   bo.capacity = 0;
-  EXPECT_EQ(PartitionBuffer::Make(nullptr, bo, {}, 1).status().code(),
+  EXPECT_EQ(PartitionBuffer::Make(nullptr, bo, {}, 1, nullptr).status().code(),
             absl::StatusCode::kInvalidArgument);
   RoundSourceOptions so;
   so.batch_size = 0;
-  EXPECT_EQ(RoundBatchSource::Make(nullptr, nullptr, nullptr, nullptr, so, nullptr)
+  EXPECT_EQ(RoundBatchSource::Make(nullptr, nullptr, nullptr, nullptr, nullptr, so)
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
@@ -259,7 +263,8 @@ TEST_F(EdgeWindowTest, BufferSyncsRowsBackBeforeWritingAndReleasesOnEviction) {
   PartitionBufferOptions bo;
   bo.capacity = 2;
   bo.dim = 4;
-  auto made = PartitionBuffer::Make(g->get(), bo, std::vector<uint64_t>(4, 0), 1);
+  IoExecutor io(1);
+  auto made = PartitionBuffer::Make(g->get(), bo, std::vector<uint64_t>(4, 0), 1, &io);
   ASSERT_TRUE(made.ok()) << made.status();
   PartitionBuffer& buffer = **made;
   FakeDeviceRows device;
@@ -282,6 +287,180 @@ TEST_F(EdgeWindowTest, BufferSyncsRowsBackBeforeWritingAndReleasesOnEviction) {
   ASSERT_TRUE(buffer.WriteResident().ok());  // a checkpoint syncs every resident partition
   std::set<std::string> synced(device.log.begin(), device.log.end());
   EXPECT_TRUE(synced.count("sync 2")) << ::testing::PrintToString(device.log);
+}
+
+class PinTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    tmp_ = new TempDir();
+    const std::string edges = tmp_->Sub("sbm.tsv");
+    train_test::WriteSbmEdges(train_test::StandardSbm(), edges);
+    dir_ = tmp_->Sub("g4");
+    auto s = train_test::ImportEdges(dir_, {edges}, 4);
+    ASSERT_TRUE(s.ok()) << s.status();
+  }
+  static void TearDownTestSuite() {
+    delete tmp_;
+    tmp_ = nullptr;
+  }
+  static std::vector<uint32_t> Resident(PartitionBuffer& buffer) {
+    auto r = buffer.Resident();
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : std::vector<uint32_t>();
+  }
+  static TempDir* tmp_;
+  static std::string dir_;
+};
+TempDir* PinTest::tmp_ = nullptr;
+std::string PinTest::dir_;
+
+// A pinned partition stays: a prefetch evicts around it even where the
+// schedule's future would pick it, and it cannot be handed off; released,
+// it is an ordinary resident partition again.
+TEST_F(PinTest, PinnedPartitionsAreNeverEvictedOrTaken) {
+  GraphOpenOptions rw;
+  rw.read_only = false;
+  auto g = Graph::Open(dir_, rw);
+  ASSERT_TRUE(g.ok()) << g.status();
+  PartitionBufferOptions bo;
+  bo.capacity = 2;
+  bo.dim = 4;
+  IoExecutor io(2);
+  auto made = PartitionBuffer::Make(g->get(), bo, std::vector<uint64_t>(4, 0), 1, &io);
+  ASSERT_TRUE(made.ok()) << made.status();
+  PartitionBuffer& buffer = **made;
+  const std::vector<uint32_t> first = {0, 1};
+  ASSERT_TRUE(buffer.Acquire(first, {}).ok());
+  PartitionPin pin0 = buffer.Pin(0);
+  PartitionPin pin1 = buffer.Pin(1);
+  EXPECT_EQ(pin0.data(), buffer.Get(0));
+  EXPECT_EQ(buffer.pins(0), 1u);
+
+  // Both pinned: the prefetch finds no victim and loads nothing.
+  buffer.Prefetch({2}, {{0}, {1}});
+  ASSERT_TRUE(buffer.Quiesce().ok());
+  EXPECT_EQ(Resident(buffer), (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(buffer.Take(0).status().code(), absl::StatusCode::kFailedPrecondition);
+
+  // 1 released, 0 still pinned: 1 goes although 0 is never used again and
+  // 1 is used next (the choice without pins).
+  PartitionPin moved = std::move(pin1);
+  EXPECT_EQ(buffer.pins(1), 1u);
+  moved = PartitionPin();
+  EXPECT_EQ(buffer.pins(1), 0u);
+  buffer.Prefetch({2}, {{1}});
+  ASSERT_TRUE(buffer.Quiesce().ok());
+  EXPECT_EQ(Resident(buffer), (std::vector<uint32_t>{0, 2}));
+
+  pin0 = PartitionPin();
+  EXPECT_EQ(buffer.pins(0), 0u);
+  auto taken = buffer.Take(0);
+  ASSERT_TRUE(taken.ok()) << taken.status();
+  ASSERT_NE(*taken, nullptr);
+  EXPECT_EQ((*taken)->partition, 0u);
+}
+
+// Rounds of one bucket each, in a fixed order.
+class ListScheduler : public BucketScheduler {
+ public:
+  explicit ListScheduler(std::vector<Bucket> buckets) : buckets_(std::move(buckets)) {}
+  std::optional<Round> Next() override {
+    if (taken_ == buckets_.size()) return std::nullopt;
+    return RoundOf(taken_++);
+  }
+  std::vector<std::vector<uint32_t>> Upcoming(size_t n) const override {
+    std::vector<std::vector<uint32_t>> out;
+    for (size_t r = taken_; r < buckets_.size() && out.size() < n; ++r) {
+      out.push_back(RoundOf(r).partitions);
+    }
+    return out;
+  }
+  uint64_t buckets_per_epoch() const override { return buckets_.size(); }
+  uint64_t buckets_taken() const override { return taken_; }
+
+ private:
+  Round RoundOf(size_t r) const {
+    Round round;
+    round.index = r;
+    round.buckets = {buckets_[r]};
+    round.partitions = {buckets_[r].src};
+    if (buckets_[r].dst != buckets_[r].src) round.partitions.push_back(buckets_[r].dst);
+    return round;
+  }
+  std::vector<Bucket> buckets_;
+  size_t taken_ = 0;
+};
+
+// Records what the source reports; ends the pipeline run after every round.
+class RecordingObserver : public PipelineObserver {
+ public:
+  uint32_t RoundStarted(const Round& round, const Round* next) override {
+    events.push_back("start " + std::to_string(round.index) + " next " +
+                     (next != nullptr ? std::to_string(next->index) : "-"));
+    return 7;
+  }
+  absl::StatusOr<bool> RoundEmitted(const Round& done, const Round* next) override {
+    events.push_back("emitted " + std::to_string(done.index) + " next " +
+                     (next != nullptr ? std::to_string(next->index) : "-"));
+    return false;
+  }
+  void BatchTrained(const BatchDone&) override {}
+  std::vector<std::string> events;
+};
+
+// The source reports each round's start (with the round after it) and end
+// through the observer, and a round's partitions stay pinned until the last
+// of its batches is gone, after the round has ended.
+TEST_F(PinTest, RoundsPinTheirPartitionsUntilTheirLastBatchIsGone) {
+  auto g = Graph::Open(dir_);
+  ASSERT_TRUE(g.ok()) << g.status();
+  PartitionBufferOptions bo;
+  bo.capacity = 4;
+  bo.dim = 4;
+  IoExecutor io(1);  // every reader of a round and of the next on one thread
+  auto made = PartitionBuffer::Make(g->get(), bo, std::vector<uint64_t>(4, 0), 1, &io);
+  ASSERT_TRUE(made.ok()) << made.status();
+  PartitionBuffer& buffer = **made;
+  const std::vector<uint32_t> all = {0, 1, 2, 3};
+  ASSERT_TRUE(buffer.Acquire(all, {}).ok());
+  ListScheduler scheduler({{1, 2}, {3, 3}});
+  RecordingObserver observer;
+  RoundSourceOptions so;
+  so.batch_size = 50;
+  so.window_edges = 120;
+  ASSERT_TRUE(so.Validate().ok());
+  auto made_source = RoundBatchSource::Make(g->get(), &buffer, &io, &scheduler, &observer, so);
+  ASSERT_TRUE(made_source.ok()) << made_source.status();
+  RoundBatchSource& source = **made_source;
+
+  std::vector<std::unique_ptr<PipelineBatch>> round0;
+  while (true) {
+    auto b = std::make_unique<PipelineBatch>();
+    absl::StatusOr<bool> more = source.Next(b.get());
+    ASSERT_TRUE(more.ok()) << more.status();
+    if (!*more) break;
+    EXPECT_EQ(b->task->src_partition, 1u);
+    EXPECT_EQ(b->task->dst_partition, 2u);
+    round0.push_back(std::move(b));
+  }
+  ASSERT_GT(round0.size(), 2u);  // several windows, several batches
+  EXPECT_EQ(observer.events, (std::vector<std::string>{"start 0 next 1", "emitted 0 next 1"}));
+  EXPECT_EQ(buffer.pins(1), 1u);  // the bucket's task, shared by its batches
+  EXPECT_EQ(buffer.pins(2), 1u);
+  round0.resize(1);
+  EXPECT_EQ(buffer.pins(1), 1u);
+  round0.clear();
+  EXPECT_EQ(buffer.pins(1), 0u);
+  EXPECT_EQ(buffer.pins(2), 0u);
+
+  // The next run starts with the next round.
+  PipelineBatch b;
+  absl::StatusOr<bool> more = source.Next(&b);
+  ASSERT_TRUE(more.ok()) << more.status();
+  ASSERT_TRUE(*more);
+  EXPECT_EQ(b.task->src_partition, 3u);
+  EXPECT_EQ(buffer.pins(3), 2u);  // src and dst of bucket (3, 3)
+  EXPECT_EQ(observer.events.back(), "start 1 next -");
 }
 
 }  // namespace

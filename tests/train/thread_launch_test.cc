@@ -1,6 +1,8 @@
-// A thread that cannot start (pthread_create fails, std::thread and
-// std::async throw std::system_error) is an error status of the part that
-// launched it, never an exception out of a pipeline stage.
+// A thread that cannot start (pthread_create fails, std::thread throws
+// std::system_error) is an error status of the part that launched it, never
+// an exception out of a pipeline stage. The I/O executor (io_executor.h)
+// starts its threads when work is submitted to it: by a reader, or by a
+// prefetch.
 //
 // pthread_create is interposed here: while a test thread sets
 // g_fail_launches, its own launches fail with EAGAIN (as when the process
@@ -15,6 +17,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/train/train_test_util.h"
+#include "train/schedule/io_executor.h"
 #include "train/schedule/partition_buffer.h"
 #include "train/stream/edge_window.h"
 
@@ -72,10 +75,11 @@ TEST_F(ThreadLaunchTest, InterposerFailsOnlyWhileSet) {
 TEST_F(ThreadLaunchTest, ReaderThatCannotStartReturnsAnError) {
   auto g = Graph::Open(dir_);
   ASSERT_TRUE(g.ok()) << g.status();
+  IoExecutor io(2);
   std::unique_ptr<BucketWindowReader> reader;
   {
     FailedLaunch fail;
-    reader = std::make_unique<BucketWindowReader>(g->get(), BucketReadSpec{}, 100);
+    reader = std::make_unique<BucketWindowReader>(g->get(), &io, BucketReadSpec{}, 100);
   }
   auto w = reader->Next();
   ASSERT_FALSE(w.ok());
@@ -92,12 +96,13 @@ TEST_F(ThreadLaunchTest, PrefetchThatCannotStartFailsTheNextWait) {
   PartitionBufferOptions bo;
   bo.capacity = 2;
   bo.dim = 4;
-  auto made = PartitionBuffer::Make(g->get(), bo, std::vector<uint64_t>(4, 0), 1);
+  IoExecutor io(2);
+  auto made = PartitionBuffer::Make(g->get(), bo, std::vector<uint64_t>(4, 0), 1, &io);
   ASSERT_TRUE(made.ok()) << made.status();
   PartitionBuffer& buffer = **made;
   {
     FailedLaunch fail;
-    buffer.Prefetch({0, 1}, {}, {});
+    buffer.Prefetch({0, 1}, {});
   }
   const absl::Status s = buffer.Quiesce();
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;

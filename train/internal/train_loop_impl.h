@@ -3,9 +3,7 @@
 #ifndef EMBER_TRAIN_INTERNAL_TRAIN_LOOP_IMPL_H_
 #define EMBER_TRAIN_INTERNAL_TRAIN_LOOP_IMPL_H_
 
-#include <atomic>
 #include <chrono>
-#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,10 +21,12 @@
 #include "train/model/checkpoint.h"
 #include "train/rank_exchange.h"
 #include "train/schedule/bucket_scheduler.h"
+#include "train/schedule/io_executor.h"
 #include "train/schedule/memory_plan.h"
 #include "train/schedule/parameter_sync.h"
 #include "train/schedule/partition_buffer.h"
 #include "train/stream/batch_pipeline.h"
+#include "train/stream/pipeline_observer.h"
 #include "train/stream/round_source.h"
 #include "train/train_loop.h"
 #include "train/trainers/trainer_factory.h"
@@ -39,11 +39,14 @@ namespace ember {
 // checkpoints and reports. What varies by device or process layout sits
 // behind the seams: bucket_scheduler.h, parameter_sync.h,
 // trainer_factory.h, row_residency.h.
-class TrainLoop final : public RoundHooks {
+class TrainLoop final : public PipelineObserver {
  public:
   using Clock = std::chrono::steady_clock;
   // Rounds scheduled ahead for the buffer's eviction choice.
   static constexpr size_t kLookaheadRounds = 64;
+  // Threads of the run's I/O executor at most: enough for every reader of
+  // a round and of the next (one per trainer each) and a partition load.
+  static constexpr int kIoThreads = 8;
 
   // `graph` and `cluster` must outlive the loop. `cluster`: the ranks of a
   // run across processes (rank 0 writes the checkpoints; the others open
@@ -59,10 +62,11 @@ class TrainLoop final : public RoundHooks {
   // fit in memory at once (or is featurized), and nothing was trained.
   bool fits_in_memory() const { return fits_in_memory_; }
 
-  // RoundHooks, called from the pipeline's source stage.
-  void Started(const Round& round, const Round* next) override;
-  absl::StatusOr<bool> MayContinue(const Round& done, const Round& next) override;
-  void Emitted(const Round& done, uint64_t batches) override;
+  // PipelineObserver: round events from the pipeline's source stage, trained
+  // batches from its done stage (pipeline_observer.h).
+  uint32_t RoundStarted(const Round& round, const Round* next) override;
+  absl::StatusOr<bool> RoundEmitted(const Round& done, const Round* next) override;
+  void BatchTrained(const BatchDone& d) override;
 
  private:
   absl::Status PlanMemory(const std::vector<DeviceSpec>& devices);
@@ -94,7 +98,6 @@ class TrainLoop final : public RoundHooks {
   // Trains the rounds of one epoch from `first_round`; sets *stopped when
   // stop_after_buckets fired.
   absl::Status TrainEpoch(int epoch, uint64_t first_round, bool* stopped);
-  void OnBatchDone(const BatchDone& d);
   absl::StatusOr<EvalResult> Validate();
   void ResetBatchStats();
   bool CheckpointDue() const {
@@ -107,7 +110,7 @@ class TrainLoop final : public RoundHooks {
   }
   // The edge cost batches are planned with: measured, except that measured
   // times must not steer a deterministic run.
-  uint32_t PlanningEdgeCost() const {
+  uint32_t PlanningEdgeCost() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(progress_mu_) {
     return options_.pipeline.deterministic ? BatchCostModel::kPriorEdgeCost
                                            : cost_model_.EdgeCost();
   }
@@ -139,24 +142,20 @@ class TrainLoop final : public RoundHooks {
   std::unique_ptr<BatchPipeline> pipeline_;
   std::unique_ptr<ParameterSync> sync_;
   std::unique_ptr<FeatureTable> features_;  // featurized models only
-  // Declared after the trainers and the features, so destroyed before
-  // them: ~PartitionBuffer waits for a pending prefetch, whose evictions
-  // call SyncToHost on the trainers (an error path can leave one pending).
+  // Blocking I/O of the whole run: edge windows and partition prefetches.
+  IoExecutor io_{kIoThreads};
+  // Declared after the trainers, the features and the I/O executor, so
+  // destroyed before them: ~PartitionBuffer waits for a pending prefetch,
+  // which runs on io_ and whose evictions call SyncToHost on the trainers
+  // (an error path can leave one pending).
   std::unique_ptr<PartitionBuffer> buffer_;
-  // The epoch's scheduler, and the partitions of the last tokens_ rounds
-  // of this stretch that handed out batches: with at most tokens_ batches
-  // in flight, every batch in flight not of the current round is of one of
-  // them, so a prefetch must not evict their partitions.
-  std::unique_ptr<BucketScheduler> scheduler_;
-  std::deque<std::vector<uint32_t>> recent_rounds_;
+  std::unique_ptr<BucketScheduler> scheduler_;  // the epoch's
   uint64_t buckets_this_run_ = 0;
   uint64_t buckets_since_checkpoint_ = 0;
   // This epoch's per-batch time and non-zeros, and trainer time (busy and
   // available). Written by the pipeline's done stage only.
   SpreadAccumulator batch_seconds_, batch_nnz_;
   std::vector<uint64_t> batches_per_trainer_;  // this epoch, by trainer
-  BatchCostModel cost_model_;  // over this run's batches
-  std::atomic<uint32_t> edge_cost_{BatchCostModel::kPriorEdgeCost};
   std::vector<Clock::time_point> last_done_;  // per trainer, this stretch
   double trainer_busy_seconds_ = 0;
   double trainer_available_seconds_ = 0;
@@ -165,8 +164,11 @@ class TrainLoop final : public RoundHooks {
   bool resumed_ = false;
   bool fits_in_memory_ = true;
 
-  absl::Mutex progress_mu_;
+  // Shared by the pipeline's done stage (which writes it) and its source
+  // stage.
+  mutable absl::Mutex progress_mu_;
   TrainProgress progress_ ABSL_GUARDED_BY(progress_mu_);
+  BatchCostModel cost_model_ ABSL_GUARDED_BY(progress_mu_);  // over this run's batches
   double epoch_loss_ ABSL_GUARDED_BY(progress_mu_) = 0;
   // Across ranks: the epoch's edges and mean loss over every rank, as of
   // the last ReportGlobalProgress.

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <future>
-#include <system_error>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "storage/base/status_macros.h"
@@ -23,22 +23,45 @@ absl::Status PartitionBufferOptions::Validate() const {
   return absl::OkStatus();
 }
 
+PartitionPin::PartitionPin(PartitionPin&& other) noexcept
+    : buffer_(std::exchange(other.buffer_, nullptr)), data_(std::exchange(other.data_, nullptr)) {}
+
+PartitionPin& PartitionPin::operator=(PartitionPin&& other) noexcept {
+  if (this != &other) {
+    Release();
+    buffer_ = std::exchange(other.buffer_, nullptr);
+    data_ = std::exchange(other.data_, nullptr);
+  }
+  return *this;
+}
+
+PartitionPin::~PartitionPin() { Release(); }
+
+void PartitionPin::Release() {
+  if (buffer_ != nullptr) buffer_->Unpin(data_->partition);
+  buffer_ = nullptr;
+  data_ = nullptr;
+}
+
 absl::StatusOr<std::unique_ptr<PartitionBuffer>> PartitionBuffer::Make(
     Graph* graph, const PartitionBufferOptions& options, std::vector<uint64_t> locations,
-    uint64_t write_version) {
+    uint64_t write_version, IoExecutor* io) {
   RETURN_IF_ERROR(options.Validate());
   return std::unique_ptr<PartitionBuffer>(
-      new PartitionBuffer(graph, options, std::move(locations), write_version));
+      new PartitionBuffer(graph, options, std::move(locations), write_version, io));
 }
 
 PartitionBuffer::PartitionBuffer(Graph* graph, const PartitionBufferOptions& options,
-                                 std::vector<uint64_t> locations, uint64_t write_version)
+                                 std::vector<uint64_t> locations, uint64_t write_version,
+                                 IoExecutor* io)
     : graph_(graph),
+      io_(io),
       options_(options),
       locations_(std::move(locations)),
       write_version_(write_version) {
   absl::MutexLock lock(&mu_);
   resident_.resize(graph_->manifest().num_partitions);
+  pins_.assign(resident_.size(), 0);
 }
 
 PartitionBuffer::~PartitionBuffer() {
@@ -56,6 +79,24 @@ PartitionData* PartitionBuffer::Get(uint32_t p) {
   absl::MutexLock lock(&mu_);
   EMBER_CHECK(p < resident_.size() && resident_[p] != nullptr);
   return resident_[p].get();
+}
+
+PartitionPin PartitionBuffer::Pin(uint32_t p) {
+  absl::MutexLock lock(&mu_);
+  EMBER_CHECK(p < resident_.size() && resident_[p] != nullptr);
+  ++pins_[p];
+  return PartitionPin(this, resident_[p].get());
+}
+
+void PartitionBuffer::Unpin(uint32_t p) {
+  absl::MutexLock lock(&mu_);
+  EMBER_CHECK(pins_[p] > 0);
+  --pins_[p];
+}
+
+uint32_t PartitionBuffer::pins(uint32_t p) const {
+  absl::MutexLock lock(&mu_);
+  return pins_[p];
 }
 
 absl::Status PartitionBuffer::Load(uint32_t p) {
@@ -109,6 +150,10 @@ absl::StatusOr<std::unique_ptr<PartitionData>> PartitionBuffer::Take(uint32_t p)
   {
     absl::MutexLock lock(&mu_);
     if (p >= resident_.size() || resident_[p] == nullptr) return data;
+    if (pins_[p] > 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "partition buffer: partition ", p, " cannot leave while batches train it"));
+    }
     data = std::move(resident_[p]);
   }
   for (RowResidency* r : residencies_) {
@@ -188,25 +233,19 @@ absl::Status PartitionBuffer::SyncToHost(bool release) {
   return absl::OkStatus();
 }
 
-absl::Status PartitionBuffer::Evict(uint32_t p) {
-  std::unique_ptr<PartitionData> data;
-  {
-    absl::MutexLock lock(&mu_);
-    data = std::move(resident_[p]);
-  }
-  EMBER_CHECK(data != nullptr);
+absl::Status PartitionBuffer::Evict(std::unique_ptr<PartitionData> data) {
   RETURN_IF_ERROR(WriteTables(*data));
-  for (RowResidency* r : residencies_) r->Release(p);
+  for (RowResidency* r : residencies_) r->Release(data->partition);
   return absl::OkStatus();
 }
 
-int64_t PartitionBuffer::Victim(std::span<const uint32_t> keep,
-                                std::span<const std::vector<uint32_t>> future) const {
+std::unique_ptr<PartitionData> PartitionBuffer::TakeVictim(
+    std::span<const uint32_t> keep, std::span<const std::vector<uint32_t>> future) {
   int64_t best = -1;
   size_t best_next = 0;
   absl::MutexLock lock(&mu_);
   for (uint32_t p = 0; p < resident_.size(); ++p) {
-    if (resident_[p] == nullptr) continue;
+    if (resident_[p] == nullptr || pins_[p] > 0) continue;
     if (std::find(keep.begin(), keep.end(), p) != keep.end()) continue;
     size_t next = future.size();  // never used again: best victim
     for (size_t t = 0; t < future.size(); ++t) {
@@ -220,11 +259,11 @@ int64_t PartitionBuffer::Victim(std::span<const uint32_t> keep,
       best_next = next;
     }
   }
-  return best;
+  if (best < 0) return nullptr;
+  return std::move(resident_[best]);
 }
 
 absl::Status PartitionBuffer::MakeResident(std::span<const uint32_t> needed,
-                                           std::span<const uint32_t> keep,
                                            std::span<const std::vector<uint32_t>> future,
                                            bool best_effort) {
   for (uint32_t p : needed) {
@@ -233,16 +272,14 @@ absl::Status PartitionBuffer::MakeResident(std::span<const uint32_t> needed,
       if (resident_[p] != nullptr) continue;
     }
     if (resident_count() >= options_.capacity) {
-      std::vector<uint32_t> protect(keep.begin(), keep.end());
-      protect.insert(protect.end(), needed.begin(), needed.end());
-      const int64_t victim = Victim(protect, future);
-      if (victim < 0) {
+      std::unique_ptr<PartitionData> victim = TakeVictim(needed, future);
+      if (victim == nullptr) {
         if (best_effort) return absl::OkStatus();
         return absl::InternalError(absl::StrCat(
             "partition buffer of ", options_.capacity, " cannot hold ", needed.size(),
             " partitions at once"));
       }
-      RETURN_IF_ERROR(Evict(static_cast<uint32_t>(victim)));
+      RETURN_IF_ERROR(Evict(std::move(victim)));
     }
     RETURN_IF_ERROR(Load(p));
   }
@@ -271,27 +308,27 @@ absl::Status PartitionBuffer::Acquire(std::span<const uint32_t> needed,
         "a round needs ", needed.size(), " partitions but --buffer-partitions is ",
         options_.capacity));
   }
-  return MakeResident(needed, {}, future, /*best_effort=*/false);
+  return MakeResident(needed, future, /*best_effort=*/false);
 }
 
-void PartitionBuffer::Prefetch(std::vector<uint32_t> next, std::vector<uint32_t> pinned,
+void PartitionBuffer::Prefetch(std::vector<uint32_t> next,
                                std::vector<std::vector<uint32_t>> future) {
   EMBER_CHECK(!pending_.valid());
-  // Blocking I/O runs on its own thread so that it never occupies a oneTBB
-  // worker that training needs.
-  // A thread that cannot start (std::system_error) is the prefetch's
-  // error, surfacing where its errors do, not an exception out of a
-  // pipeline stage.
-  try {
-    pending_ = std::async(std::launch::async, [this, next = std::move(next),
-                                               pinned = std::move(pinned),
-                                               future = std::move(future)] {
-      return MakeResident(next, pinned, future, /*best_effort=*/true);
-    });
-  } catch (const std::system_error& e) {
+  std::promise<absl::Status> done;
+  pending_ = done.get_future();
+  // Blocking I/O runs on the I/O executor so that it never occupies a
+  // oneTBB worker that training needs. A thread that cannot start is the
+  // prefetch's error, surfacing where its errors do, not an exception out
+  // of a pipeline stage.
+  const absl::Status launched =
+      io_->Submit([this, done = std::move(done), next = std::move(next),
+                   future = std::move(future)]() mutable {
+        done.set_value(MakeResident(next, future, /*best_effort=*/true));
+      });
+  if (!launched.ok()) {
     std::promise<absl::Status> failed;
     failed.set_value(absl::ResourceExhaustedError(
-        absl::StrCat("cannot start the partition prefetch thread: ", e.what())));
+        absl::StrCat("cannot start the partition prefetch thread: ", launched.message())));
     pending_ = failed.get_future();
   }
 }
@@ -316,7 +353,12 @@ absl::Status PartitionBuffer::WriteResident() {
     }
     RETURN_IF_ERROR(Load(p));
     --loads_;  // not a load for training
-    RETURN_IF_ERROR(Evict(p));
+    std::unique_ptr<PartitionData> data;
+    {
+      absl::MutexLock lock(&mu_);
+      data = std::move(resident_[p]);
+    }
+    RETURN_IF_ERROR(Evict(std::move(data)));
   }
   return absl::OkStatus();
 }

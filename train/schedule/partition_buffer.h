@@ -2,11 +2,17 @@
 // optimizer state in memory. Partitions are loaded from the table version
 // that holds them (or initialised), evicted by Belady's rule over the known
 // future of the bucket schedule, and written back under the current write
-// version. One background load/evict may run while training goes on.
+// version. One background load/evict may run on the run's I/O executor
+// while training goes on.
 //
-// Thread-safety: Acquire, Prefetch, WriteResident and Quiesce are called
-// from one thread (the scheduler); Get may be called from trainer threads
-// for partitions pinned by the current round.
+// Partitions that batches train are pinned (Pin): a pinned partition is
+// never evicted, taken or replaced, however the buffer's loads and the
+// batches in flight interleave; the pin is released when its holder (a
+// bucket's task, shared by the bucket's batches) ends.
+//
+// Thread-safety: Acquire, Prefetch, WriteResident, Quiesce, Take, Put and
+// Pin are called from one thread at a time (the scheduler's); Get and the
+// release of a pin may come from any thread.
 #ifndef EMBER_TRAIN_SCHEDULE_PARTITION_BUFFER_H_
 #define EMBER_TRAIN_SCHEDULE_PARTITION_BUFFER_H_
 
@@ -20,6 +26,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "storage/graph.h"
+#include "train/schedule/io_executor.h"
 #include "train/trainers/row_residency.h"
 #include "train/trainers/trainer.h"
 
@@ -50,14 +57,36 @@ struct PartitionBufferOptions {
   absl::Status Validate() const;
 };
 
+class PartitionBuffer;
+
+// A hold on one resident partition (PartitionBuffer::Pin); releases it when
+// destroyed. Move-only; must not outlive its buffer.
+class PartitionPin {
+ public:
+  PartitionPin() = default;
+  PartitionPin(PartitionPin&& other) noexcept;
+  PartitionPin& operator=(PartitionPin&& other) noexcept;
+  ~PartitionPin();
+  PartitionData* data() const { return data_; }
+
+ private:
+  friend class PartitionBuffer;
+  PartitionPin(PartitionBuffer* buffer, PartitionData* data) : buffer_(buffer), data_(data) {}
+  void Release();
+
+  PartitionBuffer* buffer_ = nullptr;
+  PartitionData* data_ = nullptr;
+};
+
 class PartitionBuffer {
  public:
   // `locations[p]`: table version holding partition p, 0 = never written
   // (initialised on first load). New writes go to `write_version`.
-  // InvalidArgument when `options` are not valid (checked first).
+  // InvalidArgument when `options` are not valid (checked first). Prefetches
+  // run on `io`, which must outlive the buffer.
   static absl::StatusOr<std::unique_ptr<PartitionBuffer>> Make(
       Graph* graph, const PartitionBufferOptions& options, std::vector<uint64_t> locations,
-      uint64_t write_version);
+      uint64_t write_version, IoExecutor* io);
   ~PartitionBuffer();  // waits for background work; writes nothing
   PartitionBuffer(const PartitionBuffer&) = delete;
   PartitionBuffer& operator=(const PartitionBuffer&) = delete;
@@ -67,11 +96,11 @@ class PartitionBuffer {
   // in `future` (upcoming needed sets, nearest first).
   absl::Status Acquire(std::span<const uint32_t> needed,
                        std::span<const std::vector<uint32_t>> future);
-  // Starts loading `next` in the background, evicting only partitions
-  // outside `pinned`, as far as free or evictable slots allow. Errors
-  // surface at the next Acquire, Quiesce or WriteResident.
-  void Prefetch(std::vector<uint32_t> next, std::vector<uint32_t> pinned,
-                std::vector<std::vector<uint32_t>> future);
+  // Starts loading `next` in the background, evicting only unpinned
+  // partitions, as far as free or evictable slots allow. Errors surface at
+  // the next Acquire, Quiesce or WriteResident. REQUIRES: no prefetch
+  // pending (Quiesce since the last).
+  void Prefetch(std::vector<uint32_t> next, std::vector<std::vector<uint32_t>> future);
   // Waits for background work; returns its status.
   absl::Status Quiesce();
   // After background work, whether every partition of `partitions` is
@@ -82,8 +111,13 @@ class PartitionBuffer {
   // buffer writes it, and to release it before eviction. Call before
   // training starts; they must outlive the buffer's use.
   void AddResidency(RowResidency* residency) { residencies_.push_back(residency); }
-  // REQUIRES: p resident (pinned by the current round).
+  // REQUIRES: p resident (pinned, or no background work pending).
   PartitionData* Get(uint32_t p);
+  // Pins resident partition p until the pin is destroyed. REQUIRES: p
+  // resident and not being evicted (no prefetch pending, or p pinned).
+  PartitionPin Pin(uint32_t p);
+  // Pins held on p now.
+  uint32_t pins(uint32_t p) const;
   // Makes every resident partition's host copy current (SyncToHost of every
   // residency holding newer rows), after background work; with `release`,
   // the residencies then drop their copies, so that any trainer may train
@@ -99,7 +133,7 @@ class PartitionBuffer {
   // share of the partitions, and a partition leaves with its holder.
   // Take removes resident partition p (after background work, its rows
   // synced back from and released by every residency) and returns it;
-  // null when p is not resident. Put installs a partition received from
+  // null when p is not resident, FailedPrecondition when it is pinned. Put installs a partition received from
   // another rank (its node features read from this buffer's graph, for
   // featurized models); FailedPrecondition when p is resident already.
   absl::StatusOr<std::unique_ptr<PartitionData>> Take(uint32_t p);
@@ -116,29 +150,34 @@ class PartitionBuffer {
 
  private:
   PartitionBuffer(Graph* graph, const PartitionBufferOptions& options,
-                  std::vector<uint64_t> locations, uint64_t write_version);
+                  std::vector<uint64_t> locations, uint64_t write_version, IoExecutor* io);
 
+  friend class PartitionPin;
+  void Unpin(uint32_t p);
   absl::Status Load(uint32_t p);
-  absl::Status Evict(uint32_t p);
+  // Writes back and releases an evicted partition.
+  absl::Status Evict(std::unique_ptr<PartitionData> data);
   absl::Status Install(std::unique_ptr<PartitionData> data);
   // Syncs data back from every residency, then writes its tables (if any)
   // under the write version.
   absl::Status WriteTables(PartitionData& data);
-  // Resident partition outside `keep` used furthest in the future, or -1.
-  int64_t Victim(std::span<const uint32_t> keep,
-                 std::span<const std::vector<uint32_t>> future) const;
+  // Removes and returns the unpinned resident partition outside `keep`
+  // used furthest in the future; null when there is none.
+  std::unique_ptr<PartitionData> TakeVictim(std::span<const uint32_t> keep,
+                                            std::span<const std::vector<uint32_t>> future);
   absl::Status MakeResident(std::span<const uint32_t> needed,
-                            std::span<const uint32_t> keep,
                             std::span<const std::vector<uint32_t>> future,
                             bool best_effort);
   uint32_t resident_count() const;
 
   Graph* graph_;
+  IoExecutor* const io_;
   const PartitionBufferOptions options_;
   std::vector<uint64_t> locations_;
   uint64_t write_version_;
-  mutable absl::Mutex mu_;  // guards the pointers in resident_
+  mutable absl::Mutex mu_;  // guards the pointers in resident_, and the pins
   std::vector<std::unique_ptr<PartitionData>> resident_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint32_t> pins_ ABSL_GUARDED_BY(mu_);  // by partition
   std::future<absl::Status> pending_;
   // Counted on the prefetch thread and on the caller's.
   std::atomic<uint64_t> loads_{0};

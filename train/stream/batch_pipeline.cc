@@ -76,7 +76,7 @@ void BatchPipeline::Release(size_t trainer) {
 }
 
 absl::Status BatchPipeline::Run(BatchSource* source, size_t tokens,
-                                const std::function<void(const BatchDone&)>& on_done) {
+                                PipelineObserver* observer) {
   using Clock = std::chrono::steady_clock;
   absl::Mutex error_mu;
   absl::Status error;
@@ -134,7 +134,9 @@ absl::Status BatchPipeline::Run(BatchSource* source, size_t tokens,
                                             [&](Trained t) {
                                               if (t.batch == nullptr) return;
                                               t.done.batch = t.batch.get();
-                                              if (on_done) on_done(t.done);
+                                              if (observer != nullptr) {
+                                                observer->BatchTrained(t.done);
+                                              }
                                             }));
   });
   return error;

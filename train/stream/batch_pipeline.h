@@ -5,7 +5,8 @@
 //       each a run of a shuffled edge window (round_source.h)
 //   → train (parallel): dealt to a trainer with a free slot, or to the
 //       trainer a static split names; Trainer::TrainBatch
-//   → done (serial, out of order): stats, cost model, progress
+//   → done (serial, out of order): PipelineObserver::BatchTrained (stats,
+//       cost model, progress)
 //
 // At most `tokens` batches are in flight, so the edges held by the pipeline
 // are bounded by tokens windows (a batch keeps its window alive).
@@ -13,7 +14,6 @@
 #define EMBER_TRAIN_STREAM_BATCH_PIPELINE_H_
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "train/stream/edge_window.h"
+#include "train/stream/pipeline_observer.h"
 #include "train/trainers/trainer.h"
 
 namespace ember {
@@ -60,12 +61,11 @@ class BatchPipeline {
   BatchPipeline(const BatchPipeline&) = delete;
   BatchPipeline& operator=(const BatchPipeline&) = delete;
 
-  // Runs `source` dry with at most `tokens` batches in flight; `on_done` is
-  // called for each trained batch from one thread at a time. Returns the
-  // first error of the source or a trainer (the rest of the stretch is then
-  // skipped).
-  absl::Status Run(BatchSource* source, size_t tokens,
-                   const std::function<void(const BatchDone&)>& on_done);
+  // Runs `source` dry with at most `tokens` batches in flight; each trained
+  // batch goes to observer->BatchTrained (unless `observer` is null) from
+  // one thread at a time. Returns the first error of the source or a
+  // trainer (the rest of the stretch is then skipped).
+  absl::Status Run(BatchSource* source, size_t tokens, PipelineObserver* observer);
 
   // Slots of all trainers: the batches that can train at once.
   size_t total_slots() const;

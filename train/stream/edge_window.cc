@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <system_error>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -16,93 +15,114 @@ uint64_t WindowSeed(uint64_t seed, uint64_t number) {
   return number == 0 ? seed : Mix64(seed, number);
 }
 
-BucketWindowReader::BucketWindowReader(const Graph* graph, const BucketReadSpec& spec,
-                                       uint64_t window_edges, int depth)
+BucketWindowReader::BucketWindowReader(const Graph* graph, IoExecutor* io,
+                                       const BucketReadSpec& spec, uint64_t window_edges,
+                                       int depth)
     : graph_(graph),
+      io_(io),
       spec_(spec),
       window_edges_(std::max<uint64_t>(1, window_edges)),
-      depth_(static_cast<size_t>(std::max(1, depth))) {
-  // A thread that cannot start (std::system_error) is the reader's error,
-  // returned by Next(), not an exception out of a pipeline stage.
-  try {
-    thread_ = std::thread([this] { Read(); });
-  } catch (const std::system_error& e) {
-    absl::MutexLock lock(&mu_);
-    status_ = absl::ResourceExhaustedError(
-        absl::StrCat("cannot start the edge reader thread: ", e.what()));
-    finished_ = true;
-  }
+      depth_(static_cast<size_t>(std::max(1, depth))),
+      sampling_(spec.sample < 1.0),
+      keep_below_(static_cast<uint64_t>(std::ldexp(std::clamp(spec.sample, 0.0, 1.0), 64) *
+                                        (1 - 1e-12))) {
+  absl::MutexLock lock(&mu_);
+  ScheduleRead();
 }
 
 BucketWindowReader::~BucketWindowReader() {
-  {
-    absl::MutexLock lock(&mu_);
-    cancelled_ = true;
-  }
-  if (thread_.joinable()) thread_.join();
+  absl::MutexLock lock(&mu_);
+  cancelled_ = true;
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !reading_; };
+  mu_.Await(absl::Condition(&idle));
 }
 
-std::unique_ptr<EdgeWindow> BucketWindowReader::NewWindow(uint64_t read_so_far,
-                                                          uint64_t number) const {
+void BucketWindowReader::ScheduleRead() {
+  if (reading_ || finished_ || cancelled_ || ready_.size() > depth_) return;
+  reading_ = true;
+  const absl::Status launched = io_->Submit([this] { ReadWindow(); });
+  if (launched.ok()) return;
+  // A thread that cannot start is the reader's error, returned by Next(),
+  // not an exception out of a pipeline stage.
+  reading_ = false;
+  status_ = absl::ResourceExhaustedError(
+      absl::StrCat("cannot start the edge reader thread: ", launched.message()));
+  finished_ = true;
+}
+
+std::unique_ptr<EdgeWindow> BucketWindowReader::NewWindow() const {
   auto w = std::make_unique<EdgeWindow>();
-  w->number = number;
+  w->number = windows_read_;
   uint64_t hint = window_edges_;
   if (spec_.expected_edges > 0) {
-    hint = std::min(hint, spec_.expected_edges > read_so_far ? spec_.expected_edges - read_so_far
+    hint = std::min(hint, spec_.expected_edges > edges_read_ ? spec_.expected_edges - edges_read_
                                                              : uint64_t{0});
   }
   w->edges.reserve(hint);
   return w;
 }
 
-absl::Status BucketWindowReader::Push(std::unique_ptr<EdgeWindow> window) {
-  SplitMix64(WindowSeed(spec_.seed, window->number)).Shuffle(std::span<Edge>(window->edges));
-  absl::MutexLock lock(&mu_);
-  auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return cancelled_ || ready_.size() < depth_;
-  };
-  mu_.Await(absl::Condition(&room));
-  if (cancelled_) return absl::CancelledError("reader closed");
-  ready_.push_back(std::move(window));
-  return absl::OkStatus();
+absl::StatusOr<std::unique_ptr<EdgeWindow>> BucketWindowReader::FillWindow() {
+  if (cursor_ == nullptr) {
+    ASSIGN_OR_RETURN(cursor_,
+                     graph_->OpenEdgeBlocks(spec_.split, spec_.src, spec_.dst,
+                                            spec_.min_generation));
+  }
+  std::unique_ptr<EdgeWindow> window = NewWindow();
+  std::vector<Edge>& edges = window->edges;
+  while (edges.size() < window_edges_ && !scan_done_) {
+    if (block_at_ == block_.size()) {
+      ASSIGN_OR_RETURN(const bool more, cursor_->Next());
+      scan_done_ = !more;
+      block_ = more ? cursor_->block() : EdgeBlockView();
+      block_at_ = 0;
+      continue;
+    }
+    if (sampling_) {
+      for (; block_at_ < block_.size() && edges.size() < window_edges_; ++block_at_) {
+        const Edge e = block_[block_at_];
+        const uint64_t h = Mix64(spec_.sample_seed ^ e.rel, (uint64_t{e.src} << 32) | e.dst);
+        if (h < keep_below_) edges.push_back(e);
+      }
+    } else {
+      const size_t take = std::min<size_t>(window_edges_ - edges.size(), block_.size() - block_at_);
+      const size_t at = edges.size();
+      edges.resize(at + take);
+      block_.CopyTo(block_at_, take, edges.data() + at);
+      block_at_ += take;
+    }
+  }
+  if (edges.empty()) return nullptr;
+  edges_read_ += edges.size();
+  ++windows_read_;
+  return window;
 }
 
-void BucketWindowReader::Read() {
-  uint64_t read = 0, number = 0;
-  std::unique_ptr<EdgeWindow> window = NewWindow(0, number);
-  const bool sampling = spec_.sample < 1.0;
-  const uint64_t keep_below =
-      static_cast<uint64_t>(std::ldexp(std::clamp(spec_.sample, 0.0, 1.0), 64) * (1 - 1e-12));
-  std::vector<Edge> kept;
-  absl::Status status = graph_->ForEachEdgeBlock(
-      spec_.split, spec_.src, spec_.dst,
-      [&](std::span<const Edge> block) -> absl::Status {
-        if (sampling) {
-          kept.clear();
-          for (const Edge& e : block) {
-            const uint64_t h = Mix64(spec_.sample_seed ^ e.rel, (uint64_t{e.src} << 32) | e.dst);
-            if (h < keep_below) kept.push_back(e);
-          }
-          block = kept;
-        }
-        while (!block.empty()) {
-          const size_t room = window_edges_ - window->edges.size();
-          const size_t take = std::min(room, block.size());
-          window->edges.insert(window->edges.end(), block.begin(), block.begin() + take);
-          block = block.subspan(take);
-          read += take;
-          if (window->edges.size() == window_edges_) {
-            RETURN_IF_ERROR(Push(std::move(window)));
-            window = NewWindow(read, ++number);
-          }
-        }
-        return absl::OkStatus();
-      },
-      spec_.min_generation);
-  if (status.ok() && !window->edges.empty()) status = Push(std::move(window));
+void BucketWindowReader::ReadWindow() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (cancelled_) {
+      reading_ = false;
+      return;
+    }
+  }
+  absl::StatusOr<std::unique_ptr<EdgeWindow>> window = FillWindow();
+  if (window.ok() && *window != nullptr) {
+    EdgeWindow& w = **window;
+    SplitMix64(WindowSeed(spec_.seed, w.number)).Shuffle(std::span<Edge>(w.edges));
+  }
   absl::MutexLock lock(&mu_);
-  if (!cancelled_) status_ = status;
-  finished_ = true;
+  reading_ = false;
+  if (!window.ok()) {
+    if (!cancelled_) status_ = window.status();
+    finished_ = true;
+  } else if (*window == nullptr) {
+    finished_ = true;
+  } else {
+    ready_.push_back(*std::move(window));
+    finished_ = scan_done_;
+    ScheduleRead();
+  }
 }
 
 absl::StatusOr<std::shared_ptr<EdgeWindow>> BucketWindowReader::Next() {
@@ -114,6 +134,7 @@ absl::StatusOr<std::shared_ptr<EdgeWindow>> BucketWindowReader::Next() {
   if (!ready_.empty()) {
     std::shared_ptr<EdgeWindow> w = std::move(ready_.front());
     ready_.pop_front();
+    ScheduleRead();
     return w;
   }
   RETURN_IF_ERROR(status_);

@@ -1,20 +1,20 @@
 // Streaming a bucket's edges in bounded windows.
 //
-// A BucketWindowReader reads one bucket's edge blocks in key order on its
-// own thread (blocking I/O stays off the oneTBB workers) and hands out
-// windows of at most `window_edges` edges: each decoded block is copied once,
-// into the window, and the full window is shuffled in place (seeded by the
-// bucket's seed and the window's number, so the same on every platform and
-// run). A window that holds the whole bucket is a whole-bucket shuffle. At
-// most `depth` windows wait ready ahead of the consumer, so a reader holds at
-// most depth + 1 windows.
+// A BucketWindowReader reads one bucket's edge blocks in key order on the
+// run's I/O executor (blocking I/O stays off the oneTBB workers), one task
+// per window, and hands out windows of at most `window_edges` edges: each
+// stored block is copied once, straight into the window, and the full
+// window is shuffled in place (seeded by the bucket's seed and the window's
+// number, so the same on every platform and run). A window that holds the
+// whole bucket is a whole-bucket shuffle. The reader reads ahead while at
+// most `depth` windows wait ready for the consumer, so it holds at most
+// depth + 1 windows.
 #ifndef EMBER_TRAIN_STREAM_EDGE_WINDOW_H_
 #define EMBER_TRAIN_STREAM_EDGE_WINDOW_H_
 
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -22,6 +22,7 @@
 #include "absl/synchronization/mutex.h"
 #include "storage/graph.h"
 #include "storage/types.h"
+#include "train/schedule/io_executor.h"
 
 namespace ember {
 
@@ -53,37 +54,53 @@ struct BucketReadSpec {
 
 class BucketWindowReader {
  public:
-  // Starts reading at once. REQUIRES: window_edges >= 1, depth >= 1;
-  // `graph` outlives the reader.
-  BucketWindowReader(const Graph* graph, const BucketReadSpec& spec, uint64_t window_edges,
-                     int depth = 1);
-  // Stops the reader thread (abandoning what is unread) and joins it.
+  // Starts reading at once, on `io`. REQUIRES: window_edges >= 1,
+  // depth >= 1; `graph` and `io` outlive the reader.
+  BucketWindowReader(const Graph* graph, IoExecutor* io, const BucketReadSpec& spec,
+                     uint64_t window_edges, int depth = 1);
+  // Abandons what is unread; waits for a window read under way.
   ~BucketWindowReader();
   BucketWindowReader(const BucketWindowReader&) = delete;
   BucketWindowReader& operator=(const BucketWindowReader&) = delete;
 
   // The next window, or null after the last one; blocks until it is read.
-  // Returns the reader's storage error, if any, once the windows before it
-  // are taken. Called from one thread at a time.
+  // Returns the reader's error (storage, or ResourceExhausted when no I/O
+  // thread could start), if any, once the windows before it are taken.
+  // Called from one thread at a time.
   absl::StatusOr<std::shared_ptr<EdgeWindow>> Next();
 
  private:
-  void Read();
-  // Shuffles *window and queues it, waiting while `depth_` windows are
-  // queued. Cancelled if the reader is being destroyed.
-  absl::Status Push(std::unique_ptr<EdgeWindow> window);
-  std::unique_ptr<EdgeWindow> NewWindow(uint64_t read_so_far, uint64_t number) const;
+  // Submits the next window's read when the reader may read ahead.
+  void ScheduleRead() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One task on the executor: reads, shuffles and queues one window.
+  void ReadWindow();
+  // The next window of the bucket, or null when it has no more edges.
+  absl::StatusOr<std::unique_ptr<EdgeWindow>> FillWindow();
+  std::unique_ptr<EdgeWindow> NewWindow() const;
 
   const Graph* const graph_;
+  IoExecutor* const io_;
   const BucketReadSpec spec_;
   const uint64_t window_edges_;
   const size_t depth_;
+  const bool sampling_;
+  const uint64_t keep_below_;  // a sampled edge's hash is below it
+
+  // Where the scan stands: touched only by the one read task under way
+  // (reading_), so without the lock.
+  std::unique_ptr<EdgeBlockCursor> cursor_;
+  EdgeBlockView block_;  // the cursor's current block
+  size_t block_at_ = 0;  // its edges already taken
+  bool scan_done_ = false;
+  uint64_t edges_read_ = 0;
+  uint64_t windows_read_ = 0;
+
   absl::Mutex mu_;
   std::deque<std::shared_ptr<EdgeWindow>> ready_ ABSL_GUARDED_BY(mu_);
+  bool reading_ ABSL_GUARDED_BY(mu_) = false;   // a read task is queued or runs
   bool finished_ ABSL_GUARDED_BY(mu_) = false;  // no window will follow ready_
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
 };
 
 }  // namespace ember

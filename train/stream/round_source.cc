@@ -24,10 +24,21 @@ struct RoundBatchSource::Slot {
 
 struct RoundBatchSource::Active {
   Round round;
+  uint32_t edge_cost = 0;  // the round's windows are planned with it
   std::vector<Slot> slots;
   size_t cursor = 0;
-  uint64_t emitted = 0;  // batches handed out
 };
+
+namespace {
+
+// A bucket's task and the pins on its partitions: shared by the bucket's
+// batches, so the pins go with the last of them.
+struct PinnedTask {
+  BucketTask task;
+  PartitionPin src, dst;
+};
+
+}  // namespace
 
 absl::Status RoundSourceOptions::Validate() const {
   if (batch_size < 1 || window_edges < 1 || reader_depth < 1 || trainers < 1) {
@@ -43,23 +54,22 @@ absl::Status RoundSourceOptions::Validate() const {
 }
 
 absl::StatusOr<std::unique_ptr<RoundBatchSource>> RoundBatchSource::Make(
-    const Graph* graph, PartitionBuffer* buffer, BucketScheduler* scheduler, RoundHooks* hooks,
-    const RoundSourceOptions& options, const std::atomic<uint32_t>* edge_cost) {
+    const Graph* graph, PartitionBuffer* buffer, IoExecutor* io, BucketScheduler* scheduler,
+    PipelineObserver* observer, const RoundSourceOptions& options) {
   RETURN_IF_ERROR(options.Validate());
   return std::unique_ptr<RoundBatchSource>(
-      new RoundBatchSource(graph, buffer, scheduler, hooks, options, edge_cost));
+      new RoundBatchSource(graph, buffer, io, scheduler, observer, options));
 }
 
-RoundBatchSource::RoundBatchSource(const Graph* graph, PartitionBuffer* buffer,
-                                   BucketScheduler* scheduler, RoundHooks* hooks,
-                                   const RoundSourceOptions& options,
-                                   const std::atomic<uint32_t>* edge_cost)
+RoundBatchSource::RoundBatchSource(const Graph* graph, PartitionBuffer* buffer, IoExecutor* io,
+                                   BucketScheduler* scheduler, PipelineObserver* observer,
+                                   const RoundSourceOptions& options)
     : graph_(graph),
       buffer_(buffer),
+      io_(io),
       scheduler_(scheduler),
-      hooks_(hooks),
-      options_(options),
-      edge_cost_(edge_cost) {}
+      observer_(observer),
+      options_(options) {}
 
 RoundBatchSource::~RoundBatchSource() = default;
 
@@ -81,7 +91,8 @@ std::vector<std::unique_ptr<BucketWindowReader>> RoundBatchSource::OpenReaders(
         !m.train_bucket_edges.empty()) {
       spec.expected_edges = m.train_bucket_edges[uint64_t{b.src} * P + b.dst];
     }
-    readers.push_back(std::make_unique<BucketWindowReader>(graph_, spec, options_.window_edges,
+    readers.push_back(std::make_unique<BucketWindowReader>(graph_, io_, spec,
+                                                           options_.window_edges,
                                                            options_.reader_depth));
   }
   return readers;
@@ -108,18 +119,21 @@ absl::StatusOr<bool> RoundBatchSource::StartRound() {
   const uint32_t P = graph_->manifest().num_partitions;
   for (size_t i = 0; i < current_->round.buckets.size(); ++i) {
     const Bucket& b = current_->round.buckets[i];
-    auto task = std::make_shared<BucketTask>();
-    task->src_partition = b.src;
-    task->dst_partition = b.dst;
-    task->src = buffer_->Get(b.src);
-    task->dst = buffer_->Get(b.dst);
-    task->seed = BucketSeed(options_.seed, options_.epoch, b, P);
+    auto pinned = std::make_shared<PinnedTask>();
+    pinned->src = buffer_->Pin(b.src);
+    pinned->dst = buffer_->Pin(b.dst);
+    BucketTask& task = pinned->task;
+    task.src_partition = b.src;
+    task.dst_partition = b.dst;
+    task.src = pinned->src.data();
+    task.dst = pinned->dst.data();
+    task.seed = BucketSeed(options_.seed, options_.epoch, b, P);
     Slot slot;
-    slot.task = std::move(task);
+    slot.task = std::shared_ptr<const BucketTask>(pinned, &pinned->task);
     slot.reader = std::move(readers[i]);
     current_->slots.push_back(std::move(slot));
   }
-  hooks_->Started(current_->round, PeekNext());
+  current_->edge_cost = observer_->RoundStarted(current_->round, PeekNext());
   return true;
 }
 
@@ -135,7 +149,7 @@ absl::StatusOr<bool> RoundBatchSource::Refill(Slot* slot) {
   slot->batches = PlanWindowBatches(
       options_.batching, task, std::span<Edge>(w->edges), options_.batch_size,
       WindowSeed(Mix64(task.seed, 0xba7c4u), w->number),
-      edge_cost_->load(std::memory_order_relaxed),
+      current_->edge_cost,
       options_.group_by_relation, slot->batch_index);
   slot->batch_index += slot->batches.size();
   slot->next = 0;
@@ -163,7 +177,6 @@ absl::StatusOr<bool> RoundBatchSource::Next(PipelineBatch* out) {
       out->window = s.window;
       out->task = s.task;
       out->range = s.batches[s.next++];
-      ++a.emitted;
       if (options_.trainer_per_bucket && options_.trainers > 1) {
         out->trainer = static_cast<int>(i);
       } else {
@@ -176,13 +189,11 @@ absl::StatusOr<bool> RoundBatchSource::Next(PipelineBatch* out) {
       return true;
     }
     // Every bucket of the round is handed out.
-    hooks_->Emitted(a.round, a.emitted);
     const Round done = std::move(a.round);
     current_.reset();
     const Round* next = PeekNext();
-    if (next == nullptr) return false;
-    ASSIGN_OR_RETURN(bool go, hooks_->MayContinue(done, *next));
-    if (!go) return false;
+    ASSIGN_OR_RETURN(const bool go, observer_->RoundEmitted(done, next));
+    if (next == nullptr || !go) return false;
   }
 }
 

@@ -4,44 +4,35 @@
 // hands them out interleaved across the round's buckets, so that every
 // trainer of the round has work from the start.
 //
-// While a round is emitted, the edge windows of the next round are already
-// being read (its readers start with the round), and RoundHooks::Started
-// lets the loop prefetch its partitions. At a round's end the source asks
-// RoundHooks::MayContinue whether the next round can follow inside the same
-// pipeline run (its partitions resident, no sync or checkpoint due); if not,
-// Next returns false and the next call of Next starts that round.
+// A round's buckets hold pins on their partitions (partition_buffer.h) from
+// the round's start until the last batch of each bucket is trained. While a
+// round is emitted, the edge windows of the next round are already being
+// read (its readers start with the round), and
+// PipelineObserver::RoundStarted lets the observer prefetch its partitions
+// and names the edge cost to plan the round with. At a round's end the
+// source asks PipelineObserver::RoundEmitted whether the next round can
+// follow inside the same pipeline run (its partitions resident, no sync or
+// checkpoint due); if not, Next returns false and the next call of Next
+// starts that round.
 #ifndef EMBER_TRAIN_STREAM_ROUND_SOURCE_H_
 #define EMBER_TRAIN_STREAM_ROUND_SOURCE_H_
 
-#include <atomic>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
 
 #include "storage/graph.h"
 #include "train/batch/batch_former.h"
-#include "train/stream/batch_pipeline.h"
 #include "train/schedule/bucket_scheduler.h"
+#include "train/schedule/io_executor.h"
+#include "train/stream/batch_pipeline.h"
 #include "train/stream/edge_window.h"
+#include "train/stream/pipeline_observer.h"
 
 namespace ember {
 
 class PartitionBuffer;
-
-class RoundHooks {
- public:
-  virtual ~RoundHooks() = default;
-  // `round` starts; `next` is the round after it, if any (to prefetch).
-  virtual void Started(const Round& round, const Round* next) = 0;
-  // Every batch of `done` has been handed out; whether `next` may start
-  // now, inside the same pipeline run.
-  virtual absl::StatusOr<bool> MayContinue(const Round& done, const Round& next) = 0;
-  // Every batch of `done` (`batches` of them) has been handed out (called
-  // before MayContinue).
-  virtual void Emitted(const Round& done, uint64_t batches) = 0;
-};
 
 // Each field's default is the value shown.
 struct RoundSourceOptions {
@@ -72,12 +63,11 @@ struct RoundSourceOptions {
 
 class RoundBatchSource final : public BatchSource {
  public:
-  // `edge_cost` is read when a window is planned (it may change between
-  // windows; batching.h). All pointers must outlive the source.
+  // Edges are read on `io`. All pointers must outlive the source.
   // InvalidArgument when `options` are not valid (checked first).
   static absl::StatusOr<std::unique_ptr<RoundBatchSource>> Make(
-      const Graph* graph, PartitionBuffer* buffer, BucketScheduler* scheduler, RoundHooks* hooks,
-      const RoundSourceOptions& options, const std::atomic<uint32_t>* edge_cost);
+      const Graph* graph, PartitionBuffer* buffer, IoExecutor* io, BucketScheduler* scheduler,
+      PipelineObserver* observer, const RoundSourceOptions& options);
   ~RoundBatchSource() override;
 
   absl::StatusOr<bool> Next(PipelineBatch* out) override;
@@ -99,10 +89,10 @@ class RoundBatchSource final : public BatchSource {
 
   const Graph* const graph_;
   PartitionBuffer* const buffer_;
+  IoExecutor* const io_;
   BucketScheduler* const scheduler_;
-  RoundHooks* const hooks_;
+  PipelineObserver* const observer_;
   const RoundSourceOptions options_;
-  const std::atomic<uint32_t>* const edge_cost_;
   std::unique_ptr<Active> current_;
   std::optional<Round> next_round_;  // peeked, its readers already reading
   std::vector<std::unique_ptr<BucketWindowReader>> next_readers_;
