@@ -5,7 +5,10 @@
 // and from the "device" on eviction), and beside a CPU trainer; and it must
 // refuse the models and devices it cannot train, naming them.
 #include <cstdio>
+#include <random>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
@@ -121,6 +124,74 @@ TEST_F(DeviceTrainerTest, RefusesWhatItCannotTrain) {
   ASSERT_TRUE(made.ok()) << made.status();
   EXPECT_EQ((*made)[0]->slots(), 3);
   EXPECT_EQ((*made)[0]->device(), "emulated");
+}
+
+// One partition of random rows and random edges among them, trained
+// directly (no loop): batches of `batch` edges.
+struct InMemoryBucket {
+  InMemoryBucket(uint64_t rows, int dim, size_t edges, uint64_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 0.1f);
+    part.rows = rows;
+    part.dim = dim;
+    part.embeddings.resize(rows * dim);
+    for (float& x : part.embeddings) x = normal(rng);
+    part.optimizer.assign(rows, 0.0f);
+    for (size_t i = 0; i < edges; ++i) {
+      this->edges.push_back(Edge{.src = uint32_t(rng() % rows), .rel = 0,
+                                 .dst = uint32_t(rng() % rows)});
+    }
+    task.src = task.dst = &part;
+    task.seed = seed;
+  }
+  // Trains batch k of `batch` edges for k in [0, batches), from `threads`
+  // threads taking batches in turn; the summed loss.
+  absl::StatusOr<double> Train(Trainer& trainer, uint64_t batch, uint64_t batches, int threads) {
+    std::vector<absl::StatusOr<double>> losses(batches);
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([&, t] {
+        for (uint64_t k = t; k < batches; k += threads) {
+          BatchRange r{.lo = k * batch, .hi = (k + 1) * batch, .index = k, .work = batch};
+          losses[k] = trainer.TrainBatch(task, r, std::span(edges).subspan(r.lo, batch));
+        }
+      });
+    }
+    for (std::thread& w : workers) w.join();
+    double sum = 0;
+    for (const absl::StatusOr<double>& l : losses) {
+      if (!l.ok()) return l.status();
+      sum += *l;
+    }
+    return sum;
+  }
+  PartitionData part;
+  std::vector<Edge> edges;
+  BucketTask task;
+};
+
+// Every step is counted in the trainer's step times, each of its parts
+// measured; trainers without device steps report none.
+TEST_F(DeviceTrainerTest, StepTimesCountEveryStep) {
+  const TrainOptions o = SmallOptions(1);
+  RelationParams relations;
+  relations.num_relations = 1;
+  auto made = MakeTrainers(std::vector<DeviceSpec>{DeviceSpec{.kind = "emulated", .threads = 2},
+                                                   DeviceSpec{.kind = "cpu", .threads = 1}},
+                           o, relations, nullptr);
+  ASSERT_TRUE(made.ok()) << made.status();
+  InMemoryBucket bucket(300, o.model.dim, 6 * 200, 7);
+  ASSERT_TRUE(bucket.Train(*(*made)[0], 200, 6, 2).ok());
+  const StepTimes t = (*made)[0]->step_times();
+  EXPECT_EQ(t.steps, 6u);
+  EXPECT_GT(t.plan, 0);
+  EXPECT_GT(t.device, 0);
+  // On the host the step runs while it is submitted.
+  EXPECT_GE(t.submit, t.device);
+  EXPECT_GE(t.wait, 0);
+  EXPECT_GT(t.finish, 0);
+  ASSERT_TRUE(bucket.Train(*(*made)[1], 200, 2, 1).ok());
+  EXPECT_EQ((*made)[1]->step_times().steps, 0u);
 }
 
 // On a machine without a GPU (or a build without CUDA) asking for one is a

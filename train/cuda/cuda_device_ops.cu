@@ -135,6 +135,7 @@ class CudaDeviceOps final : public DeviceOps {
       }
     }
     for (cudaStream_t s : streams_) Report("cudaStreamDestroy", cudaStreamDestroy(s));
+    for (cudaEvent_t e : events_) Report("cudaEventDestroy", cudaEventDestroy(e));
   }
 
   std::string Init(int streams) {
@@ -153,6 +154,13 @@ class CudaDeviceOps final : public DeviceOps {
       // unordered with the kernels around them.
       const cublasStatus_t ss = cublas_->set_stream(h, s);
       if (ss != CUBLAS_STATUS_SUCCESS) return CublasError("cublasSetStream", ss);
+      // Timer i: events 2i (start) and 2i + 1 (stop).
+      for (int k = 0; k < 2; ++k) {
+        cudaEvent_t ev;
+        e = cudaEventCreate(&ev);
+        if (e != cudaSuccess) return CudaError("cudaEventCreate", e);
+        events_.push_back(ev);
+      }
     }
     return "";
   }
@@ -212,7 +220,27 @@ class CudaDeviceOps final : public DeviceOps {
     return e == cudaSuccess ? "" : CudaError("cudaStreamSynchronize", e);
   }
 
+  std::string StartTimer(int stream, int timer) override {
+    return Mark(stream, events_[2 * timer]);
+  }
+  std::string StopTimer(int stream, int timer) override {
+    return Mark(stream, events_[2 * timer + 1]);
+  }
+  std::string TimerSeconds(int timer, double* seconds) override {
+    float ms = 0;
+    const cudaError_t e = cudaEventElapsedTime(&ms, events_[2 * timer], events_[2 * timer + 1]);
+    *seconds = ms / 1e3;
+    return e == cudaSuccess ? "" : CudaError("cudaEventElapsedTime", e);
+  }
+
  private:
+  std::string Mark(int stream, cudaEvent_t event) {
+    if (const cudaError_t d = cudaSetDevice(device_); d != cudaSuccess) {
+      return CudaError("cudaSetDevice", d);
+    }
+    const cudaError_t e = cudaEventRecord(event, streams_[stream]);
+    return e == cudaSuccess ? "" : CudaError("cudaEventRecord", e);
+  }
   std::string Copy(int stream, void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
     if (bytes == 0) return "";
     if (const cudaError_t d = cudaSetDevice(device_); d != cudaSuccess) {
@@ -247,6 +275,7 @@ class CudaDeviceOps final : public DeviceOps {
   const int sms_;
   std::vector<cudaStream_t> streams_;
   std::vector<cublasHandle_t> blas_;
+  std::vector<cudaEvent_t> events_;  // two per timer
   std::mutex mu_;
   std::vector<std::pair<void*, size_t>> sizes_;  // live allocations
   std::atomic<size_t> in_use_{0}, peak_{0};

@@ -49,6 +49,15 @@ class DeviceOps {
                            const device::StepArgs& args) = 0;
   // Waits for everything enqueued on `stream`.
   virtual std::string Synchronize(int stream) = 0;
+
+  // Timers t in [0, streams()): StartTimer and StopTimer enqueue marks on
+  // `stream`; once that stream is synchronized after StopTimer,
+  // TimerSeconds is the device's time between the marks (CUDA events; on
+  // the host, the wall time of the calls made between them, which run
+  // there and then). One thread per timer at a time.
+  virtual std::string StartTimer(int stream, int timer) = 0;
+  virtual std::string StopTimer(int stream, int timer) = 0;
+  virtual std::string TimerSeconds(int timer, double* seconds) = 0;
 };
 
 // The host implementation with `streams` streams (each call completes before

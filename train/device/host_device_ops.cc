@@ -3,6 +3,8 @@
 #include <cblas.h>
 
 #include <atomic>
+#include <chrono>
+#include <vector>
 #include <cstdlib>
 #include <cstring>
 
@@ -34,7 +36,7 @@ struct HostLauncher {
 
 class HostDeviceOps final : public DeviceOps {
  public:
-  explicit HostDeviceOps(int streams) : streams_(streams) {}
+  explicit HostDeviceOps(int streams) : streams_(streams), timers_(streams) {}
 
   std::string name() const override { return "emulated"; }
   int streams() const override { return streams_; }
@@ -79,8 +81,27 @@ class HostDeviceOps final : public DeviceOps {
   }
   std::string Synchronize(int) override { return ""; }
 
+  std::string StartTimer(int, int timer) override {
+    timers_[timer].start = Clock::now();
+    return "";
+  }
+  std::string StopTimer(int, int timer) override {
+    timers_[timer].stop = Clock::now();
+    return "";
+  }
+  std::string TimerSeconds(int timer, double* seconds) override {
+    *seconds = std::chrono::duration<double>(timers_[timer].stop - timers_[timer].start).count();
+    return "";
+  }
+
  private:
+  using Clock = std::chrono::steady_clock;
+  struct Timer {
+    Clock::time_point start, stop;
+  };
+
   const int streams_;
+  std::vector<Timer> timers_;
   std::atomic<size_t> in_use_{0}, peak_{0};
 };
 

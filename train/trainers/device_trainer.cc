@@ -1,6 +1,8 @@
 #include "train/trainers/device_trainer.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -110,6 +112,7 @@ class DeviceTrainer final : public Trainer {
   int slots() const override { return static_cast<int>(slots_.size()); }
   RelationParams& relations() override { return relations_; }
   size_t device_peak_bytes() const override { return ops_->peak_bytes(); }
+  StepTimes step_times() const override { return times_.Get(); }
 
   RowHome Home(uint32_t partition) const override {
     absl::MutexLock lock(&part_mu_);
@@ -282,6 +285,7 @@ class DeviceTrainer final : public Trainer {
 
   absl::StatusOr<double> TrainOn(Slot& slot, const BucketTask& task, const BatchRange& batch,
                                  std::span<const Edge> edges) {
+    StepClock clock;
     ASSIGN_OR_RETURN(DevicePartition * src, Resident(*task.src));
     DevicePartition* dst = src;
     if (task.dst != task.src) {
@@ -370,9 +374,13 @@ class DeviceTrainer final : public Trainer {
       *field = At<float>(work, offset);
     }
     const int stream = slot.stream;
+    const int timer = slot.stream;
     void* down = static_cast<char*>(up) + l.in.bytes();
+    const double plan_seconds = clock.Lap();
     std::string error = ops_->CopyToDevice(stream, dev_in, up, l.in.bytes());
+    if (error.empty()) error = ops_->StartTimer(stream, timer);
     if (error.empty()) error = ops_->Step(stream, sh, a);
+    if (error.empty()) error = ops_->StopTimer(stream, timer);
     if (error.empty()) {
       error = ops_->CopyToHost(stream, At<float>(down, l.row_loss_out), a.row_loss,
                                sizeof(float) * sh.query_rows());
@@ -381,7 +389,11 @@ class DeviceTrainer final : public Trainer {
       error = ops_->CopyToHost(stream, At<float>(down, l.drel_out), a.drel,
                                sizeof(float) * rel_slots * rel_size_);
     }
+    const double submit = clock.Lap();
     if (error.empty()) error = ops_->Synchronize(stream);
+    const double wait = clock.Lap();
+    double device_seconds = 0;
+    if (error.empty()) error = ops_->TimerSeconds(timer, &device_seconds);
     RETURN_IF_ERROR(DeviceError(error));
     {
       absl::MutexLock lock(&part_mu_);
@@ -400,8 +412,49 @@ class DeviceTrainer final : public Trainer {
                            drel + r * rel_size_, rel_size_, a.lr * options_.relation_lr_scale);
       }
     }
+    times_.Add(plan_seconds, submit, device_seconds, wait, clock.Lap());
     return loss;
   }
+
+  // Seconds since it was made, or since the last Lap.
+  class StepClock {
+   public:
+    double Lap() {
+      const auto now = std::chrono::steady_clock::now();
+      const double seconds = std::chrono::duration<double>(now - last_).count();
+      last_ = now;
+      return seconds;
+    }
+
+   private:
+    std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+  };
+
+  // StepTimes summed by concurrent slots without a lock (nanoseconds).
+  class StepTimeTotals {
+   public:
+    void Add(double plan, double submit, double device, double wait, double finish) {
+      ++steps_;
+      for (auto [total, seconds] : {std::pair{&plan_, plan}, {&submit_, submit},
+                                    {&device_, device}, {&wait_, wait}, {&finish_, finish}}) {
+        *total += static_cast<int64_t>(seconds * 1e9);
+      }
+    }
+    StepTimes Get() const {
+      StepTimes t;
+      t.steps = steps_;
+      t.plan = plan_ / 1e9;
+      t.submit = submit_ / 1e9;
+      t.device = device_ / 1e9;
+      t.wait = wait_ / 1e9;
+      t.finish = finish_ / 1e9;
+      return t;
+    }
+
+   private:
+    std::atomic<uint64_t> steps_{0};
+    std::atomic<int64_t> plan_{0}, submit_{0}, device_{0}, wait_{0}, finish_{0};
+  };
 
   const std::unique_ptr<DeviceOps> ops_;
   const FeaturizedMode mode_;
@@ -419,6 +472,7 @@ class DeviceTrainer final : public Trainer {
   absl::Mutex slot_mu_;
   std::vector<Slot> slots_;
   std::vector<int> free_slots_;  // guarded by slot_mu_
+  StepTimeTotals times_;
 };
 
 }  // namespace
