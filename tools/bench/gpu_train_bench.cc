@@ -5,6 +5,7 @@
 //
 //   gpu_train_bench --devices cuda:0                    # scale 24, up to 60 s
 //   gpu_train_bench --devices cpu --scale 14 --seconds 5 --cpu_seconds 5
+//   gpu_train_bench --devices emulated:8 --skip_device_step   # the host side alone
 //
 // The graph is one partition of 2^scale nodes and edge_factor · 2^scale
 // edges (default 16, Graph500's: at scale 24, 268 M edges, 3.2 GB, and 6.7 GB
@@ -45,6 +46,8 @@
 #include "storage/base/status_macros.h"
 #include "tools/bench/gpu_probe.h"
 #include "tools/bench/train_run.h"
+#include "train/device/device_ops.h"
+#include "train/trainers/device_trainer.h"
 #include "train/trainers/trainer_factory.h"
 
 ABSL_FLAG(std::string, devices, "cuda:0",
@@ -64,6 +67,9 @@ ABSL_FLAG(uint64_t, seed, 0, "seed of the graph, the rows and the negatives");
 ABSL_FLAG(int, sgemm_reps, 200, "rounds of the cuBLAS chunk-shape products timed");
 ABSL_FLAG(int, breakdown_batch, 4000,
           "a second device run at this batch size, for its time per step; 0: skip it");
+ABSL_FLAG(bool, skip_device_step, false,
+          "with --devices emulated[:S]: skip the device step (device_ops.h), so the run "
+          "measures the device trainer's host side alone (planning, packing, results)");
 ABSL_FLAG(double, breakdown_seconds, 10, "time limit of the --breakdown_batch run");
 
 namespace ember::bench {
@@ -96,6 +102,13 @@ absl::StatusOr<std::unique_ptr<Trainer>> MakeOne(const DeviceSpec& spec, const T
   RelationParams relations;
   relations.num_relations = 1;
   relations.param_size = RelationParamSize(o.model.op, o.model.dim);
+  if (absl::GetFlag(FLAGS_skip_device_step) && spec.kind != "cpu") {  // not the CPU reference
+    if (spec.kind != "emulated") {
+      return absl::InvalidArgumentError("--skip_device_step needs --devices emulated[:SLOTS]");
+    }
+    return MakeDeviceTrainer(MakeHostDeviceOps(DeviceSlots(spec) + 1, /*skip_steps=*/true), o,
+                             relations, nullptr);
+  }
   ASSIGN_OR_RETURN(auto trainers, MakeTrainers(std::span(&spec, 1), o, relations, nullptr));
   return std::move(trainers.front());
 }

@@ -10,7 +10,8 @@
 //
 // Streams: stream s in [0, streams) orders the calls made on it; calls on
 // distinct streams may run concurrently and may be made from distinct
-// threads, at most one thread per stream at a time.
+// threads, at most one thread per stream at a time, except Synchronize,
+// which any thread may call at any time.
 #ifndef EMBER_TRAIN_DEVICE_DEVICE_OPS_H_
 #define EMBER_TRAIN_DEVICE_DEVICE_OPS_H_
 
@@ -62,8 +63,10 @@ class DeviceOps {
 
 // The host implementation with `streams` streams (each call completes before
 // it returns; the device memory is ordinary host memory, kept apart from the
-// trainer's host rows so that residency is modelled as on a GPU).
-std::unique_ptr<DeviceOps> MakeHostDeviceOps(int streams);
+// trainer's host rows so that residency is modelled as on a GPU). With
+// skip_steps, Step only zeroes the loss rows and relation gradients, so
+// that a benchmark measures everything of a device trainer but the step.
+std::unique_ptr<DeviceOps> MakeHostDeviceOps(int streams, bool skip_steps = false);
 
 }  // namespace ember
 

@@ -36,9 +36,10 @@ struct HostLauncher {
 
 class HostDeviceOps final : public DeviceOps {
  public:
-  explicit HostDeviceOps(int streams) : streams_(streams), timers_(streams) {}
+  HostDeviceOps(int streams, bool skip_steps)
+      : streams_(streams), skip_steps_(skip_steps), timers_(streams) {}
 
-  std::string name() const override { return "emulated"; }
+  std::string name() const override { return skip_steps_ ? "emulated (steps skipped)" : "emulated"; }
   int streams() const override { return streams_; }
 
   std::string Alloc(size_t bytes, void** out) override {
@@ -75,6 +76,13 @@ class HostDeviceOps final : public DeviceOps {
     return "";
   }
   std::string Step(int, const device::StepShape& shape, const device::StepArgs& args) override {
+    if (skip_steps_) {
+      // What the trainer reads back: no loss, no relation gradients.
+      HostLauncher launch;
+      launch.Zero(args.row_loss, shape.query_rows());
+      launch.Zero(args.drel, args.slots * shape.rel_size);
+      return "";
+    }
     HostLauncher launch;
     device::RunStepSequence(launch, shape, args);
     return "";
@@ -101,14 +109,15 @@ class HostDeviceOps final : public DeviceOps {
   };
 
   const int streams_;
+  const bool skip_steps_;
   std::vector<Timer> timers_;
   std::atomic<size_t> in_use_{0}, peak_{0};
 };
 
 }  // namespace
 
-std::unique_ptr<DeviceOps> MakeHostDeviceOps(int streams) {
-  return std::make_unique<HostDeviceOps>(streams);
+std::unique_ptr<DeviceOps> MakeHostDeviceOps(int streams, bool skip_steps) {
+  return std::make_unique<HostDeviceOps>(streams, skip_steps);
 }
 
 }  // namespace ember

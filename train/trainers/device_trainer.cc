@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "absl/container/node_hash_map.h"
@@ -65,12 +66,14 @@ class DeviceTrainer final : public Trainer {
         relations_(relations),
         rel_size_(relations.param_size),
         move_stream_(ops_->streams() - 1),
-        slots_(ops_->streams() - 1) {
+        slots_(ops_->streams() - 1),
+        submit_mu_((slots_.size() + 1) / 2) {
     if (relations_.state.size() != relations_.params.size()) {
       relations_.state.assign(relations_.params.size(), 0.0f);
     }
     for (int i = 0; i < static_cast<int>(slots_.size()); ++i) {
-      slots_[i].stream = i;
+      slots_[i].index = i;
+      slots_[i].stream = i / 2;
       free_slots_.push_back(i);
     }
   }
@@ -158,7 +161,10 @@ class DeviceTrainer final : public Trainer {
     }
   }
 
+  // Slots 2s and 2s + 1 share stream s (double-buffered): while one's step
+  // runs, the other plans its batch and then enqueues it behind.
   struct Slot {
+    int index = 0;
     int stream = 0;
     DeviceBatchPlanner planner;
     Buffer pinned;     // upload, then download
@@ -220,7 +226,7 @@ class DeviceTrainer final : public Trainer {
   }
   void ReleaseSlot(const Slot& slot) {
     absl::MutexLock lock(&slot_mu_);
-    free_slots_.push_back(slot.stream);
+    free_slots_.push_back(slot.index);
   }
 
   // The device copy of `host`, made on first use.
@@ -374,20 +380,25 @@ class DeviceTrainer final : public Trainer {
       *field = At<float>(work, offset);
     }
     const int stream = slot.stream;
-    const int timer = slot.stream;
+    const int timer = slot.index;
     void* down = static_cast<char*>(up) + l.in.bytes();
     const double plan_seconds = clock.Lap();
-    std::string error = ops_->CopyToDevice(stream, dev_in, up, l.in.bytes());
-    if (error.empty()) error = ops_->StartTimer(stream, timer);
-    if (error.empty()) error = ops_->Step(stream, sh, a);
-    if (error.empty()) error = ops_->StopTimer(stream, timer);
-    if (error.empty()) {
-      error = ops_->CopyToHost(stream, At<float>(down, l.row_loss_out), a.row_loss,
-                               sizeof(float) * sh.query_rows());
-    }
-    if (error.empty() && rel_slots > 0) {
-      error = ops_->CopyToHost(stream, At<float>(down, l.drel_out), a.drel,
-                               sizeof(float) * rel_slots * rel_size_);
+    std::string error;
+    {
+      // One thread enqueues on a stream at a time (device_ops.h).
+      std::lock_guard<std::mutex> lock(submit_mu_[stream]);
+      error = ops_->CopyToDevice(stream, dev_in, up, l.in.bytes());
+      if (error.empty()) error = ops_->StartTimer(stream, timer);
+      if (error.empty()) error = ops_->Step(stream, sh, a);
+      if (error.empty()) error = ops_->StopTimer(stream, timer);
+      if (error.empty()) {
+        error = ops_->CopyToHost(stream, At<float>(down, l.row_loss_out), a.row_loss,
+                                 sizeof(float) * sh.query_rows());
+      }
+      if (error.empty() && rel_slots > 0) {
+        error = ops_->CopyToHost(stream, At<float>(down, l.drel_out), a.drel,
+                                 sizeof(float) * rel_slots * rel_size_);
+      }
     }
     const double submit = clock.Lap();
     if (error.empty()) error = ops_->Synchronize(stream);
@@ -472,6 +483,7 @@ class DeviceTrainer final : public Trainer {
   absl::Mutex slot_mu_;
   std::vector<Slot> slots_;
   std::vector<int> free_slots_;  // guarded by slot_mu_
+  std::vector<std::mutex> submit_mu_;  // one per step stream
   StepTimeTotals times_;
 };
 
