@@ -30,24 +30,28 @@ using device_test::StepBatch;
 using device_test::StepCase;
 using device_test::StepResult;
 
-// The GPU's ops, or null with the reason to skip.
-std::unique_ptr<DeviceOps> CudaOrSkipReason(std::string* reason) {
+// The GPU's ops (with CUDA graphs and warp-per-row kernels unless `plain`),
+// or null with the reason to skip.
+std::unique_ptr<DeviceOps> CudaOrSkipReason(std::string* reason, bool plain = false) {
 #ifdef EMBER_HAVE_CUDA
   if (CudaDeviceCount() == 0) {
     *reason = "no CUDA device on this machine";
     return nullptr;
   }
-  std::unique_ptr<DeviceOps> ops = MakeCudaDeviceOps(0, 2, reason);
+  CudaOpsOptions options;
+  options.graphs = options.warp_rows = !plain;
+  std::unique_ptr<DeviceOps> ops = MakeCudaDeviceOps(0, 2, reason, options);
   return ops;
 #else
+  (void)plain;
   *reason = "this build has no CUDA trainer (nvcc was not found)";
   return nullptr;
 #endif
 }
 
-#define CUDA_OPS_OR_SKIP(ops)                                   \
-  std::string skip_reason;                                      \
-  std::unique_ptr<DeviceOps> ops = CudaOrSkipReason(&skip_reason); \
+#define CUDA_OPS_OR_SKIP(ops, plain)                                      \
+  std::string skip_reason;                                                \
+  std::unique_ptr<DeviceOps> ops = CudaOrSkipReason(&skip_reason, plain); \
   if (ops == nullptr) GTEST_SKIP() << skip_reason
 
 void ExpectSameStep(DeviceOps& cuda, const StepCase& c, const StepBatch& b, float tolerance) {
@@ -68,8 +72,15 @@ void ExpectSameStep(DeviceOps& cuda, const StepCase& c, const StepBatch& b, floa
   ExpectAllNear(want.features.emb, got.features.emb, tolerance, "feature rows");
 }
 
-TEST(CudaStepTest, MatchesHostStepForEveryDeviceModel) {
-  CUDA_OPS_OR_SKIP(cuda);
+// Both ways: CUDA graphs and warp-per-row kernels (the default: every step
+// after a stream's first is a captured graph), and plain launches with a
+// thread per row, so that a difference on a GPU names its cause.
+class CudaStepTest : public ::testing::TestWithParam<bool> {};
+INSTANTIATE_TEST_SUITE_P(CudaGraphsAndWarps, CudaStepTest, ::testing::Values(false));
+INSTANTIATE_TEST_SUITE_P(CudaPlain, CudaStepTest, ::testing::Values(true));
+
+TEST_P(CudaStepTest, MatchesHostStepForEveryDeviceModel) {
+  CUDA_OPS_OR_SKIP(cuda, GetParam());
   for (StepCase c : DeviceCases(8)) {
     for (FeaturizedMode mode : {FeaturizedMode::kOff, FeaturizedMode::kFeatures,
                                 FeaturizedMode::kIdPlusFeatures}) {
@@ -82,8 +93,8 @@ TEST(CudaStepTest, MatchesHostStepForEveryDeviceModel) {
 
 // The benchmark's shape: dim 100, chunk 50, 50 negatives, 1000 edges over
 // many rows (grids of many blocks, few repeated rows).
-TEST(CudaStepTest, MatchesHostStepAtTheBenchmarkShape) {
-  CUDA_OPS_OR_SKIP(cuda);
+TEST_P(CudaStepTest, MatchesHostStepAtTheBenchmarkShape) {
+  CUDA_OPS_OR_SKIP(cuda, GetParam());
   for (const StepCase& c : DeviceCases(100)) {
     if (c.two_partitions) continue;
     SCOPED_TRACE(c.Name());
@@ -93,7 +104,7 @@ TEST(CudaStepTest, MatchesHostStepAtTheBenchmarkShape) {
 
 // As DeviceTrainerTest's emulated runs, on the GPU.
 TEST(CudaTrainerTest, MatchesCpuTrainerOnTheSbm) {
-  CUDA_OPS_OR_SKIP(cuda);
+  CUDA_OPS_OR_SKIP(cuda, false);
   train_test::TempDir tmp;
   const std::string edges = tmp.Sub("sbm.tsv");
   train_test::WriteSbmEdges(train_test::StandardSbm(), edges);
