@@ -13,6 +13,8 @@
 #include "tests/train/device_step_util.h"
 #include "tests/train/train_test_util.h"
 #include "train/device/device_ops.h"
+#include "train/schedule/parameter_sync.h"
+#include "train/trainers/trainer_factory.h"
 #include "train/train_loop.h"
 #ifdef EMBER_HAVE_CUDA
 #include "train/cuda/cuda_device_ops.h"
@@ -126,6 +128,41 @@ TEST(CudaTrainerTest, MatchesCpuTrainerOnTheSbm) {
     EXPECT_GT(mrr, train_test::kMinSbmMrr);
     EXPECT_NEAR(mrr, reference, train_test::kMrrNoise);
   }
+}
+
+// NCCL on one GPU (a one-rank communicator): loading, the communicator,
+// the copies and an all-reduce (the identity with one rank), and the NCCL
+// sync over it. Skips without a GPU, saying why; a GPU without a loadable
+// NCCL fails, naming what is missing.
+TEST(CudaNcclTest, OneGpuCommunicatorAllReducesAndSyncs) {
+  CUDA_OPS_OR_SKIP(cuda, true);
+  const DeviceSpec gpu{.kind = "cuda", .index = 0};
+  absl::StatusOr<std::unique_ptr<DeviceCommunicator>> comm =
+      MakeNcclCommunicatorFor(std::span(&gpu, 1));
+  ASSERT_TRUE(comm.ok()) << comm.status();
+  EXPECT_EQ((*comm)->ranks(), 1);
+  std::vector<float> data(1000);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = 0.5f * i;
+  const std::vector<float> want = data;
+  float* ranks[] = {data.data()};
+  ASSERT_EQ((*comm)->AllReduceSum(ranks, data.size()), "");
+  EXPECT_EQ(data, want);
+
+  RelationParams global;
+  global.num_relations = 1;
+  global.param_size = 4;
+  global.params = {1, 2, 3, 4};
+  global.state = {0, 0, 0, 0};
+  TrainOptions o = train_test::SmallOptions(1);
+  o.model.op = Operator::kDiagonal;
+  o.model.dim = 4;
+  auto trainers = MakeTrainers(std::span(&gpu, 1), o, global, nullptr);
+  ASSERT_TRUE(trainers.ok()) << trainers.status();
+  (*trainers)[0]->relations().params[2] = 7;
+  std::unique_ptr<ParameterSync> sync = MakeNcclSync(*std::move(comm));
+  std::vector<Trainer*> views{(*trainers)[0].get()};
+  ASSERT_TRUE(sync->SyncRelations(views, &global).ok());
+  EXPECT_EQ(global.params, (std::vector<float>{1, 2, 7, 4}));
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "train/device/device_communicator.h"
 #include "train/model/checkpoint.h"
 #include "train/model/feature_table.h"
 #include "train/options/train_options.h"
@@ -46,6 +47,13 @@ int DeviceSlots(const DeviceSpec& device);
 
 // InvalidArgument naming the bad entry.
 absl::StatusOr<std::vector<DeviceSpec>> ParseDevices(std::string_view text);
+
+// The NCCL communicator among `devices`, all cuda:N (for MakeNcclSync,
+// parameter_sync.h). FailedPrecondition naming the reason where this build
+// has no CUDA, a device is missing, or NCCL cannot be loaded;
+// InvalidArgument for a device that is not a GPU.
+absl::StatusOr<std::unique_ptr<DeviceCommunicator>> MakeNcclCommunicatorFor(
+    std::span<const DeviceSpec> devices);
 
 // The trainers a run asks for: options.devices if set, else
 // options.trainers CPU trainers; CPU threads resolved against
