@@ -51,6 +51,7 @@
 #include <link.h>
 #endif
 
+#include "train/device/host_loops.h"
 #include "train/device/step_sequence.h"
 
 namespace probe {
@@ -172,15 +173,7 @@ void PlaceWork(const StepShape& sh, int64_t distinct, float* work, StepArgs* a) 
 }
 
 // The host launcher (as train/device/host_device_ops.cc) with a plain GEMM.
-struct HostLauncher {
-  template <class F>
-  void ForEach(const F& kernel) {
-    const int64_t n = kernel.size();
-    for (int64_t i = 0; i < n; ++i) kernel(i);
-  }
-  void Zero(float* p, int64_t floats) {
-    if (floats > 0) std::memset(p, 0, sizeof(float) * floats);
-  }
+struct HostLauncher : ember::device::HostLoops {
   void Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda,
             int64_t stride_a, const float* b, int ldb, int64_t stride_b, float* c, int ldc,
             int64_t stride_c, int64_t count) {

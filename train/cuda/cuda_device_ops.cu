@@ -2,7 +2,6 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <atomic>
@@ -13,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "train/cuda/run_time_library.h"
 #include "train/device/step_sequence.h"
 
 namespace ember {
@@ -50,27 +50,15 @@ struct Cublas {
 
  private:
   static const Cublas* Load(std::string* error) {
-    void* lib = nullptr;
-    for (const char* name : {"libcublas.so.13", "/usr/local/cuda/lib64/libcublas.so.13",
-                             "libcublas.so"}) {
-      if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
-    }
-    if (lib == nullptr) {
-      *error = std::string("cannot load cuBLAS (libcublas.so.13): ") + dlerror();
-      return nullptr;
-    }
+    RunTimeLibrary lib("cuBLAS", {"libcublas.so.13", "/usr/local/cuda/lib64/libcublas.so.13",
+                                  "libcublas.so"});
     auto* c = new Cublas;
-    bool ok = true;
-    auto find = [&](auto* fn, const char* symbol) {
-      *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(dlsym(lib, symbol));
-      ok = ok && *fn != nullptr;
-    };
-    find(&c->create, "cublasCreate_v2");
-    find(&c->destroy, "cublasDestroy_v2");
-    find(&c->set_stream, "cublasSetStream_v2");
-    find(&c->sgemm_strided_batched, "cublasSgemmStridedBatched");
-    if (!ok) {
-      *error = "libcublas.so.13 lacks a function the CUDA trainer calls";
+    lib.Find(&c->create, "cublasCreate_v2");
+    lib.Find(&c->destroy, "cublasDestroy_v2");
+    lib.Find(&c->set_stream, "cublasSetStream_v2");
+    lib.Find(&c->sgemm_strided_batched, "cublasSgemmStridedBatched");
+    if (!lib.ok()) {
+      *error = "cuBLAS for the CUDA trainer: " + lib.error();
       delete c;
       return nullptr;
     }

@@ -1,12 +1,12 @@
 #include "train/cuda/nccl_communicator.h"
 
 #include <cuda_runtime.h>
-#include <dlfcn.h>
 #include <nccl.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <type_traits>
+
+#include "train/cuda/run_time_library.h"
 
 namespace ember {
 namespace {
@@ -38,28 +38,16 @@ struct Nccl {
 
  private:
   static const Nccl* Load(std::string* error) {
-    void* lib = nullptr;
-    for (const char* name : {"libnccl.so.2", "/usr/local/cuda/lib64/libnccl.so.2"}) {
-      if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
-    }
-    if (lib == nullptr) {
-      *error = std::string("cannot load NCCL (libnccl.so.2): ") + dlerror();
-      return nullptr;
-    }
+    RunTimeLibrary lib("NCCL", {"libnccl.so.2", "/usr/local/cuda/lib64/libnccl.so.2"});
     auto* n = new Nccl;
-    bool ok = true;
-    auto find = [&](auto* fn, const char* symbol) {
-      *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(dlsym(lib, symbol));
-      ok = ok && *fn != nullptr;
-    };
-    find(&n->init_all, "ncclCommInitAll");
-    find(&n->destroy, "ncclCommDestroy");
-    find(&n->all_reduce, "ncclAllReduce");
-    find(&n->group_start, "ncclGroupStart");
-    find(&n->group_end, "ncclGroupEnd");
-    find(&n->error_string, "ncclGetErrorString");
-    if (!ok) {
-      *error = "libnccl.so.2 lacks a function the NCCL sync calls";
+    lib.Find(&n->init_all, "ncclCommInitAll");
+    lib.Find(&n->destroy, "ncclCommDestroy");
+    lib.Find(&n->all_reduce, "ncclAllReduce");
+    lib.Find(&n->group_start, "ncclGroupStart");
+    lib.Find(&n->group_end, "ncclGroupEnd");
+    lib.Find(&n->error_string, "ncclGetErrorString");
+    if (!lib.ok()) {
+      *error = "NCCL: " + lib.error();
       delete n;
       return nullptr;
     }
