@@ -243,6 +243,7 @@ class WatchedOps final : public DeviceOps {
     return inner_->StartTimer(stream, timer);
   }
   std::string StopTimer(int stream, int timer) override { return inner_->StopTimer(stream, timer); }
+  std::string WaitTimer(int timer) override { return inner_->WaitTimer(timer); }
   std::string TimerSeconds(int timer, double* seconds) override {
     return inner_->TimerSeconds(timer, seconds);
   }

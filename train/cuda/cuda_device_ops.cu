@@ -337,6 +337,13 @@ class CudaDeviceOps final : public DeviceOps {
   std::string StopTimer(int stream, int timer) override {
     return Mark(stream, events_[2 * timer + 1]);
   }
+  std::string WaitTimer(int timer) override {
+    if (const cudaError_t d = cudaSetDevice(device_); d != cudaSuccess) {
+      return CudaError("cudaSetDevice", d);
+    }
+    const cudaError_t e = cudaEventSynchronize(events_[2 * timer + 1]);
+    return e == cudaSuccess ? "" : CudaError("cudaEventSynchronize", e);
+  }
   std::string TimerSeconds(int timer, double* seconds) override {
     float ms = 0;
     const cudaError_t e = cudaEventElapsedTime(&ms, events_[2 * timer], events_[2 * timer + 1]);

@@ -10,8 +10,7 @@
 //
 // Streams: stream s in [0, streams) orders the calls made on it; calls on
 // distinct streams may run concurrently and may be made from distinct
-// threads, at most one thread per stream at a time, except Synchronize,
-// which any thread may call at any time.
+// threads, at most one thread per stream at a time.
 #ifndef EMBER_TRAIN_DEVICE_DEVICE_OPS_H_
 #define EMBER_TRAIN_DEVICE_DEVICE_OPS_H_
 
@@ -52,12 +51,15 @@ class DeviceOps {
   virtual std::string Synchronize(int stream) = 0;
 
   // Timers t in [0, streams()): StartTimer and StopTimer enqueue marks on
-  // `stream`; once that stream is synchronized after StopTimer,
-  // TimerSeconds is the device's time between the marks (CUDA events; on
-  // the host, the wall time of the calls made between them, which run
-  // there and then). One thread per timer at a time.
+  // `stream`; WaitTimer waits for the work enqueued before the stop mark
+  // (without touching the stream, which another thread may be capturing
+  // into a CUDA graph); after it, TimerSeconds is the device's time
+  // between the marks (CUDA events; on the host, the wall time of the
+  // calls made between them, which run there and then). One thread per
+  // timer at a time.
   virtual std::string StartTimer(int stream, int timer) = 0;
   virtual std::string StopTimer(int stream, int timer) = 0;
+  virtual std::string WaitTimer(int timer) = 0;
   virtual std::string TimerSeconds(int timer, double* seconds) = 0;
 };
 

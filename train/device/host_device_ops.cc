@@ -90,6 +90,7 @@ class HostDeviceOps final : public DeviceOps {
     timers_[timer].stop = Clock::now();
     return "";
   }
+  std::string WaitTimer(int) override { return ""; }
   std::string TimerSeconds(int timer, double* seconds) override {
     *seconds = std::chrono::duration<double>(timers_[timer].stop - timers_[timer].start).count();
     return "";

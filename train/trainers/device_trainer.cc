@@ -390,7 +390,6 @@ class DeviceTrainer final : public Trainer {
       error = ops_->CopyToDevice(stream, dev_in, up, l.in.bytes());
       if (error.empty()) error = ops_->StartTimer(stream, timer);
       if (error.empty()) error = ops_->Step(stream, sh, a);
-      if (error.empty()) error = ops_->StopTimer(stream, timer);
       if (error.empty()) {
         error = ops_->CopyToHost(stream, At<float>(down, l.row_loss_out), a.row_loss,
                                  sizeof(float) * sh.query_rows());
@@ -399,9 +398,12 @@ class DeviceTrainer final : public Trainer {
         error = ops_->CopyToHost(stream, At<float>(down, l.drel_out), a.drel,
                                  sizeof(float) * rel_slots * rel_size_);
       }
+      if (error.empty()) error = ops_->StopTimer(stream, timer);
     }
     const double submit = clock.Lap();
-    if (error.empty()) error = ops_->Synchronize(stream);
+    // The slot's own work, not the stream's: the other slot of the stream
+    // may be enqueueing (or capturing) behind it.
+    if (error.empty()) error = ops_->WaitTimer(timer);
     const double wait = clock.Lap();
     double device_seconds = 0;
     if (error.empty()) error = ops_->TimerSeconds(timer, &device_seconds);

@@ -21,8 +21,8 @@ namespace ember {
 // Where a device trainer's steps spent their time, summed over the steps
 // since it was made (seconds): planning the batch on the host (gathering,
 // packing the upload), submitting the copies and kernels, the device's
-// time for the step (timed on the device), the host waiting for the step's
-// results, and finishing (the loss, the relation update). Wall times are
+// time for the step and the copy of its results (timed on the device), the
+// host waiting for them, and finishing (the loss, the relation update). Wall times are
 // per calling thread; steps of concurrent slots overlap.
 struct StepTimes {
   uint64_t steps = 0;
