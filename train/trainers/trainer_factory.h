@@ -34,11 +34,12 @@ struct DeviceSpec {
   std::string Name() const;
 };
 
-// Batches a CUDA trainer trains at once, one stream and host thread each.
-// A step's host planning takes about 40 us per 1000 edges
-// (device_plan_bench) and its 8 to 12 launches wait on the device, so one slot
-// keeps a GPU far from busy; 8 slots (about 8 host threads) are chosen to
-// overlap them, before measurement on a GPU.
+// Batches a CUDA trainer trains at once, one host thread each, in pairs on
+// a stream (device_trainer.h). A step's host planning takes about 40 us per
+// 1000 edges (device_plan_bench) and its 8 to 12 launches wait on the
+// device, so one slot keeps a GPU far from busy; 8 slots (about 8 host
+// threads, 4 streams) are chosen to overlap them, before measurement on a
+// GPU (gpu_train_bench prints where each step's time goes).
 inline constexpr int kCudaSlots = 8;
 
 // Batches the device's trainer trains at once: a CPU trainer's threads,
