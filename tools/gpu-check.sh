@@ -17,11 +17,17 @@
 #          or prints no edges/s fails the step, 80 s
 #   torch  tools/bench/torch_reference.py on cuda: PyTorch's edges/s and the
 #          ratio ember / PyTorch, 35 s
+#   probe  only when the bundle is missing or cannot start here, instead of
+#          the steps above: tools/bench/gpu_fallback_probe.cu built by nvcc
+#          alone (-arch from nvidia-smi's compute capability) and run at
+#          batch 1000 and 4000: the real kernel bodies and step sequence
+#          checked against the host, then timed with a breakdown, 150 s
 # Inventory first: GPU, driver, the library search path of the bundle
 # (EMBER_LIBRARY_PATH, the toolkit, PyTorch's nvidia/* packages), and where
 # libcublas and libnccl were found. Logs go to $OUT (a temporary folder when
 # unset). For tests of the check itself: GPU_CHECK_BUNDLE (default
-# build-device) and GPU_CHECK_NO_GPU_OK=1 (go on without a GPU).
+# build-device), GPU_CHECK_NO_GPU_OK=1 (go on without a GPU) and
+# GPU_CHECK_PROBE (a probe already built, not nvcc's).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scale=${1:-24}
@@ -43,6 +49,30 @@ summary() {
   [ ${#names[@]} -eq 0 ] && bad=1 && echo "(no step ran)"
   if [ "$bad" -ne 0 ]; then echo "FAILED"; else echo "PASSED"; fi
   return $bad
+}
+
+# run_step NAME TIMEOUT FUNCTION: FUNCTION in a fresh bash with pipefail and
+# errexit, under its own timeout; its rc is recorded, its note read from
+# $out/NAME.note.
+run_step() {
+  local name=$1 limit=$2 fn=$3 t0=$SECONDS rc
+  # The whole check stays under 6 minutes (355 s), so a rerun fits in one
+  # session's device time: a step gets at most what is left.
+  local left=$((355 - (SECONDS - start)))
+  if [ "$left" -lt 10 ]; then
+    echo; echo "== $name: not run, the 6-minute budget is spent"
+    record "$name" 1 0 "not run: 6-minute budget spent"; return
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
+  echo; echo "== $name (timeout $limit s)"
+  rm -f "$out/$name.note"
+  bundle=$bundle out=$out scale=$scale nvcc=$nvcc timeout --kill-after=5 "$limit" \
+    bash -o pipefail -o errexit -o nounset -c "$(declare -f "$fn"); $fn"
+  rc=$?
+  local note; note=$(cat "$out/$name.note" 2>/dev/null || true)
+  [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && note="timed out after $limit s; $note"
+  [ "$rc" -ne 0 ] && echo "gpu-check: step $name FAILED (rc $rc): $note"
+  record "$name" "$rc" "$((SECONDS - t0))" "rc $rc${note:+; $note}"
 }
 
 echo "== gpu-check on $(hostname), $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
@@ -69,15 +99,60 @@ if [ "$gpus" -eq 0 ]; then
 else
   record gpu 0 0 "$gpus GPU(s)"
 fi
+# The fallback probe (tools/bench/gpu_fallback_probe.cu): built here by nvcc
+# alone (GPU_CHECK_PROBE: a probe already built), then run at batch 1000
+# and 4000: the kernel bodies and step sequence checked against the host
+# and timed, when ember's bundle cannot start.
+probe_step() {
+  local bin=${GPU_CHECK_PROBE:-} cc arch
+  if [ -z "$bin" ]; then
+    cc=$(timeout 20 nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d . || true)
+    arch=sm_${cc:-90}
+    bin="$out/gpu_fallback_probe"
+    echo "building the probe: $nvcc -O3 -std=c++17 -arch=$arch (no library but the toolkit's)"
+    "$nvcc" -O3 -std=c++17 -arch="$arch" -I. tools/bench/gpu_fallback_probe.cu -o "$bin" -ldl \
+      >"$out/probe-build.log" 2>&1 || { tail -20 "$out/probe-build.log";
+        echo "nvcc failed to build the probe" >"$out/probe.note"; exit 1; }
+  fi
+  local rc=0
+  "$bin" --batch 1000 --steps 200 >"$out/probe.txt" 2>&1 || rc=$?
+  cat "$out/probe.txt"
+  if [ "$rc" -eq 0 ]; then
+    "$bin" --batch 4000 --steps 50 >"$out/probe-4000.txt" 2>&1 || rc=$?
+    cat "$out/probe-4000.txt"
+  fi
+  { grep -h -m1 -oE 'no CUDA device|FAILED.*' "$out"/probe*.txt
+    grep -h -oE 'one step at a time: [0-9.e+]+ edges/s' "$out"/probe*.txt | sed 's/.*: //'
+  } | paste -sd';' - >"$out/probe.note" || true
+  exit "$rc"
+}
+
+bundle_starts=0
 if [ ! -x "$bundle/run" ]; then
   echo "gpu-check: no $bundle/run. Make it on a machine with ember's dependencies and nvcc" \
-    "(tools/device-bundle.sh), then carry $bundle/ here." >&2
-  record bundle 2 0 "no $bundle/run"
-  summary; exit 2
+    "(tools/device-bundle.sh), then carry $bundle/ here. Running the fallback probe instead." >&2
+  record bundle 2 0 "no $bundle/run: the fallback probe runs instead"
+elif ! timeout 60 "$bundle/run" --library-dirs >/dev/null 2>&1; then
+  echo "gpu-check: $bundle/run cannot start here; running the fallback probe instead." >&2
+  record bundle 2 0 "$bundle/run cannot start: the fallback probe runs instead"
+else
+  bundle_starts=1
 fi
-grep -E '^(id|glibc|built on|cuda):' "$bundle/bundle.txt" 2>/dev/null
 bundle_note="ok"
 grep -q '^cuda: yes' "$bundle/bundle.txt" 2>/dev/null || bundle_note="built without CUDA"
+if [ "$bundle_starts" -eq 0 ]; then
+  # The probe's loader path: EMBER_LIBRARY_PATH, the toolkit's folders,
+  # PyTorch's nvidia/* packages (cuBLAS).
+  probe_dirs=$( { echo "${EMBER_LIBRARY_PATH:-}" | tr : '\n'
+    ls -d /usr/local/cuda/lib64 /usr/local/cuda/targets/*/lib \
+      /{opt,venv,usr/local/lib,usr/lib,root/.local}/{,*/}{,lib/}python3*/site-packages/nvidia/*/lib \
+      2>/dev/null; } | grep -v '^$' | paste -sd: -)
+  echo "probe library path: ${probe_dirs:-(none)}"
+  export LD_LIBRARY_PATH="${probe_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  run_step probe 150 probe_step
+  summary; exit $?
+fi
+grep -E '^(id|glibc|built on|cuda):' "$bundle/bundle.txt" 2>/dev/null
 dirs=$(timeout 60 "$bundle/run" --library-dirs 2>&1)
 echo "library search path (after the bundle's own, EMBER_LIBRARY_PATH, before LD_LIBRARY_PATH):"
 echo "$dirs" | sed 's/^/  /'
@@ -88,30 +163,6 @@ for lib in libcublas.so libcublasLt.so libnccl.so libcudart.so; do
 done
 record bundle "$([ "$bundle_note" = ok ] && echo 0 || echo 1)" 0 "$bundle_note"
 echo "logs: $out"
-
-# run_step NAME TIMEOUT FUNCTION: FUNCTION in a fresh bash with pipefail and
-# errexit, under its own timeout; its rc is recorded, its note read from
-# $out/NAME.note.
-run_step() {
-  local name=$1 limit=$2 fn=$3 t0=$SECONDS rc
-  # The whole check stays under 6 minutes (355 s), so a rerun fits in one
-  # session's device time: a step gets at most what is left.
-  local left=$((355 - (SECONDS - start)))
-  if [ "$left" -lt 10 ]; then
-    echo; echo "== $name: not run, the 6-minute budget is spent"
-    record "$name" 1 0 "not run: 6-minute budget spent"; return
-  fi
-  [ "$limit" -gt "$left" ] && limit=$left
-  echo; echo "== $name (timeout $limit s)"
-  rm -f "$out/$name.note"
-  bundle=$bundle out=$out scale=$scale timeout --kill-after=5 "$limit" \
-    bash -o pipefail -o errexit -o nounset -c "$(declare -f "$fn"); $fn"
-  rc=$?
-  local note; note=$(cat "$out/$name.note" 2>/dev/null || true)
-  [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && note="timed out after $limit s; $note"
-  [ "$rc" -ne 0 ] && echo "gpu-check: step $name FAILED (rc $rc): $note"
-  record "$name" "$rc" "$((SECONDS - t0))" "rc $rc${note:+; $note}"
-}
 
 tests_step() {
   local log="$out/tests.log" rc=0

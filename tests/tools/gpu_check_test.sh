@@ -52,6 +52,27 @@ for mode in crash silent good; do
     good) expect "a working train passes the e2e step" 1 $rc "$tmp/$mode.log" '^e2e +PASS .*cuda:0: 1.5e\+07 edges/s' ;;
   esac
 done
+# No bundle: the check runs the fallback probe instead, and the summary says
+# so; a probe that fails (here: no CUDA device) fails the check, one that
+# passes passes the probe row.
+for mode in nodevice passes; do
+  probe="$tmp/probe-$mode"
+  if [ $mode = nodevice ]; then
+    printf '#!/usr/bin/env bash\necho "gpu_fallback_probe: no CUDA device (fake)"; exit 3\n' >"$probe"
+  else
+    printf '#!/usr/bin/env bash\necho "  one step at a time: 2.5e+07 edges/s"; echo PASSED\n' >"$probe"
+  fi
+  chmod +x "$probe"
+  GPU_CHECK_NO_GPU_OK=1 GPU_CHECK_BUNDLE=$tmp/no-bundle GPU_CHECK_PROBE=$probe OUT=$tmp/out-$mode \
+    tools/gpu-check.sh >"$tmp/$mode.log" 2>&1
+  rc=$?
+  expect "no bundle: the summary says the probe runs instead" 1 $rc "$tmp/$mode.log" \
+    '^bundle +FAIL .*the fallback probe runs instead'
+  case $mode in
+    nodevice) expect "a failing probe fails its row" 1 $rc "$tmp/$mode.log" '^probe +FAIL .*rc 3; no CUDA device' ;;
+    passes) expect "a passing probe passes its row" 1 $rc "$tmp/$mode.log" '^probe +PASS .*2.5e\+07 edges/s' ;;
+  esac
+done
 # (good still exits non-zero overall: the gpu row fails here, as it must.)
 if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
   OUT=$tmp/out-nogpu GPU_CHECK_BUNDLE=$(plant good) tools/gpu-check.sh >"$tmp/nogpu.log" 2>&1

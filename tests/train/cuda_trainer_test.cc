@@ -13,6 +13,8 @@
 #include "tests/train/device_step_util.h"
 #include "tests/train/train_test_util.h"
 #include "train/device/device_ops.h"
+#include "train/schedule/parameter_sync.h"
+#include "train/trainers/trainer_factory.h"
 #include "train/train_loop.h"
 #ifdef EMBER_HAVE_CUDA
 #include "train/cuda/cuda_device_ops.h"
@@ -30,24 +32,28 @@ using device_test::StepBatch;
 using device_test::StepCase;
 using device_test::StepResult;
 
-// The GPU's ops, or null with the reason to skip.
-std::unique_ptr<DeviceOps> CudaOrSkipReason(std::string* reason) {
+// The GPU's ops (with CUDA graphs and warp-per-row kernels unless `plain`),
+// or null with the reason to skip.
+std::unique_ptr<DeviceOps> CudaOrSkipReason(std::string* reason, bool plain = false) {
 #ifdef EMBER_HAVE_CUDA
   if (CudaDeviceCount() == 0) {
     *reason = "no CUDA device on this machine";
     return nullptr;
   }
-  std::unique_ptr<DeviceOps> ops = MakeCudaDeviceOps(0, 2, reason);
+  CudaOpsOptions options;
+  options.graphs = options.warp_rows = !plain;
+  std::unique_ptr<DeviceOps> ops = MakeCudaDeviceOps(0, 2, reason, options);
   return ops;
 #else
+  (void)plain;
   *reason = "this build has no CUDA trainer (nvcc was not found)";
   return nullptr;
 #endif
 }
 
-#define CUDA_OPS_OR_SKIP(ops)                                   \
-  std::string skip_reason;                                      \
-  std::unique_ptr<DeviceOps> ops = CudaOrSkipReason(&skip_reason); \
+#define CUDA_OPS_OR_SKIP(ops, plain)                                      \
+  std::string skip_reason;                                                \
+  std::unique_ptr<DeviceOps> ops = CudaOrSkipReason(&skip_reason, plain); \
   if (ops == nullptr) GTEST_SKIP() << skip_reason
 
 void ExpectSameStep(DeviceOps& cuda, const StepCase& c, const StepBatch& b, float tolerance) {
@@ -68,8 +74,15 @@ void ExpectSameStep(DeviceOps& cuda, const StepCase& c, const StepBatch& b, floa
   ExpectAllNear(want.features.emb, got.features.emb, tolerance, "feature rows");
 }
 
-TEST(CudaStepTest, MatchesHostStepForEveryDeviceModel) {
-  CUDA_OPS_OR_SKIP(cuda);
+// Both ways: CUDA graphs and warp-per-row kernels (the default: every step
+// after a stream's first is a captured graph), and plain launches with a
+// thread per row, so that a difference on a GPU names its cause.
+class CudaStepTest : public ::testing::TestWithParam<bool> {};
+INSTANTIATE_TEST_SUITE_P(CudaGraphsAndWarps, CudaStepTest, ::testing::Values(false));
+INSTANTIATE_TEST_SUITE_P(CudaPlain, CudaStepTest, ::testing::Values(true));
+
+TEST_P(CudaStepTest, MatchesHostStepForEveryDeviceModel) {
+  CUDA_OPS_OR_SKIP(cuda, GetParam());
   for (StepCase c : DeviceCases(8)) {
     for (FeaturizedMode mode : {FeaturizedMode::kOff, FeaturizedMode::kFeatures,
                                 FeaturizedMode::kIdPlusFeatures}) {
@@ -82,8 +95,8 @@ TEST(CudaStepTest, MatchesHostStepForEveryDeviceModel) {
 
 // The benchmark's shape: dim 100, chunk 50, 50 negatives, 1000 edges over
 // many rows (grids of many blocks, few repeated rows).
-TEST(CudaStepTest, MatchesHostStepAtTheBenchmarkShape) {
-  CUDA_OPS_OR_SKIP(cuda);
+TEST_P(CudaStepTest, MatchesHostStepAtTheBenchmarkShape) {
+  CUDA_OPS_OR_SKIP(cuda, GetParam());
   for (const StepCase& c : DeviceCases(100)) {
     if (c.two_partitions) continue;
     SCOPED_TRACE(c.Name());
@@ -93,7 +106,7 @@ TEST(CudaStepTest, MatchesHostStepAtTheBenchmarkShape) {
 
 // As DeviceTrainerTest's emulated runs, on the GPU.
 TEST(CudaTrainerTest, MatchesCpuTrainerOnTheSbm) {
-  CUDA_OPS_OR_SKIP(cuda);
+  CUDA_OPS_OR_SKIP(cuda, false);
   train_test::TempDir tmp;
   const std::string edges = tmp.Sub("sbm.tsv");
   train_test::WriteSbmEdges(train_test::StandardSbm(), edges);
@@ -115,6 +128,41 @@ TEST(CudaTrainerTest, MatchesCpuTrainerOnTheSbm) {
     EXPECT_GT(mrr, train_test::kMinSbmMrr);
     EXPECT_NEAR(mrr, reference, train_test::kMrrNoise);
   }
+}
+
+// NCCL on one GPU (a one-rank communicator): loading, the communicator,
+// the copies and an all-reduce (the identity with one rank), and the NCCL
+// sync over it. Skips without a GPU, saying why; a GPU without a loadable
+// NCCL fails, naming what is missing.
+TEST(CudaNcclTest, OneGpuCommunicatorAllReducesAndSyncs) {
+  CUDA_OPS_OR_SKIP(cuda, true);
+  const DeviceSpec gpu{.kind = "cuda", .index = 0};
+  absl::StatusOr<std::unique_ptr<DeviceCommunicator>> comm =
+      MakeNcclCommunicatorFor(std::span(&gpu, 1));
+  ASSERT_TRUE(comm.ok()) << comm.status();
+  EXPECT_EQ((*comm)->ranks(), 1);
+  std::vector<float> data(1000);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = 0.5f * i;
+  const std::vector<float> want = data;
+  float* ranks[] = {data.data()};
+  ASSERT_EQ((*comm)->AllReduceSum(ranks, data.size()), "");
+  EXPECT_EQ(data, want);
+
+  RelationParams global;
+  global.num_relations = 1;
+  global.param_size = 4;
+  global.params = {1, 2, 3, 4};
+  global.state = {0, 0, 0, 0};
+  TrainOptions o = train_test::SmallOptions(1);
+  o.model.op = Operator::kDiagonal;
+  o.model.dim = 4;
+  auto trainers = MakeTrainers(std::span(&gpu, 1), o, global, nullptr);
+  ASSERT_TRUE(trainers.ok()) << trainers.status();
+  (*trainers)[0]->relations().params[2] = 7;
+  std::unique_ptr<ParameterSync> sync = MakeNcclSync(*std::move(comm));
+  std::vector<Trainer*> views{(*trainers)[0].get()};
+  ASSERT_TRUE(sync->SyncRelations(views, &global).ok());
+  EXPECT_EQ(global.params, (std::vector<float>{1, 2, 7, 4}));
 }
 
 }  // namespace

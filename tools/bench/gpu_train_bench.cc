@@ -5,6 +5,7 @@
 //
 //   gpu_train_bench --devices cuda:0                    # scale 24, up to 60 s
 //   gpu_train_bench --devices cpu --scale 14 --seconds 5 --cpu_seconds 5
+//   gpu_train_bench --devices emulated:8 --skip_device_step   # the host side alone
 //
 // The graph is one partition of 2^scale nodes and edge_factor · 2^scale
 // edges (default 16, Graph500's: at scale 24, 268 M edges, 3.2 GB, and 6.7 GB
@@ -14,6 +15,12 @@
 // whichever ends first, after one untimed batch (which uploads the rows),
 // with slots() threads taking disjoint consecutive batches; the CPU trainer
 // (cpu:<all cores>) then trains for --cpu_seconds on the same rows.
+//
+// Where the time goes (device trainers, trainer.h's StepTimes): per step,
+// the host's planning, submission, the device's time (CUDA events; with
+// --devices emulated the host launcher's time for the step) and waiting,
+// for the run above and for a second run at --breakdown_batch (4000), so
+// that one run shows whether launches, the host or the device bound it.
 //
 // Peak device memory is sampled every 20 ms (cudaMemGetInfo), from before
 // the trainer is made to after it syncs its rows back.
@@ -39,6 +46,8 @@
 #include "storage/base/status_macros.h"
 #include "tools/bench/gpu_probe.h"
 #include "tools/bench/train_run.h"
+#include "train/device/device_ops.h"
+#include "train/trainers/device_trainer.h"
 #include "train/trainers/trainer_factory.h"
 
 ABSL_FLAG(std::string, devices, "cuda:0",
@@ -56,14 +65,30 @@ ABSL_FLAG(int, negs, 50, "uniform negatives per chunk and side");
 ABSL_FLAG(double, lr, 0.1, "Adagrad step size");
 ABSL_FLAG(uint64_t, seed, 0, "seed of the graph, the rows and the negatives");
 ABSL_FLAG(int, sgemm_reps, 200, "rounds of the cuBLAS chunk-shape products timed");
+ABSL_FLAG(int, breakdown_batch, 4000,
+          "a second device run at this batch size, for its time per step; 0: skip it");
+ABSL_FLAG(bool, skip_device_step, false,
+          "with --devices emulated[:S]: skip the device step (device_ops.h), so the run "
+          "measures the device trainer's host side alone (planning, packing, results)");
+ABSL_FLAG(double, breakdown_seconds, 10, "time limit of the --breakdown_batch run");
 
 namespace ember::bench {
 namespace {
+
+// A device run and where its steps' time went.
+struct DeviceRun {
+  int batch_size = 0;
+  int slots = 0;
+  RunResult run;
+  StepTimes times;
+};
 
 struct Measured {
   std::string device;
   std::string gpu = "n/a";
   RunResult run;
+  DeviceRun timed;  // run, with its step times
+  absl::StatusOr<DeviceRun> big = absl::UnavailableError("skipped (--breakdown_batch 0)");
   int cand = 0;  // candidates per chunk and side
   double flops_per_edge = 0;
   int sgemm_count = 0;
@@ -77,8 +102,37 @@ absl::StatusOr<std::unique_ptr<Trainer>> MakeOne(const DeviceSpec& spec, const T
   RelationParams relations;
   relations.num_relations = 1;
   relations.param_size = RelationParamSize(o.model.op, o.model.dim);
+  if (absl::GetFlag(FLAGS_skip_device_step) && spec.kind != "cpu") {  // not the CPU reference
+    if (spec.kind != "emulated") {
+      return absl::InvalidArgumentError("--skip_device_step needs --devices emulated[:SLOTS]");
+    }
+    return MakeDeviceTrainer(MakeHostDeviceOps(DeviceSlots(spec) + 1, /*skip_steps=*/true), o,
+                             relations, nullptr);
+  }
   ASSIGN_OR_RETURN(auto trainers, MakeTrainers(std::span(&spec, 1), o, relations, nullptr));
   return std::move(trainers.front());
+}
+
+// One untimed batch (which uploads the rows), then the timed run; the step
+// times are the timed run's.
+absl::StatusOr<DeviceRun> TrainWarm(Trainer* trainer, const BucketTask& task,
+                                    std::span<const Edge> all, const TrainOptions& options,
+                                    const RunLimits& limits) {
+  const uint64_t warm = std::min<uint64_t>(options.pipeline.batch_size, all.size());
+  RETURN_IF_ERROR(TrainTimed(trainer, task, all.first(warm), options, {}).status());
+  const StepTimes before = trainer->step_times();
+  DeviceRun r;
+  r.batch_size = options.pipeline.batch_size;
+  r.slots = trainer->slots();
+  ASSIGN_OR_RETURN(r.run, TrainTimed(trainer, task, all.subspan(warm), options, limits));
+  const StepTimes after = trainer->step_times();
+  r.times.steps = after.steps - before.steps;
+  r.times.plan = after.plan - before.plan;
+  r.times.submit = after.submit - before.submit;
+  r.times.device = after.device - before.device;
+  r.times.wait = after.wait - before.wait;
+  r.times.finish = after.finish - before.finish;
+  return r;
 }
 
 absl::StatusOr<Measured> Measure(TrainOptions options) {
@@ -119,16 +173,25 @@ absl::StatusOr<Measured> Measure(TrainOptions options) {
                                      options.optimizer.init_scale, options.seed);
   BucketTask task{.src = &rows, .dst = &rows, .seed = options.seed};
   const std::span<const Edge> all(edges);
-  const uint64_t warm = std::min<uint64_t>(options.pipeline.batch_size, all.size());
 
   std::fprintf(stderr, "gpu_train_bench: training on %s ...\n", m.device.c_str());
-  RETURN_IF_ERROR(TrainTimed(trainer.get(), task, all.first(warm), options, {}).status());
   RunLimits limits{.seconds = absl::GetFlag(FLAGS_seconds), .max_edges = absl::GetFlag(FLAGS_edges)};
-  ASSIGN_OR_RETURN(m.run, TrainTimed(trainer.get(), task, all.subspan(warm), options, limits));
+  ASSIGN_OR_RETURN(m.timed, TrainWarm(trainer.get(), task, all, options, limits));
+  m.run = m.timed.run;
   RETURN_IF_ERROR(trainer->SyncToHost(&rows));
   if (peak != nullptr) m.peak_bytes = peak->Stop();
   trainer->Release(rows.partition);
   trainer.reset();
+
+  if (const int big = absl::GetFlag(FLAGS_breakdown_batch); big > 0) {
+    TrainOptions o = options;
+    o.pipeline.batch_size = big;
+    std::fprintf(stderr, "gpu_train_bench: training on %s at batch %d ...\n", m.device.c_str(), big);
+    ASSIGN_OR_RETURN(std::unique_ptr<Trainer> t, MakeOne(spec, o));
+    m.big = TrainWarm(t.get(), task, all, o, {.seconds = absl::GetFlag(FLAGS_breakdown_seconds)});
+    RETURN_IF_ERROR(m.big.status());
+    t->Release(rows.partition);
+  }
 
   const bool endpoints = UsesEndpointNegatives(options, 1);
   m.flops_per_edge = GemmFlopsPerEdge(options, endpoints);
@@ -159,6 +222,36 @@ absl::StatusOr<Measured> Measure(TrainOptions options) {
 template <typename T, typename F>
 nlohmann::ordered_json OrNull(const absl::StatusOr<T>& v, F figure) {
   return v.ok() ? nlohmann::ordered_json(figure(*v)) : nlohmann::ordered_json(nullptr);
+}
+
+// Microseconds per step of each part, as JSON; null for a trainer that
+// does not time its steps (the CPU's).
+nlohmann::ordered_json StepJson(const DeviceRun& r) {
+  nlohmann::ordered_json j;
+  j["batch_size"] = r.batch_size;
+  j["edges_per_second"] = r.run.edges_per_second();
+  j["steps"] = r.times.steps;
+  const double n = r.times.steps;
+  for (auto [name, seconds] : {std::pair{"plan_us", r.times.plan}, {"submit_us", r.times.submit},
+                               {"device_us", r.times.device}, {"wait_us", r.times.wait},
+                               {"finish_us", r.times.finish}}) {
+    j[name] = n > 0 ? nlohmann::ordered_json(seconds / n * 1e6) : nlohmann::ordered_json(nullptr);
+  }
+  return j;
+}
+
+// One line per run: the mean per step of each part, and how busy the
+// device was (its time over the run's wall time).
+std::string StepLine(const DeviceRun& r) {
+  if (r.times.steps == 0) return "n/a (the trainer does not time its steps)";
+  const double n = r.times.steps;
+  const double busy = r.run.seconds > 0 ? r.times.device / r.run.seconds : 0;
+  return absl::StrFormat(
+      "batch %d: %.4g edges/s; per step (µs) plan %.1f, submit %.1f, device %.1f, wait %.1f, "
+      "finish %.1f; %d steps on %d slots; device busy %.0f%% of the run",
+      r.batch_size, r.run.edges_per_second(), r.times.plan / n * 1e6, r.times.submit / n * 1e6,
+      r.times.device / n * 1e6, r.times.wait / n * 1e6, r.times.finish / n * 1e6, r.times.steps,
+      r.slots, 100 * busy);
 }
 
 // "n/a (why)" for a figure that was not measured.
@@ -192,6 +285,8 @@ void Print(const TrainOptions& o, const Measured& m) {
   j["achieved_over_sgemm"] =
       OrNull(m.sgemm, [&](const SgemmRate& r) { return achieved / r.flops_per_second(); });
   j["peak_device_bytes"] = OrNull(m.peak_bytes, [](uint64_t b) { return b; });
+  j["steps"] = StepJson(m.timed);
+  j["steps_big_batch"] = OrNull(m.big, [](const DeviceRun& r) { return StepJson(r); });
   j["cpu_device"] = m.cpu_device;
   j["cpu_edges_per_second"] = OrNull(m.cpu, [](const RunResult& r) { return r.edges_per_second(); });
   j["device_over_cpu"] =
@@ -221,6 +316,9 @@ void Print(const TrainOptions& o, const Measured& m) {
   absl::PrintF("  gpu:                %s\n", m.gpu);
   absl::PrintF("  %-19s %.4g edges/s (%d edges in %.1f s, loss/edge %.4f)\n", m.device + ":", eps,
                m.run.edges, m.run.seconds, loss_per_edge);
+  absl::PrintF("  where the time goes: %s\n", StepLine(m.timed));
+  absl::PrintF("                      %s\n",
+               m.big.ok() ? StepLine(*m.big) : NotMeasured(m.big.status()));
   absl::PrintF("  GEMM FLOP per edge: 12 · cand · dim = 12 · %d · %d = %.0f (per chunk and side "
                "3 products of 2·chunk·cand·dim; 2 sides; / chunk)\n",
                m.cand, o.model.dim, m.flops_per_edge);

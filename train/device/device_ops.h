@@ -49,12 +49,26 @@ class DeviceOps {
                            const device::StepArgs& args) = 0;
   // Waits for everything enqueued on `stream`.
   virtual std::string Synchronize(int stream) = 0;
+
+  // Timers t in [0, streams()): StartTimer and StopTimer enqueue marks on
+  // `stream`; WaitTimer waits for the work enqueued before the stop mark
+  // (without touching the stream, which another thread may be capturing
+  // into a CUDA graph); after it, TimerSeconds is the device's time
+  // between the marks (CUDA events; on the host, the wall time of the
+  // calls made between them, which run there and then). One thread per
+  // timer at a time.
+  virtual std::string StartTimer(int stream, int timer) = 0;
+  virtual std::string StopTimer(int stream, int timer) = 0;
+  virtual std::string WaitTimer(int timer) = 0;
+  virtual std::string TimerSeconds(int timer, double* seconds) = 0;
 };
 
 // The host implementation with `streams` streams (each call completes before
 // it returns; the device memory is ordinary host memory, kept apart from the
-// trainer's host rows so that residency is modelled as on a GPU).
-std::unique_ptr<DeviceOps> MakeHostDeviceOps(int streams);
+// trainer's host rows so that residency is modelled as on a GPU). With
+// skip_steps, Step only zeroes the loss rows and relation gradients, so
+// that a benchmark measures everything of a device trainer but the step.
+std::unique_ptr<DeviceOps> MakeHostDeviceOps(int streams, bool skip_steps = false);
 
 }  // namespace ember
 

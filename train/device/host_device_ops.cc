@@ -3,24 +3,19 @@
 #include <cblas.h>
 
 #include <atomic>
+#include <chrono>
+#include <vector>
 #include <cstdlib>
 #include <cstring>
 
+#include "train/device/host_loops.h"
 #include "train/device/step_sequence.h"
 #include "train/device/device_ops.h"
 
 namespace ember {
 namespace {
 
-struct HostLauncher {
-  template <class F>
-  void ForEach(const F& kernel) {
-    const int64_t n = kernel.size();
-    for (int64_t i = 0; i < n; ++i) kernel(i);
-  }
-  void Zero(float* p, int64_t floats) {
-    if (floats > 0) std::memset(p, 0, sizeof(float) * floats);
-  }
+struct HostLauncher : device::HostLoops {
   void Gemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, int lda,
             int64_t stride_a, const float* b, int ldb, int64_t stride_b, float* c, int ldc,
             int64_t stride_c, int64_t count) {
@@ -34,9 +29,10 @@ struct HostLauncher {
 
 class HostDeviceOps final : public DeviceOps {
  public:
-  explicit HostDeviceOps(int streams) : streams_(streams) {}
+  HostDeviceOps(int streams, bool skip_steps)
+      : streams_(streams), skip_steps_(skip_steps), timers_(streams) {}
 
-  std::string name() const override { return "emulated"; }
+  std::string name() const override { return skip_steps_ ? "emulated (steps skipped)" : "emulated"; }
   int streams() const override { return streams_; }
 
   std::string Alloc(size_t bytes, void** out) override {
@@ -73,21 +69,49 @@ class HostDeviceOps final : public DeviceOps {
     return "";
   }
   std::string Step(int, const device::StepShape& shape, const device::StepArgs& args) override {
+    if (skip_steps_) {
+      // What the trainer reads back: no loss, no relation gradients.
+      HostLauncher launch;
+      launch.Zero(args.row_loss, shape.query_rows());
+      launch.Zero(args.drel, args.slots * shape.rel_size);
+      return "";
+    }
     HostLauncher launch;
     device::RunStepSequence(launch, shape, args);
     return "";
   }
   std::string Synchronize(int) override { return ""; }
 
+  std::string StartTimer(int, int timer) override {
+    timers_[timer].start = Clock::now();
+    return "";
+  }
+  std::string StopTimer(int, int timer) override {
+    timers_[timer].stop = Clock::now();
+    return "";
+  }
+  std::string WaitTimer(int) override { return ""; }
+  std::string TimerSeconds(int timer, double* seconds) override {
+    *seconds = std::chrono::duration<double>(timers_[timer].stop - timers_[timer].start).count();
+    return "";
+  }
+
  private:
+  using Clock = std::chrono::steady_clock;
+  struct Timer {
+    Clock::time_point start, stop;
+  };
+
   const int streams_;
+  const bool skip_steps_;
+  std::vector<Timer> timers_;
   std::atomic<size_t> in_use_{0}, peak_{0};
 };
 
 }  // namespace
 
-std::unique_ptr<DeviceOps> MakeHostDeviceOps(int streams) {
-  return std::make_unique<HostDeviceOps>(streams);
+std::unique_ptr<DeviceOps> MakeHostDeviceOps(int streams, bool skip_steps) {
+  return std::make_unique<HostDeviceOps>(streams, skip_steps);
 }
 
 }  // namespace ember

@@ -14,6 +14,7 @@
 #include <span>
 
 #include "absl/status/status.h"
+#include "train/device/device_communicator.h"
 #include "train/model/checkpoint.h"
 #include "train/model/feature_table.h"
 #include "train/trainers/trainer.h"
@@ -41,6 +42,16 @@ class ParameterSync {
 // into which trainers with their own copy (device trainers) merge their
 // changes the same way, then take the result.
 std::unique_ptr<ParameterSync> MakeInProcessSync(size_t trainers);
+
+// The same merges as sums over a communicator's ranks, one rank per
+// trainer (NCCL among one process's GPUs, train/cuda/nccl_communicator.h;
+// MakeHostCommunicator in tests): each rank's change since the last sync
+// (relation parameters and their Adagrad state; the feature-table changes
+// its trainer made to its own copy) is all-reduced, the sum added to the
+// global values, and every trainer given the result. Trainers meet every
+// round. A lone rank passes its values through as MakeInProcessSync does.
+// REQUIRES: SyncRelations and SyncFeatures get comm->ranks() trainers.
+std::unique_ptr<ParameterSync> MakeNcclSync(std::unique_ptr<DeviceCommunicator> comm);
 
 }  // namespace ember
 

@@ -1,7 +1,10 @@
 #include "train/trainers/device_trainer.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "absl/container/node_hash_map.h"
@@ -63,12 +66,14 @@ class DeviceTrainer final : public Trainer {
         relations_(relations),
         rel_size_(relations.param_size),
         move_stream_(ops_->streams() - 1),
-        slots_(ops_->streams() - 1) {
+        slots_(ops_->streams() - 1),
+        submit_mu_((slots_.size() + 1) / 2) {
     if (relations_.state.size() != relations_.params.size()) {
       relations_.state.assign(relations_.params.size(), 0.0f);
     }
     for (int i = 0; i < static_cast<int>(slots_.size()); ++i) {
-      slots_[i].stream = i;
+      slots_[i].index = i;
+      slots_[i].stream = i / 2;
       free_slots_.push_back(i);
     }
   }
@@ -110,6 +115,7 @@ class DeviceTrainer final : public Trainer {
   int slots() const override { return static_cast<int>(slots_.size()); }
   RelationParams& relations() override { return relations_; }
   size_t device_peak_bytes() const override { return ops_->peak_bytes(); }
+  StepTimes step_times() const override { return times_.Get(); }
 
   RowHome Home(uint32_t partition) const override {
     absl::MutexLock lock(&part_mu_);
@@ -155,7 +161,10 @@ class DeviceTrainer final : public Trainer {
     }
   }
 
+  // Slots 2s and 2s + 1 share stream s (double-buffered): while one's step
+  // runs, the other plans its batch and then enqueues it behind.
   struct Slot {
+    int index = 0;
     int stream = 0;
     DeviceBatchPlanner planner;
     Buffer pinned;     // upload, then download
@@ -217,7 +226,7 @@ class DeviceTrainer final : public Trainer {
   }
   void ReleaseSlot(const Slot& slot) {
     absl::MutexLock lock(&slot_mu_);
-    free_slots_.push_back(slot.stream);
+    free_slots_.push_back(slot.index);
   }
 
   // The device copy of `host`, made on first use.
@@ -282,6 +291,7 @@ class DeviceTrainer final : public Trainer {
 
   absl::StatusOr<double> TrainOn(Slot& slot, const BucketTask& task, const BatchRange& batch,
                                  std::span<const Edge> edges) {
+    StepClock clock;
     ASSIGN_OR_RETURN(DevicePartition * src, Resident(*task.src));
     DevicePartition* dst = src;
     if (task.dst != task.src) {
@@ -370,18 +380,33 @@ class DeviceTrainer final : public Trainer {
       *field = At<float>(work, offset);
     }
     const int stream = slot.stream;
+    const int timer = slot.index;
     void* down = static_cast<char*>(up) + l.in.bytes();
-    std::string error = ops_->CopyToDevice(stream, dev_in, up, l.in.bytes());
-    if (error.empty()) error = ops_->Step(stream, sh, a);
-    if (error.empty()) {
-      error = ops_->CopyToHost(stream, At<float>(down, l.row_loss_out), a.row_loss,
-                               sizeof(float) * sh.query_rows());
+    const double plan_seconds = clock.Lap();
+    std::string error;
+    {
+      // One thread enqueues on a stream at a time (device_ops.h).
+      std::lock_guard<std::mutex> lock(submit_mu_[stream]);
+      error = ops_->CopyToDevice(stream, dev_in, up, l.in.bytes());
+      if (error.empty()) error = ops_->StartTimer(stream, timer);
+      if (error.empty()) error = ops_->Step(stream, sh, a);
+      if (error.empty()) {
+        error = ops_->CopyToHost(stream, At<float>(down, l.row_loss_out), a.row_loss,
+                                 sizeof(float) * sh.query_rows());
+      }
+      if (error.empty() && rel_slots > 0) {
+        error = ops_->CopyToHost(stream, At<float>(down, l.drel_out), a.drel,
+                                 sizeof(float) * rel_slots * rel_size_);
+      }
+      if (error.empty()) error = ops_->StopTimer(stream, timer);
     }
-    if (error.empty() && rel_slots > 0) {
-      error = ops_->CopyToHost(stream, At<float>(down, l.drel_out), a.drel,
-                               sizeof(float) * rel_slots * rel_size_);
-    }
-    if (error.empty()) error = ops_->Synchronize(stream);
+    const double submit = clock.Lap();
+    // The slot's own work, not the stream's: the other slot of the stream
+    // may be enqueueing (or capturing) behind it.
+    if (error.empty()) error = ops_->WaitTimer(timer);
+    const double wait = clock.Lap();
+    double device_seconds = 0;
+    if (error.empty()) error = ops_->TimerSeconds(timer, &device_seconds);
     RETURN_IF_ERROR(DeviceError(error));
     {
       absl::MutexLock lock(&part_mu_);
@@ -401,8 +426,49 @@ class DeviceTrainer final : public Trainer {
                            a.lr * options_.optimizer.relation_lr_scale);
       }
     }
+    times_.Add(plan_seconds, submit, device_seconds, wait, clock.Lap());
     return loss;
   }
+
+  // Seconds since it was made, or since the last Lap.
+  class StepClock {
+   public:
+    double Lap() {
+      const auto now = std::chrono::steady_clock::now();
+      const double seconds = std::chrono::duration<double>(now - last_).count();
+      last_ = now;
+      return seconds;
+    }
+
+   private:
+    std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+  };
+
+  // StepTimes summed by concurrent slots without a lock (nanoseconds).
+  class StepTimeTotals {
+   public:
+    void Add(double plan, double submit, double device, double wait, double finish) {
+      ++steps_;
+      for (auto [total, seconds] : {std::pair{&plan_, plan}, {&submit_, submit},
+                                    {&device_, device}, {&wait_, wait}, {&finish_, finish}}) {
+        *total += static_cast<int64_t>(seconds * 1e9);
+      }
+    }
+    StepTimes Get() const {
+      StepTimes t;
+      t.steps = steps_;
+      t.plan = plan_ / 1e9;
+      t.submit = submit_ / 1e9;
+      t.device = device_ / 1e9;
+      t.wait = wait_ / 1e9;
+      t.finish = finish_ / 1e9;
+      return t;
+    }
+
+   private:
+    std::atomic<uint64_t> steps_{0};
+    std::atomic<int64_t> plan_{0}, submit_{0}, device_{0}, wait_{0}, finish_{0};
+  };
 
   const std::unique_ptr<DeviceOps> ops_;
   const FeaturizedMode mode_;
@@ -420,6 +486,8 @@ class DeviceTrainer final : public Trainer {
   absl::Mutex slot_mu_;
   std::vector<Slot> slots_;
   std::vector<int> free_slots_;  // guarded by slot_mu_
+  std::vector<std::mutex> submit_mu_;  // one per step stream
+  StepTimeTotals times_;
 };
 
 }  // namespace

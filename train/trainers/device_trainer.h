@@ -15,8 +15,11 @@
 // Rows: a bucket's partitions are copied to the device on first use and
 // stay there, newer than the host copy (RowHome::kDevice), until the
 // partition buffer asks for them back (SyncToHost) or evicts them (Release).
-// Slots: each slot has its own stream and buffers; one more stream moves
-// partitions.
+// Slots: each slot has its own buffers and timer; slots pair up on a
+// stream (double-buffered: slot 2s + 1 plans its batch on the host while
+// slot 2s's step runs on stream s, then enqueues behind it), so the host's
+// planning overlaps the device's work within each stream. The last stream
+// moves partitions.
 //
 // Featurized models: the device holds its own copy of the feature table;
 // each step composes its distinct rows from it (featurized.h) and applies
@@ -44,7 +47,8 @@ namespace ember {
 absl::Status CheckDeviceModel(const TrainOptions& options);
 
 // A trainer with one slot per stream of `ops` but the last (which moves
-// partitions). REQUIRES: ops->streams() >= 2.
+// partitions); the slots use the first (streams - 1 + 1) / 2 streams in
+// pairs. REQUIRES: ops->streams() >= 2.
 absl::StatusOr<std::unique_ptr<Trainer>> MakeDeviceTrainer(std::unique_ptr<DeviceOps> ops,
                                                            const TrainOptions& options,
                                                            const RelationParams& relations,

@@ -18,6 +18,17 @@
 
 namespace ember {
 
+// Where a device trainer's steps spent their time, summed over the steps
+// since it was made (seconds): planning the batch on the host (gathering,
+// packing the upload), submitting the copies and kernels, the device's
+// time for the step and the copy of its results (timed on the device), the
+// host waiting for them, and finishing (the loss, the relation update). Wall times are
+// per calling thread; steps of concurrent slots overlap.
+struct StepTimes {
+  uint64_t steps = 0;
+  double plan = 0, submit = 0, device = 0, wait = 0, finish = 0;
+};
+
 // A trainer runs training steps on one device. The CPU trainer is the
 // reference; other kinds (trainer_factory.h) implement the same interface.
 // The streaming pipeline (batch_pipeline.h) deals batches to trainers; the
@@ -49,6 +60,8 @@ class Trainer : public RowResidency {
   // Device memory this trainer has held at most (its rows and buffers);
   // 0 for trainers that train in host memory.
   virtual size_t device_peak_bytes() const { return 0; }
+  // Device trainers: where their steps' time went; zero for the others.
+  virtual StepTimes step_times() const { return {}; }
 };
 
 }  // namespace ember

@@ -14,6 +14,7 @@
 #include "train/trainers/device_trainer.h"
 #ifdef EMBER_HAVE_CUDA
 #include "train/cuda/cuda_device_ops.h"
+#include "train/cuda/nccl_communicator.h"
 #endif
 
 namespace ember {
@@ -87,6 +88,25 @@ std::string DeviceSpec::Name() const {
 int DeviceSlots(const DeviceSpec& device) {
   if (device.kind == "cuda") return kCudaSlots;
   return std::max(1, device.threads);
+}
+
+absl::StatusOr<std::unique_ptr<DeviceCommunicator>> MakeNcclCommunicatorFor(
+    std::span<const DeviceSpec> devices) {
+  std::vector<int> indices;
+  for (const DeviceSpec& d : devices) {
+    if (d.kind != "cuda") {
+      return absl::InvalidArgumentError(absl::StrCat("NCCL: ", d.Name(), " is not a GPU"));
+    }
+    indices.push_back(d.index);
+  }
+#ifdef EMBER_HAVE_CUDA
+  std::string error;
+  std::unique_ptr<DeviceCommunicator> comm = MakeNcclCommunicator(indices, &error);
+  if (comm == nullptr) return absl::FailedPreconditionError(absl::StrCat("NCCL: ", error));
+  return comm;
+#else
+  return absl::FailedPreconditionError("NCCL: this ember was built without CUDA");
+#endif
 }
 
 absl::StatusOr<std::vector<DeviceSpec>> ParseDevices(std::string_view text) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "train/device/device_communicator.h"
 #include "train/model/checkpoint.h"
 #include "train/model/feature_table.h"
 #include "train/options/train_options.h"
@@ -33,11 +34,12 @@ struct DeviceSpec {
   std::string Name() const;
 };
 
-// Batches a CUDA trainer trains at once, one stream and host thread each.
-// A step's host planning takes about 40 us per 1000 edges
-// (device_plan_bench) and its 8 to 12 launches wait on the device, so one slot
-// keeps a GPU far from busy; 8 slots (about 8 host threads) are chosen to
-// overlap them, before measurement on a GPU.
+// Batches a CUDA trainer trains at once, one host thread each, in pairs on
+// a stream (device_trainer.h). A step's host planning takes about 40 us per
+// 1000 edges (device_plan_bench) and its 8 to 12 launches wait on the
+// device, so one slot keeps a GPU far from busy; 8 slots (about 8 host
+// threads, 4 streams) are chosen to overlap them, before measurement on a
+// GPU (gpu_train_bench prints where each step's time goes).
 inline constexpr int kCudaSlots = 8;
 
 // Batches the device's trainer trains at once: a CPU trainer's threads,
@@ -46,6 +48,13 @@ int DeviceSlots(const DeviceSpec& device);
 
 // InvalidArgument naming the bad entry.
 absl::StatusOr<std::vector<DeviceSpec>> ParseDevices(std::string_view text);
+
+// The NCCL communicator among `devices`, all cuda:N (for MakeNcclSync,
+// parameter_sync.h). FailedPrecondition naming the reason where this build
+// has no CUDA, a device is missing, or NCCL cannot be loaded;
+// InvalidArgument for a device that is not a GPU.
+absl::StatusOr<std::unique_ptr<DeviceCommunicator>> MakeNcclCommunicatorFor(
+    std::span<const DeviceSpec> devices);
 
 // The trainers a run asks for: options.devices.list if set, else .trainers CPU trainers;
 // CPU threads resolved against .threads (shares split evenly, at least 1 each).
