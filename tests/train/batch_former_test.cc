@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -78,7 +79,7 @@ class BatchFormerHeavyTailed : public ::testing::Test {
   static void SetUpTestSuite() {
     work_ = new std::vector<uint32_t>(HeavyTailedWork(kEdges, 42));
     fixed_ = new BatchPlan(FixedBatches(*work_, kBatch, 7));
-    aware_ = new BatchPlan(VarianceAwareBatches(*work_, kBatch, 7));
+    aware_ = new BatchPlan(VarianceAwareBatches(*work_, kBatch, 7).value());
   }
   static void TearDownTestSuite() {
     delete work_;
@@ -139,12 +140,12 @@ TEST_F(BatchFormerHeavyTailed, BatchCountMatchesFixed) {
 }
 
 TEST_F(BatchFormerHeavyTailed, DeterministicBySeed) {
-  const BatchPlan again = VarianceAwareBatches(*work_, kBatch, 7);
+  const BatchPlan again = VarianceAwareBatches(*work_, kBatch, 7).value();
   EXPECT_EQ(again.order, aware_->order);
   EXPECT_EQ(again.batch_start, aware_->batch_start);
   EXPECT_EQ(again.batch_work, aware_->batch_work);
   EXPECT_EQ(FixedBatches(*work_, kBatch, 7).order, fixed_->order);
-  const BatchPlan other = VarianceAwareBatches(*work_, kBatch, 8);
+  const BatchPlan other = VarianceAwareBatches(*work_, kBatch, 8).value();
   EXPECT_NE(other.order, aware_->order);
   EXPECT_NE(FixedBatches(*work_, kBatch, 8).order, fixed_->order);
   ExpectValidPlan(other, *work_);
@@ -196,28 +197,28 @@ TEST_F(BatchFormerHeavyTailed, CompositionStaysRandom) {
 
 TEST(BatchFormer, EdgeCases) {
   std::vector<uint32_t> none;
-  for (const BatchPlan& p : {FixedBatches(none, 4, 1), VarianceAwareBatches(none, 4, 1)}) {
+  for (const BatchPlan& p : {FixedBatches(none, 4, 1), VarianceAwareBatches(none, 4, 1).value()}) {
     EXPECT_TRUE(p.order.empty());
     EXPECT_EQ(p.num_batches(), 0u);
   }
   std::vector<uint32_t> zeros(10, 0);
-  const BatchPlan z = VarianceAwareBatches(zeros, 4, 1);
+  const BatchPlan z = VarianceAwareBatches(zeros, 4, 1).value();
   ExpectValidPlan(z, zeros);
   EXPECT_EQ(z.num_batches(), 3u);  // falls back to fixed batches
   // Batch size 0 is treated as 1.
   std::vector<uint32_t> ones(5, 1);
   EXPECT_EQ(FixedBatches(ones, 0, 1).num_batches(), 5u);
-  ExpectValidPlan(VarianceAwareBatches(ones, 0, 1), ones);
+  ExpectValidPlan(VarianceAwareBatches(ones, 0, 1).value(), ones);
   // Uniform work: variance-aware equals fixed in size (batch_size edges).
   std::vector<uint32_t> three(1000, 3);
-  const BatchPlan u = VarianceAwareBatches(three, 10, 3);
+  const BatchPlan u = VarianceAwareBatches(three, 10, 3).value();
   ExpectValidPlan(u, three);
   EXPECT_EQ(u.num_batches(), 100u);
   for (size_t b = 0; b < u.num_batches(); ++b) EXPECT_EQ(u.batch_work[b], 30u);
   // One edge heavier than everything else: a singleton batch; the rest fill.
   std::vector<uint32_t> spike(100, 1);
   spike[37] = 1000;
-  const BatchPlan s = VarianceAwareBatches(spike, 10, 5);
+  const BatchPlan s = VarianceAwareBatches(spike, 10, 5).value();
   ExpectValidPlan(s, spike);
   size_t singles = 0;
   for (size_t b = 0; b < s.num_batches(); ++b) {
@@ -229,11 +230,22 @@ TEST(BatchFormer, EdgeCases) {
   EXPECT_EQ(singles, 1u);
 }
 
+TEST(BatchFormer, VarianceAwareRefusesInvalidOptions) {
+  const std::vector<uint32_t> work(10, 1);
+  VarianceAwareOptions opt;
+  opt.tolerance = -0.1;
+  EXPECT_EQ(VarianceAwareBatches(work, 4, 1, opt).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  opt.tolerance = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(VarianceAwareBatches(work, 4, 1, opt).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(BatchFormer, NoDeferralPoolStillCoversEveryEdge) {
   const std::vector<uint32_t> work = HeavyTailedWork(20000, 9);
   VarianceAwareOptions opt;
   opt.max_deferred = 0;
-  const BatchPlan p = VarianceAwareBatches(work, 64, 11, opt);
+  const BatchPlan p = VarianceAwareBatches(work, 64, 11, opt).value();
   ExpectValidPlan(p, work);
   for (double w : RegularWork(p)) EXPECT_LE(w, p.window_hi);
 }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "storage/base/splitmix.h"
+#include "storage/base/status_macros.h"
 
 namespace ember {
 
@@ -84,9 +85,10 @@ BatchPlan FixedBatches(std::span<const uint32_t> edge_work, uint32_t batch_size,
   return plan;
 }
 
-BatchPlan VarianceAwareBatches(std::span<const uint32_t> edge_work,
-                               uint32_t batch_size, uint64_t seed,
-                               const VarianceAwareOptions& options) {
+absl::StatusOr<BatchPlan> VarianceAwareBatches(std::span<const uint32_t> edge_work,
+                                               uint32_t batch_size, uint64_t seed,
+                                               const VarianceAwareOptions& options) {
+  RETURN_IF_ERROR(options.Validate());
   const size_t n = edge_work.size();
   batch_size = std::max<uint32_t>(batch_size, 1);
   const uint64_t total = TotalWork(edge_work);
@@ -95,7 +97,7 @@ BatchPlan VarianceAwareBatches(std::span<const uint32_t> edge_work,
   BatchPlan plan;
   const double target = TargetWork(total, n, batch_size);
   const double lo = target;
-  const double hi = target * (1.0 + std::max(0.0, options.tolerance));
+  const double hi = target * (1.0 + options.tolerance);
   plan.target_work = target;
   plan.window_lo = lo;
   plan.window_hi = hi;

@@ -126,9 +126,10 @@ struct VarianceAwareOptions {
 // regular max/mean 1.088 (cv 0.020) against 3.1 (cv 0.38) for fixed batching;
 // 380 batches (14 heavy singletons) against 391.
 // If total work is 0 the plan is FixedBatches'.
-BatchPlan VarianceAwareBatches(std::span<const uint32_t> edge_work,
-                               uint32_t batch_size, uint64_t seed,
-                               const VarianceAwareOptions& options = {});
+// InvalidArgument when `options` are not valid.
+absl::StatusOr<BatchPlan> VarianceAwareBatches(std::span<const uint32_t> edge_work,
+                                               uint32_t batch_size, uint64_t seed,
+                                               const VarianceAwareOptions& options = {});
 
 // Step-size scale of a batch: batch_work / target_work, clamped to
 // [min_scale, max_scale] (0 target gives 1).

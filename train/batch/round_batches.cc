@@ -79,7 +79,8 @@ std::vector<BatchRange> PlanWindowBatches(BatchingKind kind, const BucketTask& t
       out.push_back(b);
     }
   } else {
-    const BatchPlan plan = VarianceAwareBatches(work, batch_size, seed);
+    // The default options, always valid.
+    const BatchPlan plan = VarianceAwareBatches(work, batch_size, seed).value();
     PermuteInPlace(edges, plan.order);
     for (size_t b = 0; b < plan.num_batches(); ++b) {
       // Deferred heavy edges open the next batch together; shuffled, they do
