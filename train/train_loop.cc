@@ -10,7 +10,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "storage/base/mutex.h"
 #include "nlohmann/json.hpp"
 #include "partition/train_memory.h"
 #include "storage/graph.h"
@@ -372,7 +372,7 @@ void TrainLoop::Emitted(const Round& done, uint64_t batches) {
       distributed() ? rank_schedule_->rounds[done.index].buckets.size() : done.buckets.size();
   buckets_this_run_ += buckets;
   buckets_since_checkpoint_ += buckets;
-  absl::MutexLock lock(&progress_mu_);
+  MutexLock lock(&progress_mu_);
   progress_.bucket += buckets;
 }
 
@@ -388,7 +388,7 @@ void TrainLoop::OnBatchDone(const BatchDone& d) {
   batch_nnz_.Add(static_cast<double>(d.record.nnz));
   cost_model_.Add(d.record);
   edge_cost_.store(PlanningEdgeCost(), std::memory_order_relaxed);
-  absl::MutexLock lock(&progress_mu_);
+  MutexLock lock(&progress_mu_);
   progress_.edges_done += d.record.edges;
   epoch_loss_ += d.loss;
   progress_.loss = epoch_loss_ / std::max<uint64_t>(progress_.edges_done, 1);
@@ -551,7 +551,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
                                           options_.seed + epoch, 0);
         while (std::optional<Round> r = counter->Next()) rounds.push_back(std::move(r->buckets));
       }
-      absl::MutexLock lock(&progress_mu_);
+      MutexLock lock(&progress_mu_);
       progress_ = TrainProgress();
       progress_.epoch = epoch;
       progress_.epochs = options_.epochs;
@@ -582,7 +582,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     stats.epoch = epoch + 1;
     stats.lr = options_.lr;
     {
-      absl::MutexLock lock(&progress_mu_);
+      MutexLock lock(&progress_mu_);
       stats.edges = progress_.edges_done;
       stats.loss = progress_.loss;
     }

@@ -7,7 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "storage/base/mutex.h"
 #include "oneapi/tbb/blocked_range.h"
 #include "oneapi/tbb/parallel_for.h"
 #include "train/model/init.h"
@@ -75,7 +75,7 @@ absl::StatusOr<RunResult> TrainTimed(Trainer* trainer, const BucketTask& task,
       start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limits.seconds));
 
   std::atomic<uint64_t> next{0};
-  absl::Mutex mu;
+  Mutex mu;
   RunResult result;
   absl::Status first_error;
   auto worker = [&] {
@@ -99,7 +99,7 @@ absl::StatusOr<RunResult> TrainTimed(Trainer* trainer, const BucketTask& task,
       edges_done += range.hi - range.lo;
       ++batches_done;
     }
-    absl::MutexLock lock(&mu);
+    MutexLock lock(&mu);
     result.edges += edges_done;
     result.batches += batches_done;
     result.loss += loss;

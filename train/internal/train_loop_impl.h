@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
+#include "storage/base/mutex.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 #include "partition/train_memory.h"
@@ -187,7 +187,7 @@ class TrainLoop final : public RoundHooks {
   bool resumed_ = false;
   bool fits_in_memory_ = true;
 
-  absl::Mutex progress_mu_;
+  Mutex progress_mu_;
   TrainProgress progress_ ABSL_GUARDED_BY(progress_mu_);
   double epoch_loss_ ABSL_GUARDED_BY(progress_mu_) = 0;
   // Across ranks: the epoch's edges and mean loss over every rank, as of

@@ -29,7 +29,7 @@ PartitionBuffer::PartitionBuffer(Graph* graph, const PartitionBufferOptions& opt
       options_(options),
       locations_(std::move(locations)),
       write_version_(write_version) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   resident_.resize(graph_->manifest().num_partitions);
 }
 
@@ -38,14 +38,14 @@ PartitionBuffer::~PartitionBuffer() {
 }
 
 uint32_t PartitionBuffer::resident_count() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   uint32_t n = 0;
   for (const auto& r : resident_) n += r != nullptr;
   return n;
 }
 
 PartitionData* PartitionBuffer::Get(uint32_t p) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   EMBER_CHECK(p < resident_.size() && resident_[p] != nullptr);
   return resident_[p].get();
 }
@@ -90,7 +90,7 @@ absl::Status PartitionBuffer::Load(uint32_t p) {
 absl::Status PartitionBuffer::Install(std::unique_ptr<PartitionData> data) {
   ++loads_;
   const uint32_t p = data->partition;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   resident_[p] = std::move(data);
   return absl::OkStatus();
 }
@@ -99,7 +99,7 @@ absl::StatusOr<std::unique_ptr<PartitionData>> PartitionBuffer::Take(uint32_t p)
   RETURN_IF_ERROR(Quiesce());
   std::unique_ptr<PartitionData> data;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (p >= resident_.size() || resident_[p] == nullptr) return data;
     data = std::move(resident_[p]);
   }
@@ -120,7 +120,7 @@ absl::Status PartitionBuffer::Put(std::unique_ptr<PartitionData> data) {
         graph_->ReadPartitionFeatures(p, &data->feature_row_start, &data->feature_entries));
   }
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (p >= resident_.size() || resident_[p] != nullptr) {
       return absl::FailedPreconditionError(
           absl::StrCat("partition buffer: partition ", p, " received but already resident"));
@@ -132,7 +132,7 @@ absl::Status PartitionBuffer::Put(std::unique_ptr<PartitionData> data) {
 absl::StatusOr<std::vector<uint32_t>> PartitionBuffer::Resident() {
   RETURN_IF_ERROR(Quiesce());
   std::vector<uint32_t> out;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (uint32_t p = 0; p < resident_.size(); ++p) {
     if (resident_[p] != nullptr) out.push_back(p);
   }
@@ -153,7 +153,7 @@ absl::Status PartitionBuffer::WriteTables(PartitionData& data) {
 
 absl::Status PartitionBuffer::SyncToHost(bool release) {
   auto newer_elsewhere = [&] {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (const auto& data : resident_) {
       if (data == nullptr) continue;
       for (RowResidency* r : residencies_) {
@@ -166,7 +166,7 @@ absl::Status PartitionBuffer::SyncToHost(bool release) {
   RETURN_IF_ERROR(Quiesce());
   std::vector<PartitionData*> resident;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (const auto& data : resident_) {
       if (data != nullptr) resident.push_back(data.get());
     }
@@ -183,7 +183,7 @@ absl::Status PartitionBuffer::SyncToHost(bool release) {
 absl::Status PartitionBuffer::Evict(uint32_t p) {
   std::unique_ptr<PartitionData> data;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     data = std::move(resident_[p]);
   }
   EMBER_CHECK(data != nullptr);
@@ -196,7 +196,7 @@ int64_t PartitionBuffer::Victim(std::span<const uint32_t> keep,
                                 std::span<const std::vector<uint32_t>> future) const {
   int64_t best = -1;
   size_t best_next = 0;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (uint32_t p = 0; p < resident_.size(); ++p) {
     if (resident_[p] == nullptr) continue;
     if (std::find(keep.begin(), keep.end(), p) != keep.end()) continue;
@@ -221,7 +221,7 @@ absl::Status PartitionBuffer::MakeResident(std::span<const uint32_t> needed,
                                            bool best_effort) {
   for (uint32_t p : needed) {
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (resident_[p] != nullptr) continue;
     }
     if (resident_count() >= options_.capacity) {
@@ -248,7 +248,7 @@ absl::Status PartitionBuffer::Quiesce() {
 
 absl::StatusOr<bool> PartitionBuffer::AllResident(std::span<const uint32_t> partitions) {
   RETURN_IF_ERROR(Quiesce());
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (uint32_t p : partitions) {
     if (resident_[p] == nullptr) return false;
   }
@@ -292,7 +292,7 @@ absl::Status PartitionBuffer::WriteResident() {
   RETURN_IF_ERROR(Quiesce());
   std::vector<PartitionData*> all;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (auto& r : resident_) {
       if (r != nullptr) all.push_back(r.get());
     }

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
+#include "storage/base/mutex.h"
 #include "storage/graph.h"
 #include "train/trainers/row_residency.h"
 #include "train/trainers/trainer.h"
@@ -132,7 +132,7 @@ class PartitionBuffer {
   const PartitionBufferOptions options_;
   std::vector<uint64_t> locations_;
   uint64_t write_version_;
-  mutable absl::Mutex mu_;  // guards the pointers in resident_
+  mutable Mutex mu_;  // guards the pointers in resident_
   std::vector<std::unique_ptr<PartitionData>> resident_ ABSL_GUARDED_BY(mu_);
   std::future<absl::Status> pending_;
   // Counted on the prefetch thread and on the caller's.

@@ -6,7 +6,7 @@
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
 
-#include "absl/synchronization/mutex.h"
+#include "storage/base/mutex.h"
 #include "storage/base/status_macros.h"
 
 namespace ember {
@@ -15,7 +15,7 @@ struct BatchPipeline::Rep {
   explicit Rep(std::vector<Trainer*> t, int threads)
       : trainers(std::move(t)), in_flight(trainers.size(), 0), arena(std::max(1, threads)) {}
   std::vector<Trainer*> trainers;
-  absl::Mutex mu;
+  Mutex mu;
   std::vector<int> in_flight ABSL_GUARDED_BY(mu);
   tbb::task_arena arena;
 };
@@ -39,7 +39,7 @@ size_t BatchPipeline::total_slots() const {
 // included. Waiting holds a oneTBB worker only while every slot it could
 // use is training, and each of those releases its slot when done.
 size_t BatchPipeline::Acquire(int required) {
-  absl::MutexLock lock(&rep_->mu);
+  MutexLock lock(&rep_->mu);
   auto free_slot = [this](size_t t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(rep_->mu) {
     return rep_->in_flight[t] < std::max(1, rep_->trainers[t]->slots());
   };
@@ -71,21 +71,21 @@ size_t BatchPipeline::Acquire(int required) {
 }
 
 void BatchPipeline::Release(size_t trainer) {
-  absl::MutexLock lock(&rep_->mu);
+  MutexLock lock(&rep_->mu);
   --rep_->in_flight[trainer];
 }
 
 absl::Status BatchPipeline::Run(BatchSource* source, size_t tokens,
                                 const std::function<void(const BatchDone&)>& on_done) {
   using Clock = std::chrono::steady_clock;
-  absl::Mutex error_mu;
+  Mutex error_mu;
   absl::Status error;
   auto fail = [&](absl::Status s) {
-    absl::MutexLock lock(&error_mu);
+    MutexLock lock(&error_mu);
     if (error.ok()) error = std::move(s);
   };
   auto failed = [&] {
-    absl::MutexLock lock(&error_mu);
+    MutexLock lock(&error_mu);
     return !error.ok();
   };
   struct Trained {

@@ -27,7 +27,7 @@ BucketWindowReader::BucketWindowReader(const Graph* graph, const BucketReadSpec&
   try {
     thread_ = std::thread([this] { Read(); });
   } catch (const std::system_error& e) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     status_ = absl::ResourceExhaustedError(
         absl::StrCat("cannot start the edge reader thread: ", e.what()));
     finished_ = true;
@@ -36,7 +36,7 @@ BucketWindowReader::BucketWindowReader(const Graph* graph, const BucketReadSpec&
 
 BucketWindowReader::~BucketWindowReader() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     cancelled_ = true;
   }
   if (thread_.joinable()) thread_.join();
@@ -57,7 +57,7 @@ std::unique_ptr<EdgeWindow> BucketWindowReader::NewWindow(uint64_t read_so_far,
 
 absl::Status BucketWindowReader::Push(std::unique_ptr<EdgeWindow> window) {
   SplitMix64(WindowSeed(spec_.seed, window->number)).Shuffle(std::span<Edge>(window->edges));
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return cancelled_ || ready_.size() < depth_;
   };
@@ -100,13 +100,13 @@ void BucketWindowReader::Read() {
       },
       spec_.min_generation);
   if (status.ok() && !window->edges.empty()) status = Push(std::move(window));
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (!cancelled_) status_ = status;
   finished_ = true;
 }
 
 absl::StatusOr<std::shared_ptr<EdgeWindow>> BucketWindowReader::Next() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return !ready_.empty() || finished_;
   };

@@ -19,7 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "storage/base/mutex.h"
 #include "storage/graph.h"
 #include "storage/types.h"
 
@@ -78,7 +78,7 @@ class BucketWindowReader {
   const BucketReadSpec spec_;
   const uint64_t window_edges_;
   const size_t depth_;
-  absl::Mutex mu_;
+  Mutex mu_;
   std::deque<std::shared_ptr<EdgeWindow>> ready_ ABSL_GUARDED_BY(mu_);
   bool finished_ ABSL_GUARDED_BY(mu_) = false;  // no window will follow ready_
   absl::Status status_ ABSL_GUARDED_BY(mu_);

@@ -5,7 +5,7 @@
 
 #include <tbb/enumerable_thread_specific.h>
 
-#include "absl/synchronization/mutex.h"
+#include "storage/base/mutex.h"
 #include "storage/base/node_hash.h"
 #include "storage/base/splitmix.h"
 #include "storage/base/status_macros.h"
@@ -126,7 +126,7 @@ class CpuTrainer final : public Trainer {
       const float* rel_params = nullptr;
       if (rel_size_ > 0) {
         AssignRelationSlots(batch.subspan(begin, c), &s);
-        absl::MutexLock lock(&rel_mu_);
+        MutexLock lock(&rel_mu_);
         for (size_t k = 0; k < s.chunk_rels.size(); ++k) {
           std::copy_n(relations_.Of(s.chunk_rels[k]), rel_size_, &s.rel[k * rel_size_]);
         }
@@ -173,7 +173,7 @@ class CpuTrainer final : public Trainer {
         FlushFeatureGrads(&acc, lr);
       }
       if (rel_size_ > 0 && !options_.only_new_edges) {
-        absl::MutexLock lock(&rel_mu_);
+        MutexLock lock(&rel_mu_);
         for (size_t k = 0; k < s.chunk_rels.size(); ++k) {
           const uint32_t rel = s.chunk_rels[k];
           AdagradDenseUpdate(relations_.Of(rel), relations_.state.data() + size_t(rel) * rel_size_,
@@ -282,7 +282,7 @@ class CpuTrainer final : public Trainer {
   const bool endpoints_;  // endpoint negatives
   FeatureTable* const features_;  // shared by all trainers; Hogwild
   const int threads_;  // slots
-  absl::Mutex rel_mu_;
+  Mutex rel_mu_;
   RelationParams relations_;  // params guarded by rel_mu_ during TrainBatches
   const int rel_size_;
   tbb::enumerable_thread_specific<std::unique_ptr<Scratch>> scratch_;
