@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <chrono>
 
-#include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
 
 #include "storage/base/mutex.h"
+#include "storage/base/parallel.h"
 #include "storage/base/status_macros.h"
 
 namespace ember {
@@ -92,12 +92,13 @@ absl::Status BatchPipeline::Run(BatchSource* source, size_t tokens,
     std::unique_ptr<PipelineBatch> batch;
     BatchDone done;
   };
+  // Items pass as pointers (parallel.h); each stage owns what it is handed.
   rep_->arena.execute([&] {
-    tbb::parallel_pipeline(
+    ParallelPipeline(
         std::max<size_t>(1, tokens),
-        tbb::make_filter<void, std::unique_ptr<PipelineBatch>>(
-            tbb::filter_mode::serial_in_order,
-            [&](tbb::flow_control& fc) -> std::unique_ptr<PipelineBatch> {
+        MakeStage<void, PipelineBatch*>(
+            StageMode::kSerialInOrder,
+            [&](FlowControl& fc) -> PipelineBatch* {
               auto b = std::make_unique<PipelineBatch>();
               absl::StatusOr<bool> more = failed() ? false : source->Next(b.get());
               if (!more.ok()) fail(more.status());
@@ -105,37 +106,38 @@ absl::Status BatchPipeline::Run(BatchSource* source, size_t tokens,
                 fc.stop();
                 return nullptr;
               }
-              return b;
+              return b.release();
             }) &
-            tbb::make_filter<std::unique_ptr<PipelineBatch>, Trained>(
-                tbb::filter_mode::parallel,
-                [&](std::unique_ptr<PipelineBatch> b) {
-                  Trained out;
-                  if (failed()) return out;
+            MakeStage<PipelineBatch*, Trained*>(
+                StageMode::kParallel,
+                [&](PipelineBatch* batch) {
+                  std::unique_ptr<PipelineBatch> b(batch);
+                  auto out = std::make_unique<Trained>();
+                  if (failed()) return out.release();
                   const size_t t = Acquire(b->trainer);
                   const auto t0 = Clock::now();
                   absl::StatusOr<double> loss =
                       rep_->trainers[t]->TrainBatch(*b->task, b->range, b->edges());
-                  out.done.record.seconds =
+                  out->done.record.seconds =
                       std::chrono::duration<double>(Clock::now() - t0).count();
                   Release(t);
                   if (!loss.ok()) {
                     fail(loss.status());
-                    return out;
+                    return out.release();
                   }
-                  out.done.trainer = t;
-                  out.done.loss = *loss;
-                  out.done.record.edges = b->range.hi - b->range.lo;
-                  out.done.record.nnz = b->range.nnz;
-                  out.batch = std::move(b);
-                  return out;
+                  out->done.trainer = t;
+                  out->done.loss = *loss;
+                  out->done.record.edges = b->range.hi - b->range.lo;
+                  out->done.record.nnz = b->range.nnz;
+                  out->batch = std::move(b);
+                  return out.release();
                 }) &
-            tbb::make_filter<Trained, void>(tbb::filter_mode::serial_out_of_order,
-                                            [&](Trained t) {
-                                              if (t.batch == nullptr) return;
-                                              t.done.batch = t.batch.get();
-                                              if (on_done) on_done(t.done);
-                                            }));
+            MakeStage<Trained*, void>(StageMode::kSerialOutOfOrder, [&](Trained* trained) {
+              std::unique_ptr<Trained> t(trained);
+              if (t->batch == nullptr) return;
+              t->done.batch = t->batch.get();
+              if (on_done) on_done(t->done);
+            }));
   });
   return error;
 }
