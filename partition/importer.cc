@@ -10,9 +10,6 @@
 #include <filesystem>
 #include <optional>
 
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
-#include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
 
 #include "absl/container/flat_hash_map.h"
@@ -26,6 +23,7 @@
 #include "partition/node_slots.h"
 #include "partition/record_file.h"
 #include "storage/base/file_system.h"
+#include "storage/base/parallel.h"
 #include "partition/train_memory.h"
 #include "storage/graph.h"
 #include "storage/graph_builder.h"
@@ -333,11 +331,11 @@ absl::Status Importer::ReadAndParse() {
   auto fail = [&](absl::Status s) {
     if (!failed.exchange(true)) status = std::move(s);
   };
-  tbb::parallel_pipeline(
+  ParallelPipeline(
       2 * threads + 1,
-      tbb::make_filter<void, ParseToken*>(
-          tbb::filter_mode::serial_in_order,
-          [&](tbb::flow_control& fc) -> ParseToken* {
+      MakeStage<void, ParseToken*>(
+          StageMode::kSerialInOrder,
+          [&](FlowControl& fc) -> ParseToken* {
             while (!failed.load()) {
               if (reader == nullptr) {
                 if (file_index == inputs_.size()) break;
@@ -380,14 +378,14 @@ absl::Status Importer::ReadAndParse() {
             fc.stop();
             return nullptr;
           }) &
-          tbb::make_filter<ParseToken*, ParseToken*>(
-              tbb::filter_mode::parallel,
+          MakeStage<ParseToken*, ParseToken*>(
+              StageMode::kParallel,
               [&](ParseToken* t) {
                 if (!failed.load()) ParseChunk(t);
                 return t;
               }) &
-          tbb::make_filter<ParseToken*, void>(
-              tbb::filter_mode::serial_in_order, [&](ParseToken* t) {
+          MakeStage<ParseToken*, void>(
+              StageMode::kSerialInOrder, [&](ParseToken* t) {
                 std::unique_ptr<ParseToken> owned(t);
                 if (failed.load()) return;
                 absl::Status s = AbsorbChunk(t);
@@ -592,7 +590,7 @@ absl::Status Importer::EmitChunk(std::vector<EdgeRecord>* records) {
   }
   std::vector<uint64_t> end(start.begin() + 1, start.end());
   if (options_.dedupe) {
-    tbb::parallel_for(uint64_t{0}, groups, [&](uint64_t g) {
+    ParallelFor(0, groups, [&](uint64_t g) {
       auto first = edges.begin() + start[g], last = edges.begin() + end[g];
       std::sort(first, last);
       end[g] = std::unique(first, last) - edges.begin();
@@ -610,7 +608,7 @@ absl::Status Importer::EmitChunk(std::vector<EdgeRecord>* records) {
     }
   }
   std::vector<absl::Status> statuses(P);
-  tbb::parallel_for(uint32_t{0}, P, [&](uint32_t ps) {
+  ParallelFor(0, P, [&](uint32_t ps) {
     statuses[ps] = [&]() -> absl::Status {
       ASSIGN_OR_RETURN(auto run, builder_->NewEdgeRun(ps));
       for (int s = 0; s < kNumSplits; ++s) {
@@ -668,9 +666,9 @@ absl::Status Importer::TranslateAndWriteEdges() {
       records.resize(n);
       RETURN_IF_ERROR(reader->ReadExactly(records.data(), n * sizeof(EdgeRecord)));
       std::atomic<bool> missing{false};
-      tbb::parallel_for(tbb::blocked_range<uint64_t>(0, n, 1 << 14),
-                        [&](const tbb::blocked_range<uint64_t>& r) {
-                          for (uint64_t i = r.begin(); i < r.end(); ++i) {
+      ParallelForRanges(0, n, 1 << 14,
+                        [&](size_t begin, size_t end) {
+                          for (uint64_t i = begin; i < end; ++i) {
                             EdgeRecord& e = records[i];
                             if (translate_src) {
                               const uint64_t* s = slots_.Find(e.src);

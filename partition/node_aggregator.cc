@@ -7,7 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "storage/base/mutex.h"
 #include "partition/record_file.h"
 #include "storage/base/status_macros.h"
 
@@ -69,7 +69,7 @@ class RunCursor {
 }  // namespace
 
 struct NodeAggregator::Shard {
-  absl::Mutex mu;
+  Mutex mu;
   absl::flat_hash_map<uint64_t, Entry> map ABSL_GUARDED_BY(mu);
   std::string arena ABSL_GUARDED_BY(mu);
   std::vector<std::string> runs ABSL_GUARDED_BY(mu);
@@ -104,7 +104,7 @@ NodeAggregator::~NodeAggregator() = default;
 uint64_t NodeAggregator::runs_spilled() const {
   uint64_t n = 0;
   for (const auto& s : shards_) {
-    absl::MutexLock lock(&s->mu);
+    MutexLock lock(&s->mu);
     n += s->runs.size();
   }
   return n;
@@ -126,7 +126,7 @@ absl::Status NodeAggregator::Add(std::span<const NodeOccurrence> occurrences) {
   for (int s = 0; s < kNumShards; ++s) {
     if (counts[s] == counts[s + 1]) continue;
     Shard& shard = *shards_[s];
-    absl::MutexLock lock(&shard.mu);
+    MutexLock lock(&shard.mu);
     RETURN_IF_ERROR(shard.status);
     for (uint32_t k = counts[s]; k < counts[s + 1]; ++k) {
       const NodeOccurrence& o = occurrences[order[k]];
@@ -178,7 +178,7 @@ absl::StatusOr<uint64_t> NodeAggregator::CountDistinct() {
   uint64_t total = 0;
   for (int s = 0; s < kNumShards; ++s) {
     Shard& shard = *shards_[s];
-    absl::MutexLock lock(&shard.mu);
+    MutexLock lock(&shard.mu);
     RETURN_IF_ERROR(shard.status);
     if (shard.runs.empty()) {
       total += shard.map.size();
@@ -221,7 +221,7 @@ absl::Status NodeAggregator::ForEachMerged(
     const std::function<absl::Status(const MergedNode&)>& fn) {
   for (int s = 0; s < kNumShards; ++s) {
     Shard& shard = *shards_[s];
-    absl::MutexLock lock(&shard.mu);
+    MutexLock lock(&shard.mu);
     RETURN_IF_ERROR(shard.status);
     // The in-memory part, sorted, is one more run (index = runs.size()).
     std::vector<std::pair<uint64_t, Entry>> mem(shard.map.begin(), shard.map.end());

@@ -22,7 +22,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "absl/synchronization/mutex.h"
+#include "storage/base/mutex.h"
 #include "rocksdb/db.h"
 #include "rocksdb/sst_file_writer.h"
 #include "storage/base/file_system.h"
@@ -201,7 +201,7 @@ struct GraphBuilder::Rep {
   // Next edge chunk number of each partition (grown on demand).
   std::vector<uint64_t> next_edge_chunk ABSL_GUARDED_BY(mu);
 
-  absl::Mutex mu;
+  Mutex mu;
   uint64_t next_run ABSL_GUARDED_BY(mu) = 0;
   std::vector<std::shared_ptr<RunState>> runs ABSL_GUARDED_BY(mu);
 
@@ -362,7 +362,7 @@ absl::StatusOr<std::unique_ptr<SortedRunWriter>> GraphBuilder::NewRun(
   state->target = target;
   state->partition = partition;
   {
-    absl::MutexLock lock(&rep_->mu);
+    MutexLock lock(&rep_->mu);
     if (rep_->committed) {
       return absl::FailedPreconditionError(
           absl::StrCat("NewRun after Commit of ", rep_->out));
@@ -390,7 +390,7 @@ absl::StatusOr<std::unique_ptr<EdgeRunWriter>> GraphBuilder::NewEdgeRun(
   ASSIGN_OR_RETURN(auto run, NewRun(RunTarget::kShardEdges, src_partition));
   uint64_t chunk;
   {
-    absl::MutexLock lock(&rep_->mu);
+    MutexLock lock(&rep_->mu);
     std::vector<uint64_t>& next = rep_->next_edge_chunk;
     if (next.size() <= src_partition) next.resize(src_partition + 1, 0);
     chunk = next[src_partition]++;
@@ -424,7 +424,7 @@ absl::Status GraphBuilder::SetNumPartitions(uint32_t num_partitions) {
     return absl::FailedPreconditionError(absl::StrCat(
         "cannot change the partition count of ", rep_->out, " when appending"));
   }
-  absl::MutexLock lock(&rep_->mu);
+  MutexLock lock(&rep_->mu);
   for (const auto& run : rep_->runs) {
     if (!IsDictTarget(run->target)) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -454,7 +454,7 @@ absl::Status GraphBuilder::WriteBlob(std::string_view name,
         "' must be 1..200 characters of [A-Za-z0-9._-]"));
   }
   {
-    absl::MutexLock lock(&rep_->mu);
+    MutexLock lock(&rep_->mu);
     if (rep_->committed) {
       return absl::FailedPreconditionError(
           absl::StrCat("WriteBlob after Commit of ", rep_->out));
@@ -496,7 +496,7 @@ absl::Status GraphBuilder::Commit(const Manifest& manifest) {
   std::vector<std::vector<std::vector<std::string>>> shard_files(
       num_p, std::vector<std::vector<std::string>>(shard_cfs.size()));
   {
-    absl::MutexLock lock(&r.mu);
+    MutexLock lock(&r.mu);
     for (const std::shared_ptr<RunState>& run : r.runs) {
       if (run->open.load()) {
         return absl::FailedPreconditionError(absl::StrCat(

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Configures and builds ember. Usage: tools/build.sh [release|sanitize] [TARGET...]
-# Builds into build/ (release) or build-sanitize/ (ASan + UBSan): every
-# target, or only the TARGETs named (e.g. `ember`).
+# Configures and builds ember. Usage: tools/build.sh [release|sanitize|tsan] [TARGET...]
+# Builds into build/ (release), build-sanitize/ (ASan + UBSan) or
+# build-tsan/ (ThreadSanitizer): every target, or only the TARGETs named
+# (e.g. `ember`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind=${1:-release}
@@ -9,7 +10,8 @@ shift $(( $# > 0 ? 1 : 0 ))
 case "$kind" in
   release) dir=build; extra=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
   sanitize) dir=build-sanitize; extra=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=ON -DEMBER_CUDA=OFF) ;;
-  *) echo "usage: $0 [release|sanitize]" >&2; exit 2 ;;
+  tsan) dir=build-tsan; extra=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_TSAN=ON -DEMBER_CUDA=OFF -DEMBER_MPI=OFF) ;;
+  *) echo "usage: $0 [release|sanitize|tsan]" >&2; exit 2 ;;
 esac
 gen=()
 command -v ninja >/dev/null && gen=(-G Ninja)

@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "storage/base/mutex.h"
 #include "nlohmann/json.hpp"
 #include "partition/train_memory.h"
 #include "storage/graph.h"
@@ -119,7 +119,7 @@ void TrainLoop::FillBatchStats(EpochStats* s) const {
   s->batch_nnz_cv = n.cv;
   s->batch_nnz_max_over_mean = n.max_over_mean;
   {
-    absl::MutexLock lock(&progress_mu_);
+    MutexLock lock(&progress_mu_);
     s->edge_cost = PlanningEdgeCost();
   }
   s->idle_share = trainer_available_seconds_ > 0
@@ -227,7 +227,7 @@ uint32_t TrainLoop::RoundStarted(const Round& /*round*/, const Round* next) {
   if (next != nullptr && !distributed()) {
     buffer_->Prefetch(next->partitions, scheduler_->Upcoming(kLookaheadRounds));
   }
-  absl::MutexLock lock(&progress_mu_);
+  MutexLock lock(&progress_mu_);
   return PlanningEdgeCost();
 }
 
@@ -239,7 +239,7 @@ absl::StatusOr<bool> TrainLoop::RoundEmitted(const Round& done, const Round* nex
   buckets_this_run_ += buckets;
   buckets_since_checkpoint_ += buckets;
   {
-    absl::MutexLock lock(&progress_mu_);
+    MutexLock lock(&progress_mu_);
     progress_.bucket += buckets;
   }
   if (next == nullptr || sync_->SyncsEveryRound() || CheckpointDue() || StopDue()) return false;
@@ -251,7 +251,7 @@ void TrainLoop::BatchTrained(const BatchDone& d) {
   ++batches_per_trainer_[d.trainer];
   batch_seconds_.Add(d.record.seconds);
   batch_nnz_.Add(static_cast<double>(d.record.nnz));
-  absl::MutexLock lock(&progress_mu_);
+  MutexLock lock(&progress_mu_);
   cost_model_.Add(d.record);
   progress_.edges_done += d.record.edges;
   epoch_loss_ += d.loss;
@@ -415,7 +415,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
                                           round_size_, options_.seed + epoch, 0);
         while (std::optional<Round> r = counter->Next()) rounds.push_back(std::move(r->buckets));
       }
-      absl::MutexLock lock(&progress_mu_);
+      MutexLock lock(&progress_mu_);
       progress_ = TrainProgress();
       progress_.epoch = epoch;
       progress_.epochs = options_.epochs;
@@ -446,7 +446,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     stats.epoch = epoch + 1;
     stats.lr = options_.optimizer.lr;
     {
-      absl::MutexLock lock(&progress_mu_);
+      MutexLock lock(&progress_mu_);
       stats.edges = progress_.edges_done;
       stats.loss = progress_.loss;
     }

@@ -40,7 +40,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
+#include "storage/base/mutex.h"
 #include "storage/base/file_system.h"
 #include "storage/base/file_util.h"
 
@@ -104,7 +104,7 @@ class FaultInjectingFileSystem : public FileSystemWrapper {
 
   // Arms `fault` (replacing any other) and restarts its count.
   void Inject(const Fault& fault) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     fault_ = fault;
     matched_ = 0;
     fired_path_.reset();
@@ -112,19 +112,19 @@ class FaultInjectingFileSystem : public FileSystemWrapper {
   }
   // Disarms the fault and ends a crash (the disk is writable again).
   void Reset() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     fault_.reset();
     matched_ = 0;
     crashed_ = false;
   }
   // The path of the operation the fault hit; nullopt if it has not fired.
   std::optional<std::string> fired_path() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return fired_path_;
   }
   // Every path a fault hit (more than one for a sticky fault), in order.
   std::vector<std::string> fired_paths() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return fired_paths_;
   }
   // Whether `message` names (by file name) a file that a fault hit.
@@ -137,17 +137,17 @@ class FaultInjectingFileSystem : public FileSystemWrapper {
     return false;
   }
   bool crashed() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return crashed_;
   }
   // Every operation seen (read operations only when `record_reads`), in
   // order; cleared by ClearLog.
   std::vector<FsOpRecord> log() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return log_;
   }
   void ClearLog(bool record_reads = false) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     log_.clear();
     record_reads_ = record_reads;
   }
@@ -156,7 +156,7 @@ class FaultInjectingFileSystem : public FileSystemWrapper {
   // `under`, when given) back to the bytes last synced (0 for a file never
   // synced): what a crash keeps.
   void DropUnsyncedData(const std::string& under = "") {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (const auto& [path, state] : files_) {
       if (!under.empty() && !absl::StartsWith(path, under + "/")) continue;
       if (state->size > state->synced) {
@@ -181,7 +181,7 @@ class FaultInjectingFileSystem : public FileSystemWrapper {
     // What an append finds was there before: taken as durable.
     state->size = state->synced = existing;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       files_[path] = state;
     }
     return std::unique_ptr<WritableFile>(new File(this, *std::move(file), std::move(state)));
@@ -215,7 +215,7 @@ class FaultInjectingFileSystem : public FileSystemWrapper {
     RETURN_IF_FAULT(FsOp::kRename, to, absl::StrCat("cannot link ", from, " to"));
     absl::Status s = target()->Link(from, to);
     if (s.ok()) {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       auto it = files_.find(from);
       if (it != files_.end()) files_[to] = it->second;  // one inode, one state
     }
@@ -245,7 +245,7 @@ class FaultInjectingFileSystem : public FileSystemWrapper {
                      : *kind == PathKind::kMissing ? internal::ErrnoStatus(ENOENT, "cannot open for fsync", path)
                                                    : absl::OkStatus();
     if (s.ok()) {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       auto it = files_.find(path);
       if (it != files_.end()) it->second->synced = it->second->size;
     }
@@ -284,7 +284,7 @@ class FaultInjectingFileSystem : public FileSystemWrapper {
       // never lose power (syncs on a busy disk would dominate their time).
       absl::Status s = absl::OkStatus();
       if (s.ok()) {
-        absl::MutexLock lock(&fs_->mu_);
+        MutexLock lock(&fs_->mu_);
         state_->synced = state_->size;
       }
       return s;
@@ -293,7 +293,7 @@ class FaultInjectingFileSystem : public FileSystemWrapper {
 
    private:
     void Grow(uint64_t bytes) {
-      absl::MutexLock lock(&fs_->mu_);
+      MutexLock lock(&fs_->mu_);
       state_->size += bytes;
     }
 
@@ -322,7 +322,7 @@ class FaultInjectingFileSystem : public FileSystemWrapper {
   // Counts `op` on `path`; the fault to inject if this is the one (or the
   // disk has crashed and `op` changes it).
   std::optional<Fault> Hit(FsOp op, const std::string& path) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (op != FsOp::kRead || record_reads_) log_.push_back({op, path});
     if (crashed_ && op != FsOp::kRead) return fault_;
     if (!fault_.has_value() || fault_->op != op ||
@@ -347,7 +347,7 @@ class FaultInjectingFileSystem : public FileSystemWrapper {
   }
 
   void MoveState(const std::string& from, const std::string& to) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto it = files_.find(from);
     if (it == files_.end()) {
       files_.erase(to);
@@ -358,7 +358,7 @@ class FaultInjectingFileSystem : public FileSystemWrapper {
   }
 
   void ForgetUnder(const std::string& path) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     const std::string dir = path + "/";
     for (auto it = files_.begin(); it != files_.end();) {
       if (it->first == path || absl::StartsWith(it->first, dir)) {
@@ -369,7 +369,7 @@ class FaultInjectingFileSystem : public FileSystemWrapper {
     }
   }
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::optional<Fault> fault_ ABSL_GUARDED_BY(mu_);
   int matched_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<std::string> fired_path_ ABSL_GUARDED_BY(mu_);

@@ -4,7 +4,7 @@
 #include <functional>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
+#include "storage/base/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 
@@ -18,17 +18,17 @@ TEST(IoExecutorTest, StartsThreadsOnDemandUpToItsBound) {
   IoExecutor io(3);
   EXPECT_EQ(io.threads(), 0);
   absl::Notification release;
-  absl::Mutex mu;
+  Mutex mu;
   std::vector<int> started;
   int finished = 0;
   for (int i = 0; i < 6; ++i) {
     ASSERT_TRUE(io.Submit([&, i] {
                     {
-                      absl::MutexLock lock(&mu);
+                      MutexLock lock(&mu);
                       started.push_back(i);
                     }
                     release.WaitForNotification();
-                    absl::MutexLock lock(&mu);
+                    MutexLock lock(&mu);
                     ++finished;
                   })
                     .ok());
@@ -37,13 +37,13 @@ TEST(IoExecutorTest, StartsThreadsOnDemandUpToItsBound) {
   // tasks.
   EXPECT_EQ(io.threads(), 3);
   {
-    absl::MutexLock lock(&mu);
+    MutexLock lock(&mu);
     auto three = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return started.size() >= 3; };
     mu.Await(absl::Condition(&three));
     EXPECT_EQ(started.size(), 3u);
   }
   release.Notify();
-  absl::MutexLock lock(&mu);
+  MutexLock lock(&mu);
   auto all = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return finished == 6; };
   mu.Await(absl::Condition(&all));
   EXPECT_EQ(std::vector<int>(started.begin() + 3, started.end()), (std::vector<int>{3, 4, 5}));

@@ -7,9 +7,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
-#include "oneapi/tbb/blocked_range.h"
-#include "oneapi/tbb/parallel_for.h"
+#include "storage/base/mutex.h"
+#include "storage/base/parallel.h"
 #include "train/model/init.h"
 #include "tools/gen/rmat_generator.h"
 
@@ -26,7 +25,7 @@ absl::StatusOr<std::vector<Edge>> MakeRmatEdges(int scale, uint64_t edge_factor,
   rmat.seed = seed;
   if (absl::Status s = rmat.Validate(); !s.ok()) return s;
   std::vector<Edge> edges(rmat.num_edges());
-  tbb::parallel_for(uint64_t{0}, rmat.num_chunks(), [&](uint64_t chunk) {
+  ParallelFor(0, rmat.num_chunks(), [&](uint64_t chunk) {
     std::vector<tools::gen::RmatEdge> out;
     tools::gen::RmatChunk(rmat, chunk, &out);
     Edge* to = edges.data() + chunk * rmat.chunk_edges;
@@ -46,13 +45,10 @@ PartitionData MakePartition(uint64_t rows, int dim, float init_scale, uint64_t s
   p.embeddings.resize(rows * dim);
   p.optimizer.assign(rows, 0.0f);
   constexpr uint64_t kRowsPerTask = 1 << 16;
-  tbb::parallel_for(tbb::blocked_range<uint64_t>(0, rows, kRowsPerTask),
-                    [&](const tbb::blocked_range<uint64_t>& r) {
-                      InitEmbeddings(InitDistribution::kNormal, init_scale, seed,
-                                     static_cast<int64_t>(r.begin()),
-                                     static_cast<int64_t>(r.size()), dim,
-                                     p.Row(r.begin()));
-                    });
+  ParallelForRanges(0, rows, kRowsPerTask, [&](size_t begin, size_t end) {
+    InitEmbeddings(InitDistribution::kNormal, init_scale, seed, static_cast<int64_t>(begin),
+                   static_cast<int64_t>(end - begin), dim, p.Row(begin));
+  });
   return p;
 }
 
@@ -75,7 +71,7 @@ absl::StatusOr<RunResult> TrainTimed(Trainer* trainer, const BucketTask& task,
       start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limits.seconds));
 
   std::atomic<uint64_t> next{0};
-  absl::Mutex mu;
+  Mutex mu;
   RunResult result;
   absl::Status first_error;
   auto worker = [&] {
@@ -99,7 +95,7 @@ absl::StatusOr<RunResult> TrainTimed(Trainer* trainer, const BucketTask& task,
       edges_done += range.hi - range.lo;
       ++batches_done;
     }
-    absl::MutexLock lock(&mu);
+    MutexLock lock(&mu);
     result.edges += edges_done;
     result.batches += batches_done;
     result.loss += loss;

@@ -9,19 +9,19 @@ RoundWatchdog::RoundWatchdog(absl::Duration timeout, std::function<void(absl::Du
 
 RoundWatchdog::~RoundWatchdog() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
   thread_.join();
 }
 
 void RoundWatchdog::Beat() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   last_ = absl::Now();
 }
 
 void RoundWatchdog::Watch() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   while (!stop_) {
     const absl::Duration quiet = absl::Now() - last_;
     if (quiet >= timeout_) {

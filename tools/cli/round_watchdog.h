@@ -8,7 +8,7 @@
 #include <functional>
 #include <thread>
 
-#include "absl/synchronization/mutex.h"
+#include "storage/base/mutex.h"
 #include "absl/time/time.h"
 
 namespace ember::tools {
@@ -30,7 +30,7 @@ class RoundWatchdog {
 
   const absl::Duration timeout_;
   const std::function<void(absl::Duration)> on_stall_;
-  absl::Mutex mu_;
+  Mutex mu_;
   absl::Time last_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;

@@ -10,9 +10,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
-#include "oneapi/tbb/parallel_for.h"
 #include "oneapi/tbb/task_arena.h"
 #include "storage/base/file_system.h"
+#include "storage/base/parallel.h"
 #include "storage/base/status_macros.h"
 #include "storage/base/progress.h"
 
@@ -319,7 +319,7 @@ class Exporter {
           pieces_.resize(pieces);
           if (!arena_) arena_ = std::make_unique<tbb::task_arena>(threads_);
           arena_->execute([&] {
-            tbb::parallel_for(0, pieces, [&](int t) {
+            ParallelFor(0, pieces, [&](int t) {
               const size_t lo = n * t / pieces, hi = n * (t + 1) / pieces;
               std::string& out = pieces_[t];
               out.clear();

@@ -12,8 +12,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "storage/base/parallel.h"
 #include "storage/base/status_macros.h"
-#include "tbb/parallel_pipeline.h"
 #include "tbb/task_arena.h"
 
 namespace ember::tools::gen {
@@ -149,11 +149,11 @@ absl::Status WriteChunksInOrder(
 
   tbb::task_arena arena(threads);
   arena.execute([&] {
-    tbb::parallel_pipeline(
+    ParallelPipeline(
         static_cast<size_t>(2 * threads),
-        tbb::make_filter<void, Token*>(
-            tbb::filter_mode::serial_in_order,
-            [&](tbb::flow_control& fc) -> Token* {
+        MakeStage<void, Token*>(
+            StageMode::kSerialInOrder,
+            [&](FlowControl& fc) -> Token* {
               if (next_chunk >= num_chunks ||
                   failed.load(std::memory_order_relaxed)) {
                 fc.stop();
@@ -163,15 +163,15 @@ absl::Status WriteChunksInOrder(
               t->index = next_chunk++;
               return t;
             }) &
-            tbb::make_filter<Token*, Token*>(tbb::filter_mode::parallel,
+            MakeStage<Token*, Token*>(StageMode::kParallel,
                                              [&](Token* t) -> Token* {
                                                produce(t->index, &t->bytes);
                                                t->status =
                                                    out->Encode(&t->bytes);
                                                return t;
                                              }) &
-            tbb::make_filter<Token*, void>(
-                tbb::filter_mode::serial_in_order, [&](Token* t) {
+            MakeStage<Token*, void>(
+                StageMode::kSerialInOrder, [&](Token* t) {
                   std::unique_ptr<Token> owned(t);
                   if (!first_error.ok()) return;
                   absl::Status s = t->status;

@@ -8,8 +8,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "storage/base/parallel.h"
 #include "storage/base/status_macros.h"
-#include "tbb/parallel_for.h"
 #include "tbb/task_arena.h"
 #include "tools/gen/gen_random.h"
 
@@ -419,7 +419,7 @@ absl::StatusOr<KgGraph> BuildKg(const KgOptions& options, int threads) {
   tbb::task_arena arena(threads > 0 ? threads
                                     : tbb::this_task_arena::max_concurrency());
   arena.execute([&] {
-    tbb::parallel_for(size_t{0}, n, [&](size_t i) {
+    ParallelFor(0, n, [&](size_t i) {
       if (rels[i].kind != KgKind::kComposition && !is_rev(i)) {
         facts[i] = DrawFacts(options, draw, rels[i], i);
       }
@@ -428,12 +428,10 @@ absl::StatusOr<KgGraph> BuildKg(const KgOptions& options, int threads) {
                                options.mix.symmetric + options.mix.hierarchies;
     const size_t first_func = first_plain + options.mix.plain;
     const size_t first_comp = first_func + options.mix.functional;
-    tbb::parallel_for(
-        size_t{0}, size_t{options.mix.compositions}, [&](size_t k) {
-          facts[first_comp + k] =
-              Compose(options, facts[first_plain + k], facts[first_func + k]);
-        });
-    tbb::parallel_for(size_t{0}, n, [&](size_t i) {
+    ParallelFor(0, size_t{options.mix.compositions}, [&](size_t k) {
+      facts[first_comp + k] = Compose(options, facts[first_plain + k], facts[first_func + k]);
+    });
+    ParallelFor(0, n, [&](size_t i) {
       if (!is_rev(i)) split[i] = SplitRelation(options, rels, i, facts[i]);
     });
   });

@@ -8,7 +8,7 @@
 namespace ember {
 namespace {
 
-// As the CPU trainer's SampleNegatives.
+// As the CPU trainer's SampleNegativeRows draws them.
 void SampleNegatives(uint64_t rows, int n, SplitMix64& rng, std::vector<uint32_t>* ids) {
   ids->resize(n);
   if (rows >= uint64_t(4) * n) {

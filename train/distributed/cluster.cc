@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "storage/base/mutex.h"
 
 namespace ember {
 
@@ -60,7 +60,7 @@ struct InProcessCluster::Rep {
   std::unique_ptr<InProcessNetwork> network;
   std::vector<std::unique_ptr<Member>> members;
 
-  absl::Mutex mu;
+  Mutex mu;
   uint64_t generation ABSL_GUARDED_BY(mu) = 0;
   uint32_t arrived ABSL_GUARDED_BY(mu) = 0;
   uint32_t departed ABSL_GUARDED_BY(mu) = 0;
@@ -68,7 +68,7 @@ struct InProcessCluster::Rep {
   std::vector<std::string> published ABSL_GUARDED_BY(mu);
 
   absl::StatusOr<std::vector<std::string>> Meet(uint32_t rank, const std::string& mine) {
-    absl::MutexLock lock(&mu);
+    MutexLock lock(&mu);
     // Wait until every rank has read the previous collective's result.
     mu.Await(absl::Condition(
         +[](Rep* r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(r->mu) { return r->departed == 0; }, this));
@@ -106,7 +106,7 @@ absl::StatusOr<std::unique_ptr<InProcessCluster>> InProcessCluster::Create(
   rep->world_size = world_size;
   rep->network = std::move(*network);
   {
-    absl::MutexLock lock(&rep->mu);
+    MutexLock lock(&rep->mu);
     rep->deposits.assign(world_size, std::string());
   }
   for (uint32_t r = 0; r < world_size; ++r) {

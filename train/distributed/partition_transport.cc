@@ -6,7 +6,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "storage/base/mutex.h"
 
 namespace ember {
 
@@ -75,13 +75,13 @@ struct TransportHandle::State {
   const uint32_t partition;
   const uint32_t peer;
   const bool receive;
-  absl::Mutex mu;
+  Mutex mu;
   bool done ABSL_GUARDED_BY(mu) = false;
   absl::Status status ABSL_GUARDED_BY(mu);
   PartitionState result ABSL_GUARDED_BY(mu);
 
   void Finish(absl::Status s, PartitionState r = {}) {
-    absl::MutexLock lock(&mu);
+    MutexLock lock(&mu);
     status = std::move(s);
     result = std::move(r);
     done = true;
@@ -103,13 +103,13 @@ void TransportCompleter::Complete(absl::Status status, PartitionState result) {
 
 bool TransportHandle::done() const {
   if (!state_) return true;
-  absl::MutexLock lock(&state_->mu);
+  MutexLock lock(&state_->mu);
   return state_->done;
 }
 
 absl::Status TransportHandle::Wait(absl::Duration timeout) {
   if (!state_) return absl::FailedPreconditionError("transport: waiting on an empty handle");
-  absl::MutexLock lock(&state_->mu);
+  MutexLock lock(&state_->mu);
   if (!state_->mu.AwaitWithTimeout(absl::Condition(&state_->done), timeout)) {
     return absl::DeadlineExceededError(absl::StrCat(
         "transport: ", state_->receive ? "receiving" : "sending", " partition ",
@@ -121,7 +121,7 @@ absl::Status TransportHandle::Wait(absl::Duration timeout) {
 
 PartitionState TransportHandle::TakeState() {
   if (!state_) return {};
-  absl::MutexLock lock(&state_->mu);
+  MutexLock lock(&state_->mu);
   return std::move(state_->result);
 }
 
@@ -193,7 +193,7 @@ struct InProcessNetwork::Rep {
   uint32_t world_size = 0;
   TransportOptions options;
   std::vector<std::unique_ptr<Endpoint>> endpoints;
-  mutable absl::Mutex mu;
+  mutable Mutex mu;
   std::map<Key, Channel> channels ABSL_GUARDED_BY(mu);
   uint64_t max_message ABSL_GUARDED_BY(mu) = 0;
   uint64_t messages ABSL_GUARDED_BY(mu) = 0;
@@ -217,7 +217,7 @@ struct InProcessNetwork::Rep {
                  options.max_chunk_bytes, &out);
     std::shared_ptr<TransportHandle::State> matched;
     {
-      absl::MutexLock lock(&mu);
+      MutexLock lock(&mu);
       Channel& c = channels[Key{from, to, state.partition}];
       for (Message& m : out) {
         max_message = std::max<uint64_t>(max_message, m.size());
@@ -238,7 +238,7 @@ struct InProcessNetwork::Rep {
   TransportHandle Receive(uint32_t from, uint32_t to, uint32_t partition) {
     if (absl::Status s = CheckPeer(to, from); !s.ok()) return TransportHandle::Failed(s);
     auto state = std::make_shared<TransportHandle::State>(partition, from, true);
-    absl::MutexLock lock(&mu);
+    MutexLock lock(&mu);
     Channel& c = channels[Key{from, to, partition}];
     if (c.pending) {
       return TransportHandle::Failed(absl::FailedPreconditionError(
@@ -298,12 +298,12 @@ PartitionTransport* InProcessNetwork::rank(uint32_t r) {
 }
 
 uint64_t InProcessNetwork::max_message_bytes() const {
-  absl::MutexLock lock(&rep_->mu);
+  MutexLock lock(&rep_->mu);
   return rep_->max_message;
 }
 
 uint64_t InProcessNetwork::messages() const {
-  absl::MutexLock lock(&rep_->mu);
+  MutexLock lock(&rep_->mu);
   return rep_->messages;
 }
 

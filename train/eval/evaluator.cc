@@ -16,10 +16,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "storage/base/parallel.h"
 #include "storage/base/status_macros.h"
-#include "tbb/blocked_range.h"
 #include "tbb/enumerable_thread_specific.h"
-#include "tbb/parallel_for.h"
 #include "tbb/task_arena.h"
 #include "train/model/candidate_scorer.h"
 #include "partition/train_memory.h"
@@ -367,7 +366,7 @@ absl::Status EvalRun::BuildFilters() {
     for (auto& [key, ids] : *m) lists.push_back(&ids);
   }
   arena_->execute([&] {
-    tbb::parallel_for(size_t{0}, lists.size(), [&](size_t k) {
+    ParallelFor(0, lists.size(), [&](size_t k) {
       std::vector<uint64_t>& ids = *lists[k];
       std::sort(ids.begin(), ids.end());
       ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
@@ -417,7 +416,7 @@ void EvalRun::ScoreTrue() {
   true_score_.assign(2 * batch_.size(), 0.0f);
   const size_t chunks = chunk_begin_.size() - 1;
   arena_->execute([&] {
-    tbb::parallel_for(size_t{0}, chunks, [&](size_t c) {
+    ParallelFor(0, chunks, [&](size_t c) {
       Scratch& s = scratch_.local();
       const size_t begin = chunk_begin_[c], end = chunk_begin_[c + 1];
       const int nq = static_cast<int>(end - begin);
@@ -454,7 +453,7 @@ void EvalRun::CountCandidates(const CandidateSet& set) {
   const size_t chunks = chunk_begin_.size() - 1;
   const size_t blocks = (set.size + kCandidateBlock - 1) / kCandidateBlock;
   arena_->execute([&] {
-    tbb::parallel_for(size_t{0}, chunks * blocks, [&](size_t task) {
+    ParallelFor(0, chunks * blocks, [&](size_t task) {
       const size_t c = task / blocks, b = task % blocks;
       Scratch& s = scratch_.local();
       const size_t begin = chunk_begin_[c], end = chunk_begin_[c + 1];

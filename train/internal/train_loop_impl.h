@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
+#include "storage/base/mutex.h"
 #include "absl/time/time.h"
 #include "partition/train_memory.h"
 #include "storage/graph.h"
@@ -166,7 +166,7 @@ class TrainLoop final : public PipelineObserver {
 
   // Shared by the pipeline's done stage (which writes it) and its source
   // stage.
-  mutable absl::Mutex progress_mu_;
+  mutable Mutex progress_mu_;
   TrainProgress progress_ ABSL_GUARDED_BY(progress_mu_);
   BatchCostModel cost_model_ ABSL_GUARDED_BY(progress_mu_);  // over this run's batches
   double epoch_loss_ ABSL_GUARDED_BY(progress_mu_) = 0;

@@ -124,14 +124,14 @@ absl::Status TrainLoop::MeasureEpochAcrossRanks(int epoch, double checkpoint_sec
 absl::Status TrainLoop::ReportGlobalProgress() {
   double sums[2];
   {
-    absl::MutexLock lock(&progress_mu_);
+    MutexLock lock(&progress_mu_);
     sums[0] = static_cast<double>(progress_.edges_done);
     sums[1] = epoch_loss_;
   }
   RETURN_IF_ERROR(cluster_->SumDoubles(sums));
   TrainProgress p;
   {
-    absl::MutexLock lock(&progress_mu_);
+    MutexLock lock(&progress_mu_);
     p = progress_;
   }
   p.edges_done = static_cast<uint64_t>(sums[0]);

@@ -13,7 +13,7 @@ IoExecutor::IoExecutor(int max_threads) : max_threads_(std::max(1, max_threads))
 IoExecutor::~IoExecutor() {
   std::vector<std::thread> threads;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
     threads = std::move(threads_);
   }
@@ -21,12 +21,12 @@ IoExecutor::~IoExecutor() {
 }
 
 int IoExecutor::threads() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return static_cast<int>(threads_.size());
 }
 
 absl::Status IoExecutor::Submit(absl::AnyInvocable<void() &&> task) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   queue_.push_back(std::move(task));
   // While stopping, the running threads drain the queue before they end.
   if (queue_.size() <= static_cast<size_t>(idle_) ||
@@ -47,7 +47,7 @@ void IoExecutor::Work() {
   while (true) {
     absl::AnyInvocable<void() &&> task;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       ++idle_;
       auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return !queue_.empty() || stopping_;

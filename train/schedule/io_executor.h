@@ -18,7 +18,7 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
+#include "storage/base/mutex.h"
 
 namespace ember {
 
@@ -44,7 +44,7 @@ class IoExecutor {
   void Work();
 
   const int max_threads_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::deque<absl::AnyInvocable<void() &&>> queue_ ABSL_GUARDED_BY(mu_);
   int idle_ ABSL_GUARDED_BY(mu_) = 0;  // threads waiting for a task
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

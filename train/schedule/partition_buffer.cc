@@ -59,7 +59,7 @@ PartitionBuffer::PartitionBuffer(Graph* graph, const PartitionBufferOptions& opt
       options_(options),
       locations_(std::move(locations)),
       write_version_(write_version) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   resident_.resize(graph_->manifest().num_partitions);
   pins_.assign(resident_.size(), 0);
 }
@@ -69,33 +69,33 @@ PartitionBuffer::~PartitionBuffer() {
 }
 
 uint32_t PartitionBuffer::resident_count() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   uint32_t n = 0;
   for (const auto& r : resident_) n += r != nullptr;
   return n;
 }
 
 PartitionData* PartitionBuffer::Get(uint32_t p) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   EMBER_CHECK(p < resident_.size() && resident_[p] != nullptr);
   return resident_[p].get();
 }
 
 PartitionPin PartitionBuffer::Pin(uint32_t p) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   EMBER_CHECK(p < resident_.size() && resident_[p] != nullptr);
   ++pins_[p];
   return PartitionPin(this, resident_[p].get());
 }
 
 void PartitionBuffer::Unpin(uint32_t p) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   EMBER_CHECK(pins_[p] > 0);
   --pins_[p];
 }
 
 uint32_t PartitionBuffer::pins(uint32_t p) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return pins_[p];
 }
 
@@ -139,7 +139,7 @@ absl::Status PartitionBuffer::Load(uint32_t p) {
 absl::Status PartitionBuffer::Install(std::unique_ptr<PartitionData> data) {
   ++loads_;
   const uint32_t p = data->partition;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   resident_[p] = std::move(data);
   return absl::OkStatus();
 }
@@ -148,7 +148,7 @@ absl::StatusOr<std::unique_ptr<PartitionData>> PartitionBuffer::Take(uint32_t p)
   RETURN_IF_ERROR(Quiesce());
   std::unique_ptr<PartitionData> data;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (p >= resident_.size() || resident_[p] == nullptr) return data;
     if (pins_[p] > 0) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -173,7 +173,7 @@ absl::Status PartitionBuffer::Put(std::unique_ptr<PartitionData> data) {
         graph_->ReadPartitionFeatures(p, &data->feature_row_start, &data->feature_entries));
   }
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (p >= resident_.size() || resident_[p] != nullptr) {
       return absl::FailedPreconditionError(
           absl::StrCat("partition buffer: partition ", p, " received but already resident"));
@@ -185,7 +185,7 @@ absl::Status PartitionBuffer::Put(std::unique_ptr<PartitionData> data) {
 absl::StatusOr<std::vector<uint32_t>> PartitionBuffer::Resident() {
   RETURN_IF_ERROR(Quiesce());
   std::vector<uint32_t> out;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (uint32_t p = 0; p < resident_.size(); ++p) {
     if (resident_[p] != nullptr) out.push_back(p);
   }
@@ -206,7 +206,7 @@ absl::Status PartitionBuffer::WriteTables(PartitionData& data) {
 
 absl::Status PartitionBuffer::SyncToHost(bool release) {
   auto newer_elsewhere = [&] {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (const auto& data : resident_) {
       if (data == nullptr) continue;
       for (RowResidency* r : residencies_) {
@@ -219,7 +219,7 @@ absl::Status PartitionBuffer::SyncToHost(bool release) {
   RETURN_IF_ERROR(Quiesce());
   std::vector<PartitionData*> resident;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (const auto& data : resident_) {
       if (data != nullptr) resident.push_back(data.get());
     }
@@ -243,7 +243,7 @@ std::unique_ptr<PartitionData> PartitionBuffer::TakeVictim(
     std::span<const uint32_t> keep, std::span<const std::vector<uint32_t>> future) {
   int64_t best = -1;
   size_t best_next = 0;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (uint32_t p = 0; p < resident_.size(); ++p) {
     if (resident_[p] == nullptr || pins_[p] > 0) continue;
     if (std::find(keep.begin(), keep.end(), p) != keep.end()) continue;
@@ -268,7 +268,7 @@ absl::Status PartitionBuffer::MakeResident(std::span<const uint32_t> needed,
                                            bool best_effort) {
   for (uint32_t p : needed) {
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (resident_[p] != nullptr) continue;
     }
     if (resident_count() >= options_.capacity) {
@@ -293,7 +293,7 @@ absl::Status PartitionBuffer::Quiesce() {
 
 absl::StatusOr<bool> PartitionBuffer::AllResident(std::span<const uint32_t> partitions) {
   RETURN_IF_ERROR(Quiesce());
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (uint32_t p : partitions) {
     if (resident_[p] == nullptr) return false;
   }
@@ -337,7 +337,7 @@ absl::Status PartitionBuffer::WriteResident() {
   RETURN_IF_ERROR(Quiesce());
   std::vector<PartitionData*> all;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     for (auto& r : resident_) {
       if (r != nullptr) all.push_back(r.get());
     }
@@ -355,7 +355,7 @@ absl::Status PartitionBuffer::WriteResident() {
     --loads_;  // not a load for training
     std::unique_ptr<PartitionData> data;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       data = std::move(resident_[p]);
     }
     RETURN_IF_ERROR(Evict(std::move(data)));

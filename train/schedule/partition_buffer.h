@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
+#include "storage/base/mutex.h"
 #include "storage/graph.h"
 #include "train/schedule/io_executor.h"
 #include "train/trainers/row_residency.h"
@@ -175,7 +175,7 @@ class PartitionBuffer {
   const PartitionBufferOptions options_;
   std::vector<uint64_t> locations_;
   uint64_t write_version_;
-  mutable absl::Mutex mu_;  // guards the pointers in resident_, and the pins
+  mutable Mutex mu_;  // guards the pointers in resident_, and the pins
   std::vector<std::unique_ptr<PartitionData>> resident_ ABSL_GUARDED_BY(mu_);
   std::vector<uint32_t> pins_ ABSL_GUARDED_BY(mu_);  // by partition
   std::future<absl::Status> pending_;

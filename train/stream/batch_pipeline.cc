@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <chrono>
 
-#include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
 
-#include "absl/synchronization/mutex.h"
+#include "storage/base/mutex.h"
+#include "storage/base/parallel.h"
 #include "storage/base/status_macros.h"
 
 namespace ember {
@@ -15,7 +15,7 @@ struct BatchPipeline::Rep {
   explicit Rep(std::vector<Trainer*> t, int threads)
       : trainers(std::move(t)), in_flight(trainers.size(), 0), arena(std::max(1, threads)) {}
   std::vector<Trainer*> trainers;
-  absl::Mutex mu;
+  Mutex mu;
   std::vector<int> in_flight ABSL_GUARDED_BY(mu);
   tbb::task_arena arena;
 };
@@ -39,7 +39,7 @@ size_t BatchPipeline::total_slots() const {
 // included. Waiting holds a oneTBB worker only while every slot it could
 // use is training, and each of those releases its slot when done.
 size_t BatchPipeline::Acquire(int required) {
-  absl::MutexLock lock(&rep_->mu);
+  MutexLock lock(&rep_->mu);
   auto free_slot = [this](size_t t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(rep_->mu) {
     return rep_->in_flight[t] < std::max(1, rep_->trainers[t]->slots());
   };
@@ -71,33 +71,34 @@ size_t BatchPipeline::Acquire(int required) {
 }
 
 void BatchPipeline::Release(size_t trainer) {
-  absl::MutexLock lock(&rep_->mu);
+  MutexLock lock(&rep_->mu);
   --rep_->in_flight[trainer];
 }
 
 absl::Status BatchPipeline::Run(BatchSource* source, size_t tokens,
                                 PipelineObserver* observer) {
   using Clock = std::chrono::steady_clock;
-  absl::Mutex error_mu;
+  Mutex error_mu;
   absl::Status error;
   auto fail = [&](absl::Status s) {
-    absl::MutexLock lock(&error_mu);
+    MutexLock lock(&error_mu);
     if (error.ok()) error = std::move(s);
   };
   auto failed = [&] {
-    absl::MutexLock lock(&error_mu);
+    MutexLock lock(&error_mu);
     return !error.ok();
   };
   struct Trained {
     std::unique_ptr<PipelineBatch> batch;
     BatchDone done;
   };
+  // Items pass as pointers (parallel.h); each stage owns what it is handed.
   rep_->arena.execute([&] {
-    tbb::parallel_pipeline(
+    ParallelPipeline(
         std::max<size_t>(1, tokens),
-        tbb::make_filter<void, std::unique_ptr<PipelineBatch>>(
-            tbb::filter_mode::serial_in_order,
-            [&](tbb::flow_control& fc) -> std::unique_ptr<PipelineBatch> {
+        MakeStage<void, PipelineBatch*>(
+            StageMode::kSerialInOrder,
+            [&](FlowControl& fc) -> PipelineBatch* {
               auto b = std::make_unique<PipelineBatch>();
               absl::StatusOr<bool> more = failed() ? false : source->Next(b.get());
               if (!more.ok()) fail(more.status());
@@ -105,39 +106,38 @@ absl::Status BatchPipeline::Run(BatchSource* source, size_t tokens,
                 fc.stop();
                 return nullptr;
               }
-              return b;
+              return b.release();
             }) &
-            tbb::make_filter<std::unique_ptr<PipelineBatch>, Trained>(
-                tbb::filter_mode::parallel,
-                [&](std::unique_ptr<PipelineBatch> b) {
-                  Trained out;
-                  if (failed()) return out;
+            MakeStage<PipelineBatch*, Trained*>(
+                StageMode::kParallel,
+                [&](PipelineBatch* batch) {
+                  std::unique_ptr<PipelineBatch> b(batch);
+                  auto out = std::make_unique<Trained>();
+                  if (failed()) return out.release();
                   const size_t t = Acquire(b->trainer);
                   const auto t0 = Clock::now();
                   absl::StatusOr<double> loss =
                       rep_->trainers[t]->TrainBatch(*b->task, b->range, b->edges());
-                  out.done.record.seconds =
+                  out->done.record.seconds =
                       std::chrono::duration<double>(Clock::now() - t0).count();
                   Release(t);
                   if (!loss.ok()) {
                     fail(loss.status());
-                    return out;
+                    return out.release();
                   }
-                  out.done.trainer = t;
-                  out.done.loss = *loss;
-                  out.done.record.edges = b->range.hi - b->range.lo;
-                  out.done.record.nnz = b->range.nnz;
-                  out.batch = std::move(b);
-                  return out;
+                  out->done.trainer = t;
+                  out->done.loss = *loss;
+                  out->done.record.edges = b->range.hi - b->range.lo;
+                  out->done.record.nnz = b->range.nnz;
+                  out->batch = std::move(b);
+                  return out.release();
                 }) &
-            tbb::make_filter<Trained, void>(tbb::filter_mode::serial_out_of_order,
-                                            [&](Trained t) {
-                                              if (t.batch == nullptr) return;
-                                              t.done.batch = t.batch.get();
-                                              if (observer != nullptr) {
-                                                observer->BatchTrained(t.done);
-                                              }
-                                            }));
+            MakeStage<Trained*, void>(StageMode::kSerialOutOfOrder, [&](Trained* trained) {
+              std::unique_ptr<Trained> t(trained);
+              if (t->batch == nullptr) return;
+              t->done.batch = t->batch.get();
+              if (observer != nullptr) observer->BatchTrained(t->done);
+            }));
   });
   return error;
 }

@@ -26,12 +26,12 @@ BucketWindowReader::BucketWindowReader(const Graph* graph, IoExecutor* io,
       sampling_(spec.sample < 1.0),
       keep_below_(static_cast<uint64_t>(std::ldexp(std::clamp(spec.sample, 0.0, 1.0), 64) *
                                         (1 - 1e-12))) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ScheduleRead();
 }
 
 BucketWindowReader::~BucketWindowReader() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   cancelled_ = true;
   auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !reading_; };
   mu_.Await(absl::Condition(&idle));
@@ -100,7 +100,7 @@ absl::StatusOr<std::unique_ptr<EdgeWindow>> BucketWindowReader::FillWindow() {
 
 void BucketWindowReader::ReadWindow() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (cancelled_) {
       reading_ = false;
       return;
@@ -111,7 +111,7 @@ void BucketWindowReader::ReadWindow() {
     EdgeWindow& w = **window;
     SplitMix64(WindowSeed(spec_.seed, w.number)).Shuffle(std::span<Edge>(w.edges));
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   reading_ = false;
   if (!window.ok()) {
     if (!cancelled_) status_ = window.status();
@@ -126,7 +126,7 @@ void BucketWindowReader::ReadWindow() {
 }
 
 absl::StatusOr<std::shared_ptr<EdgeWindow>> BucketWindowReader::Next() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return !ready_.empty() || finished_;
   };

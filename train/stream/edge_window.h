@@ -19,7 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "storage/base/mutex.h"
 #include "storage/graph.h"
 #include "storage/types.h"
 #include "train/schedule/io_executor.h"
@@ -95,7 +95,7 @@ class BucketWindowReader {
   uint64_t edges_read_ = 0;
   uint64_t windows_read_ = 0;
 
-  absl::Mutex mu_;
+  Mutex mu_;
   std::deque<std::shared_ptr<EdgeWindow>> ready_ ABSL_GUARDED_BY(mu_);
   bool reading_ ABSL_GUARDED_BY(mu_) = false;   // a read task is queued or runs
   bool finished_ ABSL_GUARDED_BY(mu_) = false;  // no window will follow ready_

@@ -77,9 +77,9 @@ class RoundBatchSource final : public BatchSource {
   const Round* PeekNext();
 
  private:
-  RoundBatchSource(const Graph* graph, PartitionBuffer* buffer, BucketScheduler* scheduler,
-                   RoundHooks* hooks, const RoundSourceOptions& options,
-                   const std::atomic<uint32_t>* edge_cost);
+  RoundBatchSource(const Graph* graph, PartitionBuffer* buffer, IoExecutor* io,
+                   BucketScheduler* scheduler, PipelineObserver* observer,
+                   const RoundSourceOptions& options);
 
   struct Slot;  // one bucket of the current round
   struct Active;

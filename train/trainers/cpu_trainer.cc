@@ -5,7 +5,8 @@
 
 #include <tbb/enumerable_thread_specific.h>
 
-#include "absl/synchronization/mutex.h"
+#include "absl/base/attributes.h"
+#include "storage/base/mutex.h"
 #include "storage/base/node_hash.h"
 #include "storage/base/splitmix.h"
 #include "storage/base/status_macros.h"
@@ -113,11 +114,11 @@ class CpuTrainer final : public Trainer {
       // both as one stacked matrix, without copying them again.
       float* src_negs = &s.lhs[size_t(c) * dim];
       float* dst_negs = &s.rhs[size_t(c) * dim];
-      GatherRows(src, src_nodes, s.lhs.data());
-      GatherRows(dst, dst_nodes, s.rhs.data());
+      GatherChunkRows(src, src_nodes, s.lhs.data());
+      GatherChunkRows(dst, dst_nodes, s.rhs.data());
       if (negs > 0) {
-        SampleNegatives(src, negs, rng, s.src_neg_ids.data(), src_negs);
-        SampleNegatives(dst, negs, rng, s.dst_neg_ids.data(), dst_negs);
+        SampleNegativeRows(src, negs, rng, s.src_neg_ids.data(), src_negs);
+        SampleNegativeRows(dst, negs, rng, s.dst_neg_ids.data(), dst_negs);
       }
       std::fill_n(s.g_lhs.begin(), size_t(c) * dim, 0.0f);
       std::fill_n(s.g_rhs.begin(), size_t(c) * dim, 0.0f);
@@ -126,7 +127,7 @@ class CpuTrainer final : public Trainer {
       const float* rel_params = nullptr;
       if (rel_size_ > 0) {
         AssignRelationSlots(batch.subspan(begin, c), &s);
-        absl::MutexLock lock(&rel_mu_);
+        MutexLock lock(&rel_mu_);
         for (size_t k = 0; k < s.chunk_rels.size(); ++k) {
           std::copy_n(relations_.Of(s.chunk_rels[k]), rel_size_, &s.rel[k * rel_size_]);
         }
@@ -173,7 +174,7 @@ class CpuTrainer final : public Trainer {
         FlushFeatureGrads(&acc, lr);
       }
       if (rel_size_ > 0 && !options_.only_new_edges) {
-        absl::MutexLock lock(&rel_mu_);
+        MutexLock lock(&rel_mu_);
         for (size_t k = 0; k < s.chunk_rels.size(); ++k) {
           const uint32_t rel = s.chunk_rels[k];
           AdagradDenseUpdate(relations_.Of(rel), relations_.state.data() + size_t(rel) * rel_size_,
@@ -201,7 +202,9 @@ class CpuTrainer final : public Trainer {
 
   // The rows of `nodes` of `part` as the model scores them, into out
   // (n x dim): id rows, composed with feature rows for featurized models.
-  void GatherRows(const PartitionData& part, std::span<const uint32_t> nodes, float* out) const {
+  // Hogwild reads; not inlined, so that tools/tsan.supp can name it.
+  ABSL_ATTRIBUTE_NOINLINE void GatherChunkRows(const PartitionData& part,
+                                               std::span<const uint32_t> nodes, float* out) const {
     const int dim = part.dim;
     if (HasIdRows(mode_)) {
       for (size_t k = 0; k < nodes.size(); ++k) {
@@ -216,7 +219,8 @@ class CpuTrainer final : public Trainer {
 
   // One Adagrad step on every feature row with a pending gradient; rows a
   // few steps ahead are prefetched, since they are scattered over the table.
-  void FlushFeatureGrads(FeatureGradAccumulator* acc, float lr) {
+  // Hogwild writes; not inlined, so that tools/tsan.supp can name it.
+  ABSL_ATTRIBUTE_NOINLINE void FlushFeatureGrads(FeatureGradAccumulator* acc, float lr) {
     constexpr size_t kAhead = 8;
     const std::span<const uint32_t> pending = acc->pending();
     const int dim = features_->dim;
@@ -243,9 +247,10 @@ class CpuTrainer final : public Trainer {
   // window of consecutive offsets at a uniform start is a uniform random
   // set of nodes: for id-only models its rows are copied in one sequential
   // run instead of gathered one cache miss at a time. Small partitions
-  // sample with replacement.
-  void SampleNegatives(const PartitionData& part, int n, BatchRng& rng, uint32_t* ids,
-                       float* out) const {
+  // sample with replacement. Hogwild reads; not inlined, so that
+  // tools/tsan.supp can name it.
+  ABSL_ATTRIBUTE_NOINLINE void SampleNegativeRows(const PartitionData& part, int n, BatchRng& rng,
+                                               uint32_t* ids, float* out) const {
     if (part.rows >= uint64_t(4) * n) {
       const uint32_t start = rng.Below(part.rows - n + 1);
       for (int k = 0; k < n; ++k) ids[k] = start + k;
@@ -257,7 +262,7 @@ class CpuTrainer final : public Trainer {
     } else {
       for (int k = 0; k < n; ++k) ids[k] = rng.Below(part.rows);
     }
-    GatherRows(part, std::span<const uint32_t>(ids, n), out);
+    GatherChunkRows(part, std::span<const uint32_t>(ids, n), out);
   }
 
   static void Prefetch(const float* row, size_t bytes) {
@@ -266,9 +271,11 @@ class CpuTrainer final : public Trainer {
   }
 
   // Row-wise Adagrad on the id rows of `nodes` (grads: n x dim), except
-  // frozen rows.
-  static void UpdateRows(PartitionData& part, std::span<const uint32_t> nodes,
-                         const float* grads, float lr) {
+  // frozen rows. Hogwild writes; not inlined, so that tools/tsan.supp can
+  // name it.
+  ABSL_ATTRIBUTE_NOINLINE static void UpdateRows(PartitionData& part,
+                                                 std::span<const uint32_t> nodes,
+                                                 const float* grads, float lr) {
     for (size_t k = 0; k < nodes.size(); ++k) {
       const uint32_t row = nodes[k];
       if (row < part.frozen_rows) continue;
@@ -282,7 +289,7 @@ class CpuTrainer final : public Trainer {
   const bool endpoints_;  // endpoint negatives
   FeatureTable* const features_;  // shared by all trainers; Hogwild
   const int threads_;  // slots
-  absl::Mutex rel_mu_;
+  Mutex rel_mu_;
   RelationParams relations_;  // params guarded by rel_mu_ during TrainBatches
   const int rel_size_;
   tbb::enumerable_thread_specific<std::unique_ptr<Scratch>> scratch_;

@@ -9,7 +9,7 @@
 
 #include "absl/container/node_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "storage/base/mutex.h"
 #include "storage/base/node_hash.h"
 #include "storage/base/status_macros.h"
 #include "train/model/adagrad.h"
@@ -118,13 +118,13 @@ class DeviceTrainer final : public Trainer {
   StepTimes step_times() const override { return times_.Get(); }
 
   RowHome Home(uint32_t partition) const override {
-    absl::MutexLock lock(&part_mu_);
+    MutexLock lock(&part_mu_);
     const auto it = partitions_.find(partition);
     return it != partitions_.end() && it->second.newer ? RowHome::kDevice : RowHome::kHost;
   }
 
   absl::Status SyncToHost(PartitionData* host) override {
-    absl::MutexLock lock(&part_mu_);
+    MutexLock lock(&part_mu_);
     const auto it = partitions_.find(host->partition);
     if (it == partitions_.end() || !it->second.newer) return absl::OkStatus();
     RETURN_IF_ERROR(DeviceError(Download(it->second, &host->embeddings, &host->optimizer)));
@@ -133,7 +133,7 @@ class DeviceTrainer final : public Trainer {
   }
 
   void Release(uint32_t partition) override {
-    absl::MutexLock lock(&part_mu_);
+    MutexLock lock(&part_mu_);
     const auto it = partitions_.find(partition);
     if (it == partitions_.end()) return;
     FreePartition(it->second);
@@ -217,7 +217,7 @@ class DeviceTrainer final : public Trainer {
   // Waits for a free slot: the pipeline may call with more batches than
   // slots (a batch beyond them waits, as it would for a CPU core).
   Slot& AcquireSlot() {
-    absl::MutexLock lock(&slot_mu_);
+    MutexLock lock(&slot_mu_);
     slot_mu_.Await(absl::Condition(
         +[](std::vector<int>* free) { return !free->empty(); }, &free_slots_));
     const int i = free_slots_.back();
@@ -225,13 +225,13 @@ class DeviceTrainer final : public Trainer {
     return slots_[i];
   }
   void ReleaseSlot(const Slot& slot) {
-    absl::MutexLock lock(&slot_mu_);
+    MutexLock lock(&slot_mu_);
     free_slots_.push_back(slot.index);
   }
 
   // The device copy of `host`, made on first use.
   absl::StatusOr<DevicePartition*> Resident(const PartitionData& host) {
-    absl::MutexLock lock(&part_mu_);
+    MutexLock lock(&part_mu_);
     auto [it, added] = partitions_.try_emplace(host.partition);
     DevicePartition& part = it->second;
     if (!added) return &part;
@@ -338,7 +338,7 @@ class DeviceTrainer final : public Trainer {
     put(l.u_weight, plan.u_weight);
     put(l.f_id, plan.f_id);
     if (rel_slots > 0) {
-      absl::ReaderMutexLock lock(&rel_mu_);
+      ReaderMutexLock lock(&rel_mu_);
       float* rel = At<float>(up, l.rel);
       for (int64_t r = 0; r < rel_slots; ++r) {
         std::copy_n(relations_.Of(plan.slot_relation[r]), rel_size_, rel + r * rel_size_);
@@ -409,7 +409,7 @@ class DeviceTrainer final : public Trainer {
     if (error.empty()) error = ops_->TimerSeconds(timer, &device_seconds);
     RETURN_IF_ERROR(DeviceError(error));
     {
-      absl::MutexLock lock(&part_mu_);
+      MutexLock lock(&part_mu_);
       src->newer = dst->newer = true;
     }
 
@@ -418,7 +418,7 @@ class DeviceTrainer final : public Trainer {
     for (int64_t r = 0; r < sh.query_rows(); ++r) loss += row_loss[r];
     if (rel_slots > 0 && !options_.only_new_edges) {
       const float* drel = At<float>(down, l.drel_out);
-      absl::MutexLock lock(&rel_mu_);
+      MutexLock lock(&rel_mu_);
       for (int64_t r = 0; r < rel_slots; ++r) {
         const uint32_t rel = plan.slot_relation[r];
         AdagradDenseUpdate(relations_.Of(rel), relations_.state.data() + size_t{rel} * rel_size_,
@@ -476,14 +476,14 @@ class DeviceTrainer final : public Trainer {
   FeatureTable feature_base_;    // the table as of the last RefreshFeatures
   const TrainOptions options_;
   const bool endpoints_;
-  absl::Mutex rel_mu_;
+  Mutex rel_mu_;
   RelationParams relations_;  // guarded by rel_mu_ during TrainBatch
   const int rel_size_;
   const int move_stream_;
-  mutable absl::Mutex part_mu_;
+  mutable Mutex part_mu_;
   // Node map: TrainOn keeps pointers to entries while others are added.
   absl::node_hash_map<uint32_t, DevicePartition> partitions_;  // guarded by part_mu_
-  absl::Mutex slot_mu_;
+  Mutex slot_mu_;
   std::vector<Slot> slots_;
   std::vector<int> free_slots_;  // guarded by slot_mu_
   std::vector<std::mutex> submit_mu_;  // one per step stream

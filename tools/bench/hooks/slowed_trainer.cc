@@ -7,7 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/synchronization/mutex.h"
+#include "storage/base/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "storage/base/status_macros.h"
@@ -39,7 +39,7 @@ class SlowedTrainer final : public Trainer {
   absl::StatusOr<double> TrainBatch(const BucketTask& task, const BatchRange& batch,
                                     std::span<const Edge> edges) override {
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       mu_.Await(absl::Condition(this, &SlowedTrainer::LaneFree));
       ++busy_;
     }
@@ -47,7 +47,7 @@ class SlowedTrainer final : public Trainer {
     absl::StatusOr<double> loss = inner_->TrainBatch(task, batch, edges);
     // The emulated device's extra time (see the header: waiting is the point).
     absl::SleepFor(absl::FromChrono(std::chrono::steady_clock::now() - start) * (factor_ - 1));
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     --busy_;
     return loss;
   }
@@ -57,7 +57,7 @@ class SlowedTrainer final : public Trainer {
 
   const std::unique_ptr<Trainer> inner_;
   const double factor_;
-  absl::Mutex mu_;
+  Mutex mu_;
   int busy_ ABSL_GUARDED_BY(mu_) = 0;  // batches in flight
 };
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "storage/base/mutex.h"
 #include "absl/time/clock.h"
 #include "train/distributed/mpi/internal/mpi_status.h"
 
@@ -78,7 +78,7 @@ struct MpiTransport::Rep {
   TransportOptions options;
   std::thread thread;
 
-  absl::Mutex mu;
+  Mutex mu;
   std::vector<std::unique_ptr<Transfer>> incoming ABSL_GUARDED_BY(mu);  // not yet begun
   std::set<ReceiveKey> receiving ABSL_GUARDED_BY(mu);  // receives not yet completed
   bool stopping ABSL_GUARDED_BY(mu) = false;
@@ -100,7 +100,7 @@ struct MpiTransport::Rep {
   // the transport is stopping or (a receive) the same receive is pending.
   TransportHandle Enqueue(std::unique_ptr<Transfer> t) {
     TransportHandle handle = t->completer.handle();
-    absl::MutexLock lock(&mu);
+    MutexLock lock(&mu);
     if (stopping) {
       return TransportHandle::Failed(
           absl::FailedPreconditionError(absl::StrCat("transport: ", t->What(), ": stopped")));
@@ -130,7 +130,7 @@ struct MpiTransport::Rep {
     for (;;) {
       std::vector<std::unique_ptr<Transfer>> begun;
       {
-        absl::MutexLock lock(&mu);
+        MutexLock lock(&mu);
         if (requests.empty()) {
           // Nothing for MPI to progress: sleep until there is work.
           mu.Await(absl::Condition(this, &Rep::HasWork));
@@ -306,7 +306,7 @@ struct MpiTransport::Rep {
   // may post the next receive of the partition at once.
   void Complete(Transfer* t, absl::Status s) {
     if (t->receive) {
-      absl::MutexLock lock(&mu);
+      MutexLock lock(&mu);
       receiving.erase(ReceiveKey{t->peer, t->partition});
     }
     t->completed = true;
@@ -322,7 +322,7 @@ struct MpiTransport::Rep {
   void Shutdown() {
     std::vector<std::unique_ptr<Transfer>> never_begun;
     {
-      absl::MutexLock lock(&mu);
+      MutexLock lock(&mu);
       never_begun.swap(incoming);
     }
     const absl::Status stopped = absl::AbortedError("the transport stopped first");
@@ -379,7 +379,7 @@ MpiTransport::MpiTransport(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
 
 MpiTransport::~MpiTransport() {
   {
-    absl::MutexLock lock(&rep_->mu);
+    MutexLock lock(&rep_->mu);
     rep_->stopping = true;
   }
   rep_->thread.join();
