@@ -20,6 +20,11 @@
 namespace ember {
 namespace {
 
+TrainerWrapperForTesting& TrainerWrapper() {
+  static TrainerWrapperForTesting* wrap = new TrainerWrapperForTesting();
+  return *wrap;
+}
+
 using MakeFn = absl::StatusOr<std::unique_ptr<Trainer>> (*)(const DeviceSpec&,
                                                             const TrainOptions&,
                                                             const RelationParams&,
@@ -164,9 +169,14 @@ absl::StatusOr<std::vector<std::unique_ptr<Trainer>>> MakeTrainers(
     if (slow.active() && out.size() == static_cast<size_t>(slow.trainer)) {
       trainer = MakeSlowedTrainer(std::move(trainer), slow.factor);
     }
+    if (TrainerWrapper() != nullptr) trainer = TrainerWrapper()(std::move(trainer));
     out.push_back(std::move(trainer));
   }
   return out;
+}
+
+void SetTrainerWrapperForTesting(TrainerWrapperForTesting wrap) {
+  TrainerWrapper() = std::move(wrap);
 }
 
 // kernel_bodies.h mirrors these values for nvcc, which cannot include

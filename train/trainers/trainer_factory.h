@@ -12,6 +12,7 @@
 #ifndef EMBER_TRAIN_TRAINERS_TRAINER_FACTORY_H_
 #define EMBER_TRAIN_TRAINERS_TRAINER_FACTORY_H_
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -59,6 +60,12 @@ absl::StatusOr<std::vector<DeviceSpec>> ResolveDevices(const TrainOptions& optio
 absl::StatusOr<std::vector<std::unique_ptr<Trainer>>> MakeTrainers(
     std::span<const DeviceSpec> devices, const TrainOptions& options,
     const RelationParams& relations, FeatureTable* features);
+
+// Testing hook: while set (non-null), MakeTrainers hands every trainer it
+// makes to `wrap` and uses what it returns, so that a test can stall or
+// fail one. Set it only while no run is making trainers.
+using TrainerWrapperForTesting = std::function<std::unique_ptr<Trainer>(std::unique_ptr<Trainer>)>;
+void SetTrainerWrapperForTesting(TrainerWrapperForTesting wrap);
 
 }  // namespace ember
 
