@@ -39,6 +39,12 @@ using train_test::MetricsLines;
 using train_test::RunBinary;
 using train_test::TempDir;
 
+std::vector<std::string> TrainArgv(const std::string& dir, const std::vector<std::string>& flags) {
+  std::vector<std::string> argv = {EMBER_BINARY, "train", dir, "--quiet"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  return argv;
+}
+
 class TrainKillTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -59,6 +65,18 @@ class TrainKillTest : public ::testing::Test {
 
   std::string Capture() { return tmp_->Sub(absl::StrCat("run", next_++)); }
 
+  // The model `ember train` with `flags` ends with, uninterrupted, on a
+  // fresh graph of 3 partitions.
+  absl::StatusOr<train_test::ModelSnapshot> UninterruptedModel(
+      const std::vector<std::string>& flags) {
+    const std::string dir = NewGraph(3);
+    std::string err;
+    if (RunBinary(TrainArgv(dir, flags), Capture(), &err) != 0) {
+      return absl::InternalError(absl::StrCat("uninterrupted run failed: ", err));
+    }
+    return LoadSnapshot(dir);
+  }
+
   static TempDir* tmp_;
   static std::string edges_;
   static int next_;
@@ -69,12 +87,6 @@ TempDir* TrainKillTest::tmp_ = nullptr;
 std::string TrainKillTest::edges_;
 int TrainKillTest::next_ = 0;
 train_test::GraphFactory* TrainKillTest::graphs_ = nullptr;
-
-std::vector<std::string> TrainArgv(const std::string& dir, const std::vector<std::string>& flags) {
-  std::vector<std::string> argv = {EMBER_BINARY, "train", dir, "--quiet"};
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  return argv;
-}
 
 // Where the graph's manifest says training stands.
 struct Position {
@@ -140,11 +152,9 @@ TEST_F(TrainKillTest, KilledAndResumedIsBitIdentical) {
                                           "--deterministic",
                                           "--threads",
                                           "1"};
-  const std::string ref_dir = NewGraph(3);
-  std::string err;
-  ASSERT_EQ(RunBinary(TrainArgv(ref_dir, flags), Capture(), &err), 0) << err;
-  auto expected = LoadSnapshot(ref_dir);
+  auto expected = UninterruptedModel(flags);
   ASSERT_TRUE(expected.ok()) << expected.status();
+  std::string err;
 
   const std::string dir = NewGraph(3);
   for (uint32_t epoch : {0u, 1u}) {
@@ -235,11 +245,9 @@ TEST_F(TrainKillTest, KilledWhileACheckpointIsWrittenResumesBitIdentical) {
                                           "--operator", "diagonal", "--buffer-partitions", "2",
                                           "--checkpoint-every", "1", "--seed", "3",
                                           "--deterministic", "--threads", "1", "--lr", "0.1"};
-  const std::string ref_dir = NewGraph(3);
-  std::string err;
-  ASSERT_EQ(RunBinary(TrainArgv(ref_dir, flags), Capture(), &err), 0) << err;
-  auto expected = LoadSnapshot(ref_dir);
+  auto expected = UninterruptedModel(flags);
   ASSERT_TRUE(expected.ok()) << expected.status();
+  std::string err;
 
   const std::string dir = NewGraph(3);
   constexpr int kKills = 4;
