@@ -193,6 +193,18 @@ TEST_F(TrainKillTest, KilledAndResumedIsBitIdentical) {
   train_test::ExpectBitIdentical(*expected, *lib);
 }
 
+// The files in `dir`/blobs but the feature vocabulary, sorted: checkpoint
+// blobs, and any temporaries of blob writes.
+std::vector<std::string> CheckpointBlobs(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/blobs")) {
+    const std::string name = e.path().filename().string();
+    if (name != kFeatureVocabBlob) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 // The version of the first relation blob in `dir`/blobs that the manifest
 // does not commit (a checkpoint being written: its temporary or the renamed
 // blob before the manifest names it), or 0 when there is none.
@@ -238,8 +250,9 @@ bool KillWhileCheckpointWritten(const std::vector<std::string>& argv, const std:
 // As above, with kills landing while a checkpoint is being written: its
 // relation blob's temporary or the blob itself is there, not yet named by
 // the manifest. Each time the graph opens at its last committed checkpoint
-// (whole: every table and blob it names is there), and the run resumed by
-// the same command ends bit-identical to an uninterrupted one.
+// (whole: every table and blob it names is there), the run resumed by the
+// same command ends bit-identical to an uninterrupted one, and what the
+// interrupted writes left is gone.
 TEST_F(TrainKillTest, KilledWhileACheckpointIsWrittenResumesBitIdentical) {
   const std::vector<std::string> flags = {"--dim", "16", "--epochs", "2", "--batch-size", "500",
                                           "--operator", "diagonal", "--buffer-partitions", "2",
@@ -274,6 +287,10 @@ TEST_F(TrainKillTest, KilledWhileACheckpointIsWrittenResumesBitIdentical) {
   auto m = ManifestOf(dir);
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->training.epochs_done, 2u);
+  // The interrupted writes' blobs and temporaries are gone: only the
+  // committed checkpoint's relation blob is left.
+  EXPECT_EQ(CheckpointBlobs(dir),
+            std::vector<std::string>{RelationBlobName(m->training.checkpoint_version)});
 }
 
 // Two threads (Hogwild, not bit-reproducible), killed at a seeded random
@@ -379,14 +396,8 @@ TEST_F(TrainKillTest, KilledFeaturizedRunResumesBitIdentical) {
   // deleted, and mid-write; the resumed run removed those leftovers: one
   // relation blob and one feature table, both of the committed version.
   const uint64_t version = ManifestOf(dir)->training.checkpoint_version;
-  std::vector<std::string> checkpoint_blobs;
-  for (const auto& e : std::filesystem::directory_iterator(dir + "/blobs")) {
-    const std::string name = e.path().filename().string();
-    if (name != kFeatureVocabBlob) checkpoint_blobs.push_back(name);
-  }
-  std::sort(checkpoint_blobs.begin(), checkpoint_blobs.end());
-  EXPECT_EQ(checkpoint_blobs, (std::vector<std::string>{FeatureTableBlobName(version),
-                                                        RelationBlobName(version)}));
+  EXPECT_EQ(CheckpointBlobs(dir), (std::vector<std::string>{FeatureTableBlobName(version),
+                                                            RelationBlobName(version)}));
 }
 
 TEST_F(TrainKillTest, CliRefusesToResumeWithOtherFlags) {
