@@ -77,6 +77,20 @@ class TrainKillTest : public ::testing::Test {
     return LoadSnapshot(dir);
   }
 
+  // Runs `flags` (2 epochs) on `dir` to the end, resuming what is there:
+  // the model is bit-identical to `expected`, both epochs done. *err: the
+  // run's stderr.
+  void ExpectRunToTheEnd(const std::string& dir, const std::vector<std::string>& flags,
+                         const train_test::ModelSnapshot& expected, std::string* err) {
+    ASSERT_EQ(RunBinary(TrainArgv(dir, flags), Capture(), err), 0) << *err;
+    auto got = LoadSnapshot(dir);
+    ASSERT_TRUE(got.ok()) << got.status();
+    train_test::ExpectBitIdentical(expected, *got);
+    auto m = ManifestOf(dir);
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_EQ(m->training.epochs_done, 2u);
+  }
+
   static TempDir* tmp_;
   static std::string edges_;
   static int next_;
@@ -166,14 +180,8 @@ TEST_F(TrainKillTest, KilledAndResumedIsBitIdentical) {
     EXPECT_TRUE(snapshot.ok()) << snapshot.status();
     EXPECT_EQ(MetricsLines(dir).size(), epoch);
   }
-  ASSERT_EQ(RunBinary(TrainArgv(dir, flags), Capture(), &err), 0) << err;
+  ExpectRunToTheEnd(dir, flags, *expected, &err);
   EXPECT_THAT(err, HasSubstr("resumed"));
-  auto got = LoadSnapshot(dir);
-  ASSERT_TRUE(got.ok()) << got.status();
-  train_test::ExpectBitIdentical(*expected, *got);
-  auto m = ManifestOf(dir);
-  ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->training.epochs_done, 2u);
   EXPECT_EQ(MetricsLines(dir).size(), 2u);
 
   // The binary computes what the library does with the same options (less
@@ -280,15 +288,11 @@ TEST_F(TrainKillTest, KilledWhileACheckpointIsWrittenResumesBitIdentical) {
   }
   std::printf("%d of %d kills landed before the checkpoint's commit\n", mid_write, kKills);
   EXPECT_GE(mid_write, kKills / 2) << "too few kills landed in the middle of a checkpoint write";
-  ASSERT_EQ(RunBinary(TrainArgv(dir, flags), Capture(), &err), 0) << err;
-  auto got = LoadSnapshot(dir);
-  ASSERT_TRUE(got.ok()) << got.status();
-  train_test::ExpectBitIdentical(*expected, *got);
-  auto m = ManifestOf(dir);
-  ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->training.epochs_done, 2u);
+  ExpectRunToTheEnd(dir, flags, *expected, &err);
   // The interrupted writes' blobs and temporaries are gone: only the
   // committed checkpoint's relation blob is left.
+  auto m = ManifestOf(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(CheckpointBlobs(dir),
             std::vector<std::string>{RelationBlobName(m->training.checkpoint_version)});
 }
