@@ -200,7 +200,10 @@ absl::Status TrainLoop::PlanMemory(const std::vector<DeviceSpec>& devices) {
   in.dim = options_.model.dim;
   in.id_rows = HasIdRows(mode);
   in.features = mode != FeaturizedMode::kOff;
-  if (in.features) in.feature_table_bytes = m.num_features * RowBytesPerNode(options_.model.dim);
+  if (in.features) {
+    in.feature_table_bytes = m.num_features * RowBytesPerNode(options_.model.dim);
+    ASSIGN_OR_RETURN(in.partition_feature_entries, PartitionFeatureEntries(*graph_));
+  }
   in.requested_buffer = options_.schedule.buffer_partitions;
   in.round_buckets = devices.size();
   in.tokens = tokens_;

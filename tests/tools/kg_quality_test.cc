@@ -2,6 +2,7 @@
 // (mixed-relation chunks, endpoint negatives, --lr auto) learn per relation
 // kind, against PBG's chunking and against models that theory says must
 // fail; and `ember tune` picking the better of two settings.
+#include <algorithm>
 #include <map>
 #include <sstream>
 #include <string>
@@ -36,6 +37,8 @@ class KgQualityTest : public ::testing::Test {
          Path("kg.rel")});
     Run({"import", "--out", Path("kg"), "--valid", Path("kg.valid"), "--test", Path("kg.test"),
          "--quiet", Path("kg.train")});
+    Run({"import", "--out", Path("kg4"), "--partitions", "4", "--valid", Path("kg.valid"),
+         "--test", Path("kg.test"), "--quiet", Path("kg.train")});
     std::istringstream rel(ReadWholeFile(Path("kg.rel")));
     std::string line;
     while (std::getline(rel, line)) {
@@ -55,15 +58,18 @@ class KgQualityTest : public ::testing::Test {
     return r;
   }
 
-  // Trains a copy of the graph with `flags` (5 epochs, dim 100, one
-  // thread) and returns filtered test metrics by relation kind, weighted
-  // by edges.
+  // Trains a copy of the graph `source` (kg: one partition; kg4: four)
+  // with `flags` (5 epochs, dim 100, one thread unless `flags` say
+  // otherwise) and returns filtered test metrics by relation kind,
+  // weighted by edges.
   static std::map<std::string, KindMetrics> TrainAndEval(const std::string& name,
-                                                         std::vector<std::string> flags) {
+                                                         std::vector<std::string> flags,
+                                                         const std::string& source = "kg") {
     const std::string graph = Path(name);
-    EXPECT_EQ(RunShell("cp -r " + Path("kg") + " " + graph), 0);
-    std::vector<std::string> train = {"train", graph, "--epochs", "5", "--dim", "100",
-                                      "--threads", "1", "--quiet"};
+    EXPECT_EQ(RunShell("cp -r " + Path(source) + " " + graph), 0);
+    const bool threads_given = std::find(flags.begin(), flags.end(), "--threads") != flags.end();
+    std::vector<std::string> train = {"train", graph, "--epochs", "5", "--dim", "100", "--quiet"};
+    if (!threads_given) train.insert(train.end(), {"--threads", "1"});
     train.insert(train.end(), flags.begin(), flags.end());
     Run(train);
     const ProcessResult eval =
@@ -88,6 +94,20 @@ class KgQualityTest : public ::testing::Test {
   static TempDir* dir_;
   static std::map<std::string, std::string>* kinds_;  // relation -> kind
 };
+// Measured (seed 3, dim 100, 5 epochs): complex_diagonal with the defaults
+// against the same model left near its random start (a step of 1e-4):
+// inverse MRR 0.744 against 0.048 (Hits@1 0.634 against 0.000), symmetric
+// MRR 0.677 against 0.056. The defaults must beat the reference by 0.4 in
+// MRR and 0.35 in Hits@1: about 60 % of the gaps, so that a model learning
+// half as much fails, and 0.2-0.3 below what they reach.
+constexpr double kLearnedMrrGap = 0.4, kLearnedHits1Gap = 0.35;
+// Two trainers on 4 partitions against one (measured, three runs): inverse
+// MRR 0.63 against 0.67-0.69, symmetric 0.54 against 0.62 (they meet every
+// round, not every batch); with the merge dropping the trainers' changes,
+// 0.004 and 0.03. Within 0.15: twice the measured difference, a quarter of
+// a broken merge's.
+constexpr double kTwoTrainersMrrBound = 0.15;
+
 TempDir* KgQualityTest::dir_ = nullptr;
 std::map<std::string, std::string>* KgQualityTest::kinds_ =
     new std::map<std::string, std::string>();
@@ -96,12 +116,20 @@ std::map<std::string, std::string>* KgQualityTest::kinds_ =
 // symmetric 0.68 (0.57); PBG's grouped chunks without endpoint negatives
 // reach inverse Hits@1 0.00 (the query entity outranks the answer); TransE
 // reaches symmetric MRR 0.05, as it must (h + r = t and t + r = h force
-// r = 0 and h = t).
+// r = 0 and h = t). The reference is the same model left near its random
+// start, ranked the same way in the same test (kLearnedMrrGap).
 TEST_F(KgQualityTest, DefaultsLearnInversesAndSymmetriesWherePbgChunkingAndTransEFail) {
+  const auto untrained =
+      TrainAndEval("untrained", {"--operator", "complex_diagonal", "--lr", "0.0001"});
   const auto complex = TrainAndEval("complex", {"--operator", "complex_diagonal"});
-  EXPECT_GE(complex.at("inverse").mrr, 0.5);
-  EXPECT_GE(complex.at("inverse").hits1, 0.4);
-  EXPECT_GE(complex.at("symmetric").mrr, 0.4);
+  std::printf("[ KG ] untrained | complex_diagonal: inverse MRR %.3f | %.3f, Hits@1 %.3f | "
+              "%.3f; symmetric MRR %.3f | %.3f\n",
+              untrained.at("inverse").mrr, complex.at("inverse").mrr,
+              untrained.at("inverse").hits1, complex.at("inverse").hits1,
+              untrained.at("symmetric").mrr, complex.at("symmetric").mrr);
+  EXPECT_GE(complex.at("inverse").mrr, untrained.at("inverse").mrr + kLearnedMrrGap);
+  EXPECT_GE(complex.at("inverse").hits1, untrained.at("inverse").hits1 + kLearnedHits1Gap);
+  EXPECT_GE(complex.at("symmetric").mrr, untrained.at("symmetric").mrr + kLearnedMrrGap);
 
   const auto grouped = TrainAndEval(
       "grouped", {"--operator", "complex_diagonal", "--relation-batching", "grouped",
@@ -111,6 +139,25 @@ TEST_F(KgQualityTest, DefaultsLearnInversesAndSymmetriesWherePbgChunkingAndTrans
   const auto transe =
       TrainAndEval("transe", {"--operator", "translation", "--comparator", "l2", "--lr", "0.1"});
   EXPECT_LT(transe.at("symmetric").mrr, 0.2);
+}
+
+// Two trainers on four partitions each train their own copy of the relation
+// parameters, summed at every round end (train/schedule/parameter_sync.h):
+// they learn the relations as one trainer does on the same partitions. A
+// merge that drops the trainers' changes leaves relations near their init,
+// far below (InProcessSyncTest checks the sum itself).
+TEST_F(KgQualityTest, TwoTrainersMergingRelationsLearnWhatOneTrainerLearns) {
+  const auto one =
+      TrainAndEval("one-trainer", {"--operator", "complex_diagonal", "--threads", "2"}, "kg4");
+  const auto two = TrainAndEval(
+      "two-trainers", {"--operator", "complex_diagonal", "--threads", "2", "--trainers", "2"},
+      "kg4");
+  for (const char* kind : {"inverse", "symmetric"}) {
+    SCOPED_TRACE(kind);
+    std::printf("[ KG ] 4 partitions, %s MRR: one trainer %.3f, two trainers %.3f\n", kind,
+                one.at(kind).mrr, two.at(kind).mrr);
+    EXPECT_NEAR(two.at(kind).mrr, one.at(kind).mrr, kTwoTrainersMrrBound);
+  }
 }
 
 TEST_F(KgQualityTest, TunePicksTheBetterOfTwoSettingsAndWritesAFlagfile) {

@@ -2,11 +2,15 @@
 // same inputs, for every model it trains (with and without features) and at
 // the benchmark's shape, and
 // its training against the CPU trainer's on the standard SBM. Without a GPU
-// (or in a build without CUDA) every test here skips, saying why; the host
+// (or in a build without CUDA) every test here skips, saying why; on a
+// machine with a GPU a failed device setup fails them; the host
 // tests (device_step_test.cc, device_trainer_test.cc) cover the same code
 // paths without one.
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <memory>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -32,29 +36,74 @@ using device_test::StepBatch;
 using device_test::StepCase;
 using device_test::StepResult;
 
-// The GPU's ops (with CUDA graphs and warp-per-row kernels unless `plain`),
-// or null with the reason to skip.
-std::unique_ptr<DeviceOps> CudaOrSkipReason(std::string* reason, bool plain = false) {
-#ifdef EMBER_HAVE_CUDA
-  if (CudaDeviceCount() == 0) {
-    *reason = "no CUDA device on this machine";
-    return nullptr;
+// What a CUDA test does with the device setup it got: run on the GPU; skip,
+// where the machine has no NVIDIA GPU at all (neither the kernel driver nor
+// the CUDA runtime sees one); or fail, where it has one and the setup
+// failed anyway (a broken runtime, cuBLAS, a device that will not open),
+// which a skip would hide.
+enum class CudaSetup { kReady, kSkip, kFail };
+
+CudaSetup ClassifyCudaSetup(bool gpu_on_machine, int cuda_devices, bool ops_made) {
+  if (ops_made) return CudaSetup::kReady;
+  return gpu_on_machine || cuda_devices > 0 ? CudaSetup::kFail : CudaSetup::kSkip;
+}
+
+// Whether the NVIDIA kernel driver sees a GPU, whatever the CUDA runtime
+// says (it counts 0 devices when it cannot talk to the driver).
+bool MachineHasNvidiaGpu() {
+  std::error_code ec;
+  for (const auto& gpu : std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", ec)) {
+    (void)gpu;
+    return true;
   }
+  for (const auto& entry : std::filesystem::directory_iterator("/dev", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 6 && name.rfind("nvidia", 0) == 0 && std::isdigit(name[6])) return true;
+  }
+  return false;
+}
+
+// The GPU's ops, or null with *setup saying whether to skip or fail and
+// *reason why.
+// With CUDA graphs and warp-per-row kernels unless `plain`.
+std::unique_ptr<DeviceOps> CudaOps(CudaSetup* setup, std::string* reason, bool plain = false) {
+#ifdef EMBER_HAVE_CUDA
+  const int devices = CudaDeviceCount();
+  std::unique_ptr<DeviceOps> ops;
   CudaOpsOptions options;
   options.graphs = options.warp_rows = !plain;
-  std::unique_ptr<DeviceOps> ops = MakeCudaDeviceOps(0, 2, reason, options);
+  if (devices > 0) ops = MakeCudaDeviceOps(0, 2, reason, options);
+  *setup = ClassifyCudaSetup(MachineHasNvidiaGpu(), devices, ops != nullptr);
+  if (*setup == CudaSetup::kSkip) *reason = "no CUDA device on this machine";
+  if (*setup == CudaSetup::kFail && reason->empty()) {
+    *reason = "the NVIDIA driver sees a GPU, but the CUDA runtime counts none";
+  }
   return ops;
 #else
   (void)plain;
+  *setup = CudaSetup::kSkip;
   *reason = "this build has no CUDA trainer (nvcc was not found)";
   return nullptr;
 #endif
 }
 
-#define CUDA_OPS_OR_SKIP(ops, plain)                                      \
-  std::string skip_reason;                                                \
-  std::unique_ptr<DeviceOps> ops = CudaOrSkipReason(&skip_reason, plain); \
-  if (ops == nullptr) GTEST_SKIP() << skip_reason
+#define CUDA_OPS_OR_SKIP(ops, plain)                                                        \
+  CudaSetup cuda_setup = CudaSetup::kSkip;                                             \
+  std::string cuda_reason;                                                             \
+  std::unique_ptr<DeviceOps> ops = CudaOps(&cuda_setup, &cuda_reason, plain);          \
+  if (cuda_setup == CudaSetup::kFail) FAIL() << "CUDA device setup failed on a machine " \
+                                                 "with a GPU: " << cuda_reason;          \
+  if (ops == nullptr) GTEST_SKIP() << cuda_reason
+
+// Only a machine without any GPU may skip: a failed setup where there is
+// one fails the test.
+TEST(CudaSetupTest, SkipsOnlyWithoutAGpu) {
+  EXPECT_EQ(ClassifyCudaSetup(false, 0, false), CudaSetup::kSkip);
+  EXPECT_EQ(ClassifyCudaSetup(true, 0, false), CudaSetup::kFail);
+  EXPECT_EQ(ClassifyCudaSetup(false, 1, false), CudaSetup::kFail);
+  EXPECT_EQ(ClassifyCudaSetup(true, 1, false), CudaSetup::kFail);
+  EXPECT_EQ(ClassifyCudaSetup(true, 1, true), CudaSetup::kReady);
+}
 
 void ExpectSameStep(DeviceOps& cuda, const StepCase& c, const StepBatch& b, float tolerance) {
   std::unique_ptr<DeviceOps> host = MakeHostDeviceOps(2);

@@ -3,6 +3,7 @@
 // signal), features must carry the blocks to them; checkpoints hold the
 // feature table and resume bit-identically; variance-aware batching with two
 // trainers trains every edge exactly once per epoch.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -175,17 +176,31 @@ TEST_F(FeaturizedTrainTest, VarianceAwareTwoTrainersPartitioned) {
 // the host) with its own copy of the feature table, merged into the host's
 // between stretches: in memory alone, and on 4 partitions beside a CPU
 // trainer that updates the host table in place or beside another device
-// trainer (merged every round), it must match the CPU trainer's held-out
-// MRR within noise.
+// trainer (merged every round), it must learn what the CPU trainer learns
+// on the held-out nodes. The bounds are measured here, per mode: the CPU
+// trainer's seed-to-seed spread (seeds 1-3; observed 0.0014 for features,
+// 0.0002 for id+features) is the noise, and its gain over chance (0.029,
+// 0.0081) the signal; a device trainer that learns nothing (chance 0.0041,
+// against the CPU's 0.0122 for id+features) must fail them.
 TEST_F(FeaturizedTrainTest, DeviceTrainerMatchesCpuTrainer) {
+  const double chance = ChanceMrr(StandardSbm().nodes);
   for (FeaturizedMode mode : {FeaturizedMode::kFeatures, FeaturizedMode::kIdPlusFeatures}) {
     SCOPED_TRACE(FeaturizedModeName(mode));
     auto train = [&](uint32_t partitions, const TrainOptions& o) {
       return train_test::TrainAndEvaluate(Import(partitions), o).mrr();
     };
-    TrainOptions cpu = Options(mode);
-    cpu.pipeline.deterministic = true;
-    TrainOptions device = cpu;
+    std::vector<double> cpu_seeds;
+    for (uint64_t seed : {1, 2, 3}) {
+      TrainOptions cpu = Options(mode, seed);
+      cpu.pipeline.deterministic = true;
+      cpu_seeds.push_back(train(1, cpu));
+    }
+    const double cpu_mrr = cpu_seeds[0];
+    const double noise = *std::max_element(cpu_seeds.begin(), cpu_seeds.end()) -
+                         *std::min_element(cpu_seeds.begin(), cpu_seeds.end());
+    const double gain = *std::min_element(cpu_seeds.begin(), cpu_seeds.end()) - chance;
+    TrainOptions device = Options(mode);
+    device.pipeline.deterministic = true;
     device.devices.list = "emulated";
     TrainOptions beside = Options(mode);
     beside.devices.list = "cpu:1,emulated";
@@ -193,23 +208,32 @@ TEST_F(FeaturizedTrainTest, DeviceTrainerMatchesCpuTrainer) {
     beside.schedule.buffer_partitions = 2;
     TrainOptions two_devices = beside;
     two_devices.devices.list = "emulated,emulated";
-    const double cpu_mrr = train(1, cpu), device_mrr = train(1, device),
-                 beside_mrr = train(4, beside), two_mrr = train(4, two_devices);
-    std::printf("[ MRR ] %s held-out nodes: cpu %.4f | emulated %.4f; 4 partitions: beside a "
-                "cpu trainer %.4f, two emulated %.4f\n",
-                std::string(FeaturizedModeName(mode)).c_str(), cpu_mrr, device_mrr, beside_mrr,
-                two_mrr);
-    EXPECT_NEAR(device_mrr, cpu_mrr, train_test::kMrrNoise);
+    const double device_mrr = train(1, device), beside_mrr = train(4, beside),
+                 two_mrr = train(4, two_devices);
+    std::printf("[ MRR ] %s held-out nodes: cpu %.4f (seeds 1-3 spread %.4f, chance %.4f) | "
+                "emulated %.4f; 4 partitions: beside a cpu trainer %.4f, two emulated %.4f\n",
+                std::string(FeaturizedModeName(mode)).c_str(), cpu_mrr, noise, chance,
+                device_mrr, beside_mrr, two_mrr);
+    // The signal stands well above the noise, so the bounds below separate
+    // a trainer that learns from one that does not.
+    ASSERT_GT(gain, 4 * noise) << "seed noise swamps the held-out signal";
+    // The device trainer batches and orders its updates its own way, so it
+    // differs from the CPU trainer by more than the seeds do (observed:
+    // id+features 0.0108 against 0.0122, a sixth of the gain): within a
+    // quarter of the gain (or three times the seed spread, if larger).
+    const double near = std::max(3 * noise, gain / 4);
+    EXPECT_NEAR(device_mrr, cpu_mrr, near);
+    EXPECT_GT(device_mrr - chance, gain / 2);
     if (mode == FeaturizedMode::kFeatures) {
-      EXPECT_NEAR(beside_mrr, cpu_mrr, train_test::kMrrNoise);
-      EXPECT_NEAR(two_mrr, cpu_mrr, train_test::kMrrNoise);
-    } else {
-      EXPECT_GT(two_mrr, 2 * ChanceMrr(StandardSbm().nodes));
-      // id+features on 4 partitions with 2 trainers moves further from the
-      // in-memory run (observed 0.021 against 0.012);
-      // what must hold is that the merged feature rows still carry blocks.
-      EXPECT_GT(beside_mrr, 2 * ChanceMrr(StandardSbm().nodes));
+      EXPECT_NEAR(beside_mrr, cpu_mrr, near);
+      EXPECT_NEAR(two_mrr, cpu_mrr, near);
     }
+    // id+features on 4 partitions with 2 trainers moves further from the
+    // in-memory run (observed 0.021 against 0.012); what must hold is that
+    // the merged feature rows still carry blocks: above chance by at least
+    // half of what the CPU trainer gains.
+    EXPECT_GT(beside_mrr - chance, gain / 2);
+    EXPECT_GT(two_mrr - chance, gain / 2);
   }
 }
 

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -37,6 +39,12 @@ using train_test::MetricsLines;
 using train_test::RunBinary;
 using train_test::TempDir;
 
+std::vector<std::string> TrainArgv(const std::string& dir, const std::vector<std::string>& flags) {
+  std::vector<std::string> argv = {EMBER_BINARY, "train", dir, "--quiet"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  return argv;
+}
+
 class TrainKillTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -57,6 +65,32 @@ class TrainKillTest : public ::testing::Test {
 
   std::string Capture() { return tmp_->Sub(absl::StrCat("run", next_++)); }
 
+  // The model `ember train` with `flags` ends with, uninterrupted, on a
+  // fresh graph of 3 partitions.
+  absl::StatusOr<train_test::ModelSnapshot> UninterruptedModel(
+      const std::vector<std::string>& flags) {
+    const std::string dir = NewGraph(3);
+    std::string err;
+    if (RunBinary(TrainArgv(dir, flags), Capture(), &err) != 0) {
+      return absl::InternalError(absl::StrCat("uninterrupted run failed: ", err));
+    }
+    return LoadSnapshot(dir);
+  }
+
+  // Runs `flags` (2 epochs) on `dir` to the end, resuming what is there:
+  // the model is bit-identical to `expected`, both epochs done. *err: the
+  // run's stderr.
+  void ExpectRunToTheEnd(const std::string& dir, const std::vector<std::string>& flags,
+                         const train_test::ModelSnapshot& expected, std::string* err) {
+    ASSERT_EQ(RunBinary(TrainArgv(dir, flags), Capture(), err), 0) << *err;
+    auto got = LoadSnapshot(dir);
+    ASSERT_TRUE(got.ok()) << got.status();
+    train_test::ExpectBitIdentical(expected, *got);
+    auto m = ManifestOf(dir);
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_EQ(train_test::EpochsDone(*m), 2u);
+  }
+
   static TempDir* tmp_;
   static std::string edges_;
   static int next_;
@@ -67,12 +101,6 @@ TempDir* TrainKillTest::tmp_ = nullptr;
 std::string TrainKillTest::edges_;
 int TrainKillTest::next_ = 0;
 train_test::GraphFactory* TrainKillTest::graphs_ = nullptr;
-
-std::vector<std::string> TrainArgv(const std::string& dir, const std::vector<std::string>& flags) {
-  std::vector<std::string> argv = {EMBER_BINARY, "train", dir, "--quiet"};
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  return argv;
-}
 
 // Where the graph's manifest says training stands.
 struct Position {
@@ -138,11 +166,9 @@ TEST_F(TrainKillTest, KilledAndResumedIsBitIdentical) {
                                           "--deterministic",
                                           "--threads",
                                           "1"};
-  const std::string ref_dir = NewGraph(3);
-  std::string err;
-  ASSERT_EQ(RunBinary(TrainArgv(ref_dir, flags), Capture(), &err), 0) << err;
-  auto expected = LoadSnapshot(ref_dir);
+  auto expected = UninterruptedModel(flags);
   ASSERT_TRUE(expected.ok()) << expected.status();
+  std::string err;
 
   const std::string dir = NewGraph(3);
   for (uint32_t epoch : {0u, 1u}) {
@@ -154,14 +180,8 @@ TEST_F(TrainKillTest, KilledAndResumedIsBitIdentical) {
     EXPECT_TRUE(snapshot.ok()) << snapshot.status();
     EXPECT_EQ(MetricsLines(dir).size(), epoch);
   }
-  ASSERT_EQ(RunBinary(TrainArgv(dir, flags), Capture(), &err), 0) << err;
+  ExpectRunToTheEnd(dir, flags, *expected, &err);
   EXPECT_THAT(err, HasSubstr("resumed"));
-  auto got = LoadSnapshot(dir);
-  ASSERT_TRUE(got.ok()) << got.status();
-  train_test::ExpectBitIdentical(*expected, *got);
-  auto m = ManifestOf(dir);
-  ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(train_test::EpochsDone(*m), 2u);
   EXPECT_EQ(MetricsLines(dir).size(), 2u);
 
   // The binary computes what the library does with the same options (less
@@ -179,6 +199,102 @@ TEST_F(TrainKillTest, KilledAndResumedIsBitIdentical) {
   auto lib = LoadSnapshot(lib_dir);
   ASSERT_TRUE(lib.ok()) << lib.status();
   train_test::ExpectBitIdentical(*expected, *lib);
+}
+
+// The files in `dir`/blobs but the feature vocabulary, sorted: checkpoint
+// blobs, and any temporaries of blob writes.
+std::vector<std::string> CheckpointBlobs(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/blobs")) {
+    const std::string name = e.path().filename().string();
+    if (name != kFeatureVocabBlob) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// The version of the first relation blob in `dir`/blobs that the manifest
+// does not commit (a checkpoint being written: its temporary or the renamed
+// blob before the manifest names it), or 0 when there is none.
+uint64_t UncommittedRelationBlob(const std::string& dir) {
+  const uint64_t committed = ReadPosition(dir).version;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/blobs", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(kRelationBlobPrefix, 0) != 0) continue;
+    const uint64_t version = std::strtoull(name.c_str() + std::strlen(kRelationBlobPrefix),
+                                           nullptr, 10);
+    if (version > committed) return version;
+  }
+  return 0;
+}
+
+// Starts `argv` and kills it with SIGKILL as soon as a checkpoint is being
+// written (UncommittedRelationBlob), i.e. between its first table write and
+// its manifest commit or just after. Returns whether the kill landed before
+// the commit (the manifest still names an older checkpoint).
+bool KillWhileCheckpointWritten(const std::vector<std::string>& argv, const std::string& dir,
+                                const std::string& capture) {
+  // What an earlier kill left is not a write of this run: wait for the
+  // run's start-up to remove it first.
+  bool leftover = UncommittedRelationBlob(dir) != 0;
+  ChildProcess child(argv, capture);
+  uint64_t writing = 0;
+  const bool seen = train_test::PollUntil(
+      &child,
+      [&] {
+        writing = UncommittedRelationBlob(dir);
+        if (leftover) leftover = writing != 0;
+        return !leftover && writing != 0;
+      },
+      std::chrono::seconds(60), std::chrono::microseconds(0));
+  child.Kill();
+  const ProcessResult r = child.Wait();
+  EXPECT_TRUE(seen) << "no checkpoint write seen before the run ended; stderr: " << r.err;
+  EXPECT_EQ(r.term_signal, SIGKILL) << "the run ended before it was killed; stderr: " << r.err;
+  return seen && ReadPosition(dir).version < writing;
+}
+
+// As above, with kills landing while a checkpoint is being written: its
+// relation blob's temporary or the blob itself is there, not yet named by
+// the manifest. Each time the graph opens at its last committed checkpoint
+// (whole: every table and blob it names is there), the run resumed by the
+// same command ends bit-identical to an uninterrupted one, and what the
+// interrupted writes left is gone.
+TEST_F(TrainKillTest, KilledWhileACheckpointIsWrittenResumesBitIdentical) {
+  const std::vector<std::string> flags = {"--dim", "16", "--epochs", "2", "--batch-size", "500",
+                                          "--operator", "diagonal", "--buffer-partitions", "2",
+                                          "--checkpoint-every", "1", "--seed", "3",
+                                          "--deterministic", "--threads", "1", "--lr", "0.1"};
+  auto expected = UninterruptedModel(flags);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  std::string err;
+
+  const std::string dir = NewGraph(3);
+  constexpr int kKills = 4;
+  int mid_write = 0;
+  for (int k = 0; k < kKills; ++k) {
+    SCOPED_TRACE(absl::StrCat("kill ", k + 1));
+    const uint64_t before = ReadPosition(dir).version;
+    mid_write += KillWhileCheckpointWritten(TrainArgv(dir, flags), dir, Capture());
+    if (HasFailure()) return;
+    if (ReadPosition(dir).version == 0) {  // killed in its first checkpoint
+      EXPECT_TRUE(Graph::Open(dir).ok());
+    } else {
+      auto snapshot = LoadSnapshot(dir);
+      EXPECT_TRUE(snapshot.ok()) << snapshot.status();
+    }
+    EXPECT_GE(ReadPosition(dir).version, before);
+  }
+  std::printf("%d of %d kills landed before the checkpoint's commit\n", mid_write, kKills);
+  EXPECT_GE(mid_write, kKills / 2) << "too few kills landed in the middle of a checkpoint write";
+  ExpectRunToTheEnd(dir, flags, *expected, &err);
+  // The interrupted writes' blobs and temporaries are gone: only the
+  // committed checkpoint's relation blob is left.
+  auto m = ManifestOf(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(CheckpointBlobs(dir),
+            std::vector<std::string>{RelationBlobName(m->training.checkpoint_version)});
 }
 
 // Two threads (Hogwild, not bit-reproducible), killed at a seeded random
@@ -284,14 +400,8 @@ TEST_F(TrainKillTest, KilledFeaturizedRunResumesBitIdentical) {
   // deleted, and mid-write; the resumed run removed those leftovers: one
   // relation blob and one feature table, both of the committed version.
   const uint64_t version = ManifestOf(dir)->training.checkpoint_version;
-  std::vector<std::string> checkpoint_blobs;
-  for (const auto& e : std::filesystem::directory_iterator(dir + "/blobs")) {
-    const std::string name = e.path().filename().string();
-    if (name != kFeatureVocabBlob) checkpoint_blobs.push_back(name);
-  }
-  std::sort(checkpoint_blobs.begin(), checkpoint_blobs.end());
-  EXPECT_EQ(checkpoint_blobs, (std::vector<std::string>{FeatureTableBlobName(version),
-                                                        RelationBlobName(version)}));
+  EXPECT_EQ(CheckpointBlobs(dir), (std::vector<std::string>{FeatureTableBlobName(version),
+                                                            RelationBlobName(version)}));
 }
 
 TEST_F(TrainKillTest, CliRefusesToResumeWithOtherFlags) {

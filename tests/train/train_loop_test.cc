@@ -4,6 +4,7 @@
 #include "train/train_loop.h"
 
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <random>
 #include <string>
@@ -16,6 +17,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/train/train_test_util.h"
 #include "train/model/checkpoint.h"
+#include "train/model/init.h"
 #include "train/model/model_options.h"
 
 namespace ember {
@@ -436,6 +438,41 @@ TEST_F(TrainLoopTest, StoppedAndResumedIsBitIdentical) {
   EXPECT_EQ(MetricsLines(dir).size(), 2u);
 }
 
+// Rows of each partition of the stored model still exactly at their seeded
+// initial values (train/model/init.h at `options`' init scale and seed):
+// rows that training never updated.
+absl::StatusOr<std::vector<uint64_t>> RowsAtInit(const std::string& dir,
+                                                 const TrainOptions& options) {
+  ASSIGN_OR_RETURN(ModelSnapshot s, LoadSnapshot(dir));
+  ASSIGN_OR_RETURN(Manifest m, ManifestOf(dir));
+  const int dim = s.model.dim;
+  std::vector<uint64_t> at_init;
+  for (uint32_t p = 0; p < s.partitions.size(); ++p) {
+    const std::vector<float>& rows = s.partitions[p];
+    const int64_t n = static_cast<int64_t>(rows.size() / dim);
+    std::vector<float> init(rows.size());
+    InitEmbeddings(InitDistribution::kNormal, options.optimizer.init_scale, options.seed,
+                   static_cast<int64_t>(m.PartitionBase(p)), n, dim, init.data());
+    uint64_t same = 0;
+    for (int64_t r = 0; r < n; ++r) {
+      same += std::memcmp(rows.data() + r * dim, init.data() + r * dim, dim * sizeof(float)) == 0;
+    }
+    at_init.push_back(same);
+  }
+  return at_init;
+}
+
+// Every node of these graphs has train edges, so training moves every
+// entity row away from its seeded init; a trainer that updated only the
+// relation parameters would leave them there.
+void ExpectEveryEntityRowTrained(const std::string& dir, const TrainOptions& o) {
+  auto at_init = RowsAtInit(dir, o);
+  ASSERT_TRUE(at_init.ok()) << at_init.status();
+  for (size_t p = 0; p < at_init->size(); ++p) {
+    EXPECT_EQ((*at_init)[p], 0u) << "rows of partition " << p << " never trained";
+  }
+}
+
 // Every bucket order trains every train edge once per epoch, through a
 // buffer smaller than the partition count.
 class TrainBucketOrderTest
@@ -461,6 +498,7 @@ TEST_P(TrainBucketOrderTest, TrainsEveryEdgeEachEpoch) {
   for (const auto& rows : snapshot->partitions) {
     EXPECT_TRUE(train_test::AllFinite(rows));
   }
+  ExpectEveryEntityRowTrained(dir, o);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -516,6 +554,7 @@ TEST_P(TrainModelMatrixTest, TrainsOneEpochToFiniteValues) {
   for (const auto& rows : snapshot->partitions) {
     EXPECT_TRUE(train_test::AllFinite(rows));
   }
+  ExpectEveryEntityRowTrained(dir, o);
   const int size = RelationParamSize(op, o.model.dim);
   ASSERT_EQ(snapshot->relation_params.size(), size_t{3} * size);
   EXPECT_TRUE(train_test::AllFinite(snapshot->relation_params));

@@ -143,6 +143,8 @@ std::string MetaJson(const Graph& graph, const StoredModel& model, std::string_v
       {"metric", std::string(NearestNeighborMetric(model.model.comparator))},
       {"normalize", model.model.comparator == Comparator::kCos},
       {"checkpoint_version", model.version},
+      // The table version each partition's rows were read from.
+      {"partition_versions", model.partition_versions},
       {"epochs", model.epochs_done},
       {"graph", graph.dir()},
       {"relations", relations},

@@ -137,7 +137,9 @@ absl::StatusOr<ExportStats> ExportEmbeddings(const Graph& graph,
 // PATH.meta.json contents: {"format", "file", "names_file" (or null),
 // "dimension", "count", "operator", "comparator", "metric" (as
 // NearestNeighborMetric), "normalize" (true for cos), "checkpoint_version",
-// "epochs", "graph", "relations": [{"name", "parameters": [...]}]}.
+// "partition_versions" (the table version each partition's rows were read
+// from: the checkpoint's), "epochs", "graph", "relations": [{"name",
+// "parameters": [...]}]}.
 std::string MetaJson(const Graph& graph, const StoredModel& model,
                      std::string_view format, const std::string& file,
                      const std::string& names_file);

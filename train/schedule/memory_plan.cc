@@ -1,9 +1,11 @@
 #include "train/schedule/memory_plan.h"
 
 #include <algorithm>
+#include <span>
 
 #include "absl/strings/str_cat.h"
 #include "partition/train_memory.h"
+#include "storage/base/status_macros.h"
 #include "storage/types.h"
 
 namespace ember {
@@ -13,10 +15,16 @@ absl::StatusOr<TrainMemoryPlan> PlanTrainMemory(const TrainMemoryInput& in) {
   const uint32_t P = static_cast<uint32_t>(in.partition_sizes.size());
   TrainMemoryPlan plan;
   plan.storage_bytes = shares.storage;
-  uint64_t largest = 0;
-  for (uint64_t n : in.partition_sizes) largest = std::max(largest, n);
-  plan.partition_bytes = (in.id_rows ? largest * RowBytesPerNode(in.dim) : 0) +
-                         (in.features ? (largest + 1) * sizeof(uint64_t) : 0);
+  for (uint32_t p = 0; p < P; ++p) {
+    const uint64_t nodes = in.partition_sizes[p];
+    uint64_t bytes = in.id_rows ? nodes * RowBytesPerNode(in.dim) : 0;
+    if (in.features) {
+      const uint64_t entries =
+          p < in.partition_feature_entries.size() ? in.partition_feature_entries[p] : 0;
+      bytes += (nodes + 1) * sizeof(uint64_t) + entries * sizeof(FeatureEntry);
+    }
+    plan.partition_bytes = std::max(plan.partition_bytes, bytes);
+  }
   plan.partition_bytes = std::max<uint64_t>(plan.partition_bytes, 1);
   plan.rows_bytes = shares.rows > in.feature_table_bytes ? shares.rows - in.feature_table_bytes : 0;
   const uint64_t fit = std::min<uint64_t>(P, plan.rows_bytes / plan.partition_bytes);
@@ -56,6 +64,19 @@ absl::StatusOr<TrainMemoryPlan> PlanTrainMemory(const TrainMemoryInput& in) {
           : std::clamp<uint64_t>(shares.edges / (sizeof(Edge) * plan.max_windows), 1024,
                                  uint64_t{1} << 30);
   return plan;
+}
+
+absl::StatusOr<std::vector<uint64_t>> PartitionFeatureEntries(const Graph& graph) {
+  const Manifest& m = graph.manifest();
+  std::vector<uint64_t> entries(m.num_partitions, 0);
+  for (uint32_t p = 0; p < m.num_partitions; ++p) {
+    RETURN_IF_ERROR(graph.ForEachNodeFeatures(
+        p, [&](uint32_t, std::span<const FeatureEntry> e) {
+          entries[p] += e.size();
+          return absl::OkStatus();
+        }));
+  }
+  return entries;
 }
 
 }  // namespace ember

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "partition/train_memory.h"  // Mib
+#include "storage/graph.h"
 
 namespace ember {
 
@@ -22,6 +23,9 @@ struct TrainMemoryInput {
   int dim = 100;
   bool id_rows = true;    // partitions hold embedding rows
   bool features = false;  // partitions hold a feature CSR
+  // With features: each partition's feature entries (the CSR's entries
+  // beside its row offsets); as many as partition_sizes.
+  std::vector<uint64_t> partition_feature_entries;
   uint64_t feature_table_bytes = 0;  // shared table of featurized models
   uint32_t requested_buffer = 0;     // --buffer-partitions (0: as many as fit)
   size_t round_buckets = 1;          // buckets trained at once
@@ -33,7 +37,9 @@ struct TrainMemoryInput {
 struct TrainMemoryPlan {
   uint32_t buffer_partitions = 1;
   uint64_t window_edges = 0;
-  uint64_t partition_bytes = 0;  // the largest partition's state
+  // The largest partition's state: id rows and Adagrad floats, and with
+  // features its CSR (row offsets and entries).
+  uint64_t partition_bytes = 0;
   uint64_t rows_bytes = 0;       // what the rows share allows
   uint64_t storage_bytes = 0;    // RocksDB write buffers and caches
   // Windows the pipeline can hold at once: per bucket of the current and
@@ -46,6 +52,11 @@ struct TrainMemoryPlan {
 // hold the partitions a round needs (two, or one when P == 1), or fewer
 // than --buffer-partitions asked for.
 absl::StatusOr<TrainMemoryPlan> PlanTrainMemory(const TrainMemoryInput& in);
+
+// Feature entries stored in each partition of `graph`, counted by reading
+// every partition's features once (no record of them is kept; a run reads
+// them again each time it loads a partition).
+absl::StatusOr<std::vector<uint64_t>> PartitionFeatureEntries(const Graph& graph);
 
 }  // namespace ember
 

@@ -184,6 +184,7 @@ absl::StatusOr<std::vector<std::unique_ptr<Trainer>>> MakeTrainers(
   return out;
 }
 
+
 // kernel_bodies.h mirrors these values for nvcc, which cannot include
 // train/model/; the first TU that sees both holds them equal.
 static_assert(device::kOpNone == static_cast<int>(Operator::kNone));

@@ -12,6 +12,7 @@
 #ifndef EMBER_TRAIN_TRAINERS_TRAINER_FACTORY_H_
 #define EMBER_TRAIN_TRAINERS_TRAINER_FACTORY_H_
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
