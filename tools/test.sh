@@ -25,12 +25,13 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   -E 'BoundedMemoryTest|ReadBesideTrainTest|MpiTrainTest')
 # ThreadSanitizer: the tests whose threads hand data to each other, built
 # alone (train_test): the batch pipeline and its trainer slots (Hogwild
-# rows, slowed trainers), the partition buffer and its prefetch thread
-# (training loops with a buffer smaller than the graph, stops and resumes),
+# rows), the partition buffer, its pins and its prefetches on the I/O
+# executor (training loops with a buffer smaller than the graph, stops and
+# resumes),
 # edge-window readers, and parameter sync and partition transport across
 # in-process ranks. Every suppression is justified in tools/tsan.supp; the
 # first report fails the pass.
 tools/build.sh tsan train_test
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tools/tsan.supp"
 (cd build-tsan && ctest --output-on-failure -j "$jobs" -R \
-  'BatchPipelineTest|UnequalDealingTest|SlowedTrainerTest|TrainLoopTest|EdgeWindowTest|ClusterSyncTest|PartitionTransportTest|DistributedTrainTest')
+  'BatchPipelineTest|PinTest|TrainLoopTest|EdgeWindowTest|ClusterSyncTest|PartitionTransportTest|DistributedTrainTest')

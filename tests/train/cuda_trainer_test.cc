@@ -50,7 +50,7 @@ CudaSetup ClassifyCudaSetup(bool gpu_on_machine, int cuda_devices, bool ops_made
 
 // Whether the NVIDIA kernel driver sees a GPU, whatever the CUDA runtime
 // says (it counts 0 devices when it cannot talk to the driver).
-bool MachineHasNvidiaGpu() {
+[[maybe_unused]] bool MachineHasNvidiaGpu() {
   std::error_code ec;
   for (const auto& gpu : std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", ec)) {
     (void)gpu;

@@ -113,8 +113,8 @@ TEST(NcclSyncTest, MergesAsTheInProcessSyncDoes) {
 
 TEST(NcclSyncTest, PassesALoneTrainersValuesThrough) {
   Trainers one(1, 5);
-  const std::vector<float> params = one.devices.trainers[0]->relations().params;
-  const std::vector<float> rows = one.devices.trainers[0]->copy().embeddings;
+  const std::vector<float> params = one.trainers[0]->relations().params;
+  const std::vector<float> rows = one.trainers[0]->copy().embeddings;
   std::unique_ptr<ParameterSync> sync = MakeNcclSync(MakeHostCommunicator(1));
   ASSERT_TRUE(sync->SyncRelations(one.views, &one.relations).ok());
   ASSERT_TRUE(sync->SyncFeatures(one.views, &one.table).ok());
