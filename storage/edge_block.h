@@ -37,6 +37,7 @@ class EdgeBlockView {
   // Writes edges [first, first + n) to out[0, n). REQUIRES: first + n <=
   // size(); `out` does not overlap the block.
   void CopyTo(size_t first, size_t n, Edge* out) const {
+    if (n == 0) return;  // `out` may be null then (an empty vector's data())
     const char* p = edges_ + first * kEdgeBytes;
     if constexpr (std::endian::native == std::endian::little) {
       std::memcpy(static_cast<void*>(out), p, n * kEdgeBytes);
