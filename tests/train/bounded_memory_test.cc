@@ -16,8 +16,12 @@ using train_test::TempDir;
 
 // Measured on this project's machines: `ember train` of a 3-node graph
 // peaks at 24 MiB; at budgets of 32-64 MiB on R-MAT scale 20, RocksDB's
-// flushes and compactions of evicted partitions add up to about 70 MiB more.
-constexpr long kAllowanceKib = 96 * 1024;
+// flushes and compactions of evicted partitions add up to about 70 MiB more,
+// and how many of them overlap varies from run to run: this run's peak
+// measured 146-160 MiB over 6 runs, and 161 MiB once under CI's load. The
+// allowance leaves 8 MiB above that; holding the bucket's edges whole
+// (201 MB) would still fail by far.
+constexpr long kAllowanceKib = 104 * 1024;
 
 TEST(BoundedMemoryTest, TrainStaysWithinItsBudget) {
   TempDir tmp;
