@@ -16,8 +16,8 @@ Checkpointer::Checkpointer(Graph* graph, const TrainOptions& options, const RunS
                            bool writer)
     : graph_(graph), options_(options), shape_(shape), writer_(writer) {}
 
-absl::Status Checkpointer::CheckResumable(const TrainState& state) const {
-  const ModelOptions& s = state.model;
+absl::Status Checkpointer::CheckResumable(const StoredModel& stored) const {
+  const ModelOptions& s = stored.model;
   if (s.dim != options_.model.dim || s.op != options_.model.op ||
       s.comparator != options_.model.comparator || s.featurized != options_.model.featurized) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -27,7 +27,7 @@ absl::Status Checkpointer::CheckResumable(const TrainState& state) const {
         std::string(FeaturizedModeName(s.featurized)),
         "; pass the same options to resume, or --from-scratch to start over"));
   }
-  const TrainPosition& saved = state.position;
+  const TrainPosition& saved = stored.position;
   if (saved.next_round == 0) return absl::OkStatus();
   if (std::max<uint32_t>(saved.world_size, 1) != shape_.world_size) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -69,12 +69,10 @@ absl::StatusOr<RestoredCheckpoint> Checkpointer::Restore() {
         RemoveUncommittedCheckpoints(*graph_, committed_version_, committed_locations_));
   }
   if (!stored.has_value() || options_.from_scratch) return out;
-  // LoadStoredModel read the state; read again for the position.
-  ASSIGN_OR_RETURN(const TrainState state, ReadTrainState(*graph_));
-  RETURN_IF_ERROR(CheckResumable(state));
+  RETURN_IF_ERROR(CheckResumable(*stored));
   out.resumed = true;
-  out.start_epoch = static_cast<int>(state.epochs_done);
-  out.start_round = state.position.next_round;
+  out.start_epoch = static_cast<int>(stored->epochs_done);
+  out.start_round = stored->position.next_round;
   out.relations = std::move(stored->relations);
   if (stored->model.featurized != FeaturizedMode::kOff) {
     out.features = std::move(stored->features);

@@ -75,8 +75,8 @@ class Checkpointer {
   uint64_t write_version() const { return write_version_; }
 
  private:
-  // FailedPrecondition unless `state` may resume under this run's options.
-  absl::Status CheckResumable(const TrainState& state) const;
+  // FailedPrecondition unless `stored` may resume under this run's options.
+  absl::Status CheckResumable(const StoredModel& stored) const;
 
   Graph* const graph_;
   const TrainOptions options_;

@@ -65,6 +65,7 @@ absl::StatusOr<StoredModel> LoadStoredModel(const Graph& graph) {
   out.model = state.model;
   out.partition_versions = std::move(state.partition_versions);
   out.epochs_done = state.epochs_done;
+  out.position = std::move(state.position);
   ASSIGN_OR_RETURN(std::string blob, graph.ReadBlob(RelationBlobName(out.version)));
   ASSIGN_OR_RETURN(out.relations, DecodeRelationBlob(blob));
   // An append may have added relations since (the trainer extends them).

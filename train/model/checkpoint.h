@@ -45,6 +45,7 @@ struct StoredModel {
   // Featurized models: the feature embeddings (rows 0 otherwise).
   FeatureTable features;
   uint32_t epochs_done = 0;  // TrainState::epochs_done
+  TrainPosition position;    // TrainState::position: where training stands
 };
 
 inline constexpr char kRelationBlobPrefix[] = "relations-";
