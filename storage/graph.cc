@@ -404,6 +404,15 @@ absl::Status Graph::CommitManifest(const Manifest& m) {
   return absl::OkStatus();
 }
 
+absl::Status Graph::CommitTraining(const TrainingRecord& training) {
+  RETURN_IF_ERROR(rep_->RequireWritable("CommitTraining"));
+  Manifest m = rep_->manifest;
+  m.training = training;
+  RETURN_IF_ERROR(WriteManifestAtomic(rep_->dir + "/MANIFEST.json", m));
+  rep_->manifest.training = training;
+  return absl::OkStatus();
+}
+
 namespace {
 
 class RocksEdgeBlockCursor final : public EdgeBlockCursor {

@@ -121,8 +121,16 @@ class Graph {
   const std::string& dir() const;
   const Manifest& manifest() const;
   // Atomically replaces MANIFEST.json. Partitions may grow (append), never
-  // shrink or change in number. REQUIRES: opened read-write.
+  // shrink or change in number. REQUIRES: opened read-write, and no other
+  // thread is using the graph (it rewrites what every read consults).
   absl::Status CommitManifest(const Manifest& m);
+  // Atomically replaces MANIFEST.json with one whose training record is
+  // `training` and all else as before. Writes nothing but manifest().training
+  // in memory, so other threads may go on reading edges, nodes, tables and
+  // every other manifest() field meanwhile (a checkpoint taken while the
+  // next round's edges stream in). REQUIRES: opened read-write; only this
+  // thread reads manifest().training.
+  absl::Status CommitTraining(const TrainingRecord& training);
 
   // For `import --append`: ingests finished SST runs (see GraphBuilder)
   // into column family `cf` ("by_name", "by_id", "nodes", "edges",

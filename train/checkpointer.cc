@@ -120,7 +120,9 @@ absl::Status Checkpointer::Write(PartitionBuffer* buffer, const RelationParams& 
   state.position.world_size = shape_.world_size;
   Manifest m = graph_->manifest();
   StoreTrainState(state, version, &m);
-  RETURN_IF_ERROR(graph_->CommitManifest(m));
+  // Only the training record changes: the round being prefetched meanwhile
+  // reads the rest of the manifest (Graph::CommitTraining).
+  RETURN_IF_ERROR(graph_->CommitTraining(m.training));
   // The new checkpoint is durable; drop what only the old one used.
   for (uint32_t p = 0; p < locations.size(); ++p) {
     const uint64_t old = committed_locations_[p];

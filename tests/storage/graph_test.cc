@@ -205,7 +205,38 @@ TEST_F(GraphTest, ReadOnlyRefusesWrites) {
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ((*g)->CommitManifest((*g)->manifest()).code(),
             absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ((*g)->CommitTraining({}).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ((*g)->SyncTables().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// CommitTraining replaces the training record, on disk and in memory, and
+// leaves every other field as it was.
+TEST_F(GraphTest, CommitTrainingReplacesOnlyTheTrainingRecord) {
+  Manifest before;
+  {
+    std::unique_ptr<Graph> g = OpenRw();
+    ASSERT_NE(g, nullptr);
+    before = g->manifest();
+    TrainingRecord t;
+    t.checkpoint_version = 7;
+    t.edge_generation = before.edge_generation;
+    t.state_version = 2;
+    t.state = R"({"epochs_done":3})";
+    ASSERT_TRUE(g->CommitTraining(t).ok());
+    EXPECT_EQ(g->manifest().training.checkpoint_version, 7u);
+    EXPECT_EQ(g->manifest().training.state, t.state);
+  }
+  auto g = Graph::Open(dir());
+  ASSERT_TRUE(g.ok()) << g.status();
+  const Manifest& after = (*g)->manifest();
+  EXPECT_EQ(after.training.checkpoint_version, 7u);
+  EXPECT_EQ(after.training.state_version, 2u);
+  EXPECT_EQ(after.training.state, R"({"epochs_done":3})");
+  EXPECT_EQ(after.num_partitions, before.num_partitions);
+  EXPECT_EQ(after.num_nodes, before.num_nodes);
+  EXPECT_EQ(after.partition_sizes, before.partition_sizes);
+  EXPECT_EQ(after.edge_generation, before.edge_generation);
+  EXPECT_EQ(after.relations, before.relations);
 }
 
 // A blob written in parts reads back as their concatenation, replaces an
