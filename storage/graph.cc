@@ -22,12 +22,12 @@
 #include "rocksdb/cache.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
-#include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/write_buffer_manager.h"
 #include "storage/base/file_system.h"
 #include "storage/base/file_util.h"
 #include "storage/internal/keys.h"
 #include "storage/base/node_hash.h"
+#include "storage/internal/append_undo.h"
 #include "storage/internal/rocks_fs.h"
 #include "storage/internal/rocks_util.h"
 #include "storage/base/status_macros.h"
@@ -112,6 +112,18 @@ bool ParseDecimal(std::string_view s, uint64_t* out) {
   if (s.empty()) return false;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
   return ec == std::errc() && end == s.data() + s.size();
+}
+
+// What a killed append left (storage/internal/append_undo.h), settled
+// against the committed manifest. REQUIRES: the writer lock; no DB open.
+absl::Status SettleAppendUndo(const std::string& dir) {
+  FileSystem* file_system = CurrentFileSystem();
+  if (file_system->Stat(internal::AppendUndoDir(dir)).value_or(PathKind::kMissing) ==
+      PathKind::kMissing) {
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(const Manifest m, ReadManifest(dir + "/MANIFEST.json"));
+  return internal::SettleAppendUndo(dir, m.edge_generation);
 }
 
 }  // namespace
@@ -341,6 +353,7 @@ absl::StatusOr<std::unique_ptr<Graph>> Graph::Open(
     // writes left half-done (manifest, blobs) can go.
     RETURN_IF_ERROR(internal::RemoveAtomicWriteLeftovers(dir));
     RETURN_IF_ERROR(internal::RemoveAtomicWriteLeftovers(dir + "/blobs"));
+    RETURN_IF_ERROR(SettleAppendUndo(dir));
     RETURN_IF_ERROR(rep->OpenAll());
     return std::unique_ptr<Graph>(new Graph(std::move(rep)));
   }
@@ -915,13 +928,9 @@ absl::Status Graph::CopyTo(const std::string& dest) const {
     std::vector<const Db*> dbs = {&rep_->dict};
     for (const Db& shard : rep_->shards) dbs.push_back(&shard);
     for (const Db* db : dbs) {
-      rocksdb::Checkpoint* raw = nullptr;
-      RETURN_IF_ERROR(FromRocks(rocksdb::Checkpoint::Create(db->db, &raw),
-                                absl::StrCat("cannot checkpoint ", db->path)));
-      std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
       const std::string to = absl::StrCat(dest, "/", fs::path(db->path).filename().string());
-      RETURN_IF_ERROR(FromRocks(checkpoint->CreateCheckpoint(to),
-                                absl::StrCat("cannot checkpoint ", db->path, " to ", to)));
+      RETURN_IF_ERROR(internal::CheckpointDb(db->db, to,
+                                             absl::StrCat("cannot checkpoint ", db->path, " to ", to)));
     }
     for (const char* name : {"MANIFEST.json", "blobs"}) {
       const fs::path from = fs::path(rep_->dir) / name;
@@ -1090,6 +1099,38 @@ absl::Status Graph::IngestRuns(std::string_view cf, uint32_t partition,
   return FromRocks(db->db->IngestExternalFile(db->handles[handle], files, ingest),
                    absl::StrCat("cannot ingest ", files.size(), " run(s) into ",
                                 db->path, " ", Sv(cf)));
+}
+
+absl::Status Graph::BeginAppend() {
+  RETURN_IF_ERROR(rep_->RequireWritable("BeginAppend"));
+  FileSystem* file_system = CurrentFileSystem();
+  const std::string undo = internal::AppendUndoDir(rep_->dir);
+  RETURN_IF_ERROR(file_system->RemoveAll(undo));
+  RETURN_IF_ERROR(file_system->CreateDir(undo));
+  absl::Status copied = internal::CopyDbForUndo(rep_->dict.db, rep_->dir, internal::DictDirName());
+  for (uint32_t p = 0; copied.ok() && p < rep_->shards.size(); ++p) {
+    copied = internal::CopyDbForUndo(rep_->shards[p].db, rep_->dir, internal::ShardDirName(p));
+  }
+  if (copied.ok()) copied = internal::SealAppendUndo(rep_->dir, rep_->manifest.edge_generation);
+  if (!copied.ok()) file_system->RemoveAll(undo).IgnoreError();
+  return copied;
+}
+
+absl::Status Graph::EndAppend() {
+  RETURN_IF_ERROR(rep_->RequireWritable("EndAppend"));
+  // The manifest on disk decides: a commit whose rename landed but whose
+  // directory sync failed has committed as far as the next open knows.
+  ASSIGN_OR_RETURN(const Manifest on_disk, ReadManifest(rep_->dir + "/MANIFEST.json"));
+  ASSIGN_OR_RETURN(const bool pending,
+                   internal::AppendUndoPending(rep_->dir, on_disk.edge_generation));
+  if (!pending) {
+    return internal::SettleAppendUndo(rep_->dir, on_disk.edge_generation);
+  }
+  // Closing may fail on the very fault that failed the append; the copy
+  // replaces these DBs either way.
+  rep_->CloseDbs().IgnoreError();
+  RETURN_IF_ERROR(internal::SettleAppendUndo(rep_->dir, on_disk.edge_generation));
+  return rep_->OpenAll();
 }
 
 absl::Status Graph::RemoveUncommittedAppend() {

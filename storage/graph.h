@@ -142,6 +142,17 @@ class Graph {
   // of generations above the manifest's, node-table and dictionary entries
   // at offsets at or beyond the partition sizes. REQUIRES: read-write.
   absl::Status RemoveUncommittedAppend();
+  // The bracket around an append's ingestion and manifest commit
+  // (GraphBuilder::Commit). BeginAppend copies every DB into
+  // GRAPH/undo-append (RocksDB checkpoints: hard links to the table files;
+  // storage/internal/append_undo.h says why). EndAppend reads MANIFEST.json:
+  // if the append committed, it drops the copy; if not, it puts the copy
+  // back and reopens, so the graph holds exactly what it held before
+  // BeginAppend, even when a failed ingestion left a DB unopenable. A
+  // writer's Open settles a killed append's copy the same way.
+  // REQUIRES: opened read-write; no other thread uses the graph.
+  absl::Status BeginAppend();
+  absl::Status EndAppend();
 
   // Calls `fn` with each edge block of bucket (src_part, dst_part) of
   // `split`, in key order. The span is valid only during the call. Stops at

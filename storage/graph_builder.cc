@@ -527,14 +527,33 @@ absl::Status GraphBuilder::Commit(const Manifest& manifest) {
   }
 
   if (r.append != nullptr) {
-    RETURN_IF_ERROR(r.append->IngestRuns("by_id", 0, dict_files[1]));
-    RETURN_IF_ERROR(r.append->IngestRuns("by_name", 0, dict_files[0]));
-    for (uint32_t p = 0; p < num_p; ++p) {
-      RETURN_IF_ERROR(r.append->IngestRuns("nodes", p, shard_files[p][0]));
-      RETURN_IF_ERROR(r.append->IngestRuns("features", p, shard_files[p][2]));
-      RETURN_IF_ERROR(r.append->IngestRuns("edges", p, shard_files[p][1]));
+    Graph& g = *r.append;
+    RETURN_IF_ERROR(g.BeginAppend());
+    absl::Status appended = [&]() -> absl::Status {
+      RETURN_IF_ERROR(g.IngestRuns("by_id", 0, dict_files[1]));
+      RETURN_IF_ERROR(g.IngestRuns("by_name", 0, dict_files[0]));
+      for (uint32_t p = 0; p < num_p; ++p) {
+        RETURN_IF_ERROR(g.IngestRuns("nodes", p, shard_files[p][0]));
+        RETURN_IF_ERROR(g.IngestRuns("features", p, shard_files[p][2]));
+        RETURN_IF_ERROR(g.IngestRuns("edges", p, shard_files[p][1]));
+      }
+      return g.CommitManifest(manifest);
+    }();
+    // Undone when it did not commit; the next writer's open retries what
+    // EndAppend could not finish.
+    const absl::Status ended = g.EndAppend();
+    if (!appended.ok()) {
+      if (!ended.ok()) {
+        return absl::Status(appended.code(),
+                            absl::StrCat(appended.message(), "; undoing the append failed too (",
+                                         ended.message(), "): the next read-write open of ",
+                                         r.out, " undoes it"));
+      }
+      return appended;
     }
-    RETURN_IF_ERROR(r.append->CommitManifest(manifest));
+    // Committed: a copy left behind (its removal failed) is dropped by the
+    // next writer's open, which finds the manifest past its generation.
+    ended.IgnoreError();
     r.committed = true;
     file_system->RemoveAll(r.staging).IgnoreError();
     return absl::OkStatus();

@@ -1,12 +1,15 @@
 #include "storage/internal/rocks_util.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "rocksdb/convenience.h"
-#include "storage/base/file_util.h"
 #include "rocksdb/filter_policy.h"
 #include "rocksdb/table.h"
+#include "rocksdb/utilities/checkpoint.h"
+#include "storage/base/file_util.h"
+#include "storage/base/status_macros.h"
 
 namespace ember::internal {
 namespace {
@@ -135,6 +138,13 @@ std::string PrefixSuccessor(std::string_view prefix) {
     s.pop_back();
   }
   return s;
+}
+
+absl::Status CheckpointDb(rocksdb::DB* db, const std::string& to, std::string_view context) {
+  rocksdb::Checkpoint* raw = nullptr;
+  RETURN_IF_ERROR(FromRocks(rocksdb::Checkpoint::Create(db, &raw), context));
+  const std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+  return FromRocks(checkpoint->CreateCheckpoint(to), context);
 }
 
 }  // namespace ember::internal

@@ -50,6 +50,11 @@ absl::Status FromRocks(const rocksdb::Status& s, std::string_view context);
 absl::Status CloseDb(rocksdb::DB** db, std::vector<rocksdb::ColumnFamilyHandle*>* handles,
                      std::string_view path);
 
+// A RocksDB checkpoint of `db` in the new directory `to` (hard links to its
+// table files where the file system allows, copies otherwise); errors start
+// with `context`.
+absl::Status CheckpointDb(rocksdb::DB* db, const std::string& to, std::string_view context);
+
 // The smallest string greater than every string starting with `prefix`
 // (empty when there is none, i.e. prefix is all 0xff).
 std::string PrefixSuccessor(std::string_view prefix);
