@@ -123,7 +123,8 @@ absl::Status SettleAppendUndo(const std::string& dir) {
     return absl::OkStatus();
   }
   ASSIGN_OR_RETURN(const Manifest m, ReadManifest(dir + "/MANIFEST.json"));
-  return internal::SettleAppendUndo(dir, m.edge_generation);
+  ASSIGN_OR_RETURN(const bool pending, internal::AppendUndoPending(dir, m.edge_generation));
+  return pending ? internal::PutBackAppendUndo(dir) : internal::DropAppendUndo(dir);
 }
 
 }  // namespace
@@ -1123,13 +1124,11 @@ absl::Status Graph::EndAppend() {
   ASSIGN_OR_RETURN(const Manifest on_disk, ReadManifest(rep_->dir + "/MANIFEST.json"));
   ASSIGN_OR_RETURN(const bool pending,
                    internal::AppendUndoPending(rep_->dir, on_disk.edge_generation));
-  if (!pending) {
-    return internal::SettleAppendUndo(rep_->dir, on_disk.edge_generation);
-  }
+  if (!pending) return internal::DropAppendUndo(rep_->dir);
   // Closing may fail on the very fault that failed the append; the copy
   // replaces these DBs either way.
   rep_->CloseDbs().IgnoreError();
-  RETURN_IF_ERROR(internal::SettleAppendUndo(rep_->dir, on_disk.edge_generation));
+  RETURN_IF_ERROR(internal::PutBackAppendUndo(rep_->dir));
   return rep_->OpenAll();
 }
 

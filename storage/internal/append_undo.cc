@@ -73,42 +73,40 @@ absl::StatusOr<bool> AppendUndoPending(const std::string& graph_dir,
   return sealed == committed_generation;
 }
 
-absl::Status SettleAppendUndo(const std::string& graph_dir, uint32_t committed_generation) {
+absl::Status PutBackAppendUndo(const std::string& graph_dir) {
   FileSystem* file_system = CurrentFileSystem();
   const std::string undo = AppendUndoDir(graph_dir);
-  if (file_system->Stat(undo).value_or(PathKind::kMissing) == PathKind::kMissing) {
-    return absl::OkStatus();
-  }
-  ASSIGN_OR_RETURN(const bool pending, AppendUndoPending(graph_dir, committed_generation));
-  if (pending) {
-    ASSIGN_OR_RETURN(std::vector<std::string> names, file_system->ListDir(undo));
-    for (const std::string& name : names) {
-      const std::string copy = absl::StrCat(undo, "/", name);
-      if (!IsDbName(name) ||
-          file_system->Stat(copy).value_or(PathKind::kMissing) != PathKind::kDirectory) {
-        continue;  // not a copy, or already put back
-      }
-      // The live DB goes aside first, so that a failed rename (a full
-      // disk) leaves a DB in place: the live one or the copy.
-      const std::string live = absl::StrCat(graph_dir, "/", name);
-      const std::string aside = absl::StrCat(copy, kAsideSuffix);
-      if (file_system->Stat(live).value_or(PathKind::kMissing) != PathKind::kMissing) {
-        RETURN_IF_ERROR(file_system->RemoveAll(aside));
-        RETURN_IF_ERROR(file_system->Rename(live, aside));
-      }
-      const absl::Status moved = file_system->Rename(copy, live);
-      if (!moved.ok()) {
-        file_system->Rename(aside, live).IgnoreError();
-        return moved;
-      }
+  ASSIGN_OR_RETURN(std::vector<std::string> names, file_system->ListDir(undo));
+  for (const std::string& name : names) {
+    const std::string copy = absl::StrCat(undo, "/", name);
+    if (!IsDbName(name) ||
+        file_system->Stat(copy).value_or(PathKind::kMissing) != PathKind::kDirectory) {
+      continue;  // not a copy, or already put back
     }
-    RETURN_IF_ERROR(FsyncPath(graph_dir));
-    // Every copy is back: unseal before removing, so that a crash from here
-    // on leaves nothing that could be put back a second time.
-    RETURN_IF_ERROR(file_system->Remove(absl::StrCat(undo, "/", kGenerationFile)));
-    RETURN_IF_ERROR(FsyncPath(undo));
+    // The live DB goes aside first, so that a failed rename (a full disk)
+    // leaves a DB in place: the live one or the copy.
+    const std::string live = absl::StrCat(graph_dir, "/", name);
+    const std::string aside = absl::StrCat(copy, kAsideSuffix);
+    if (file_system->Stat(live).value_or(PathKind::kMissing) != PathKind::kMissing) {
+      RETURN_IF_ERROR(file_system->RemoveAll(aside));
+      RETURN_IF_ERROR(file_system->Rename(live, aside));
+    }
+    const absl::Status moved = file_system->Rename(copy, live);
+    if (!moved.ok()) {
+      file_system->Rename(aside, live).IgnoreError();
+      return moved;
+    }
   }
-  RETURN_IF_ERROR(file_system->RemoveAll(undo));
+  RETURN_IF_ERROR(FsyncPath(graph_dir));
+  // Every copy is back: unseal before removing, so that a crash from here
+  // on leaves nothing that could be put back a second time.
+  RETURN_IF_ERROR(file_system->Remove(absl::StrCat(undo, "/", kGenerationFile)));
+  RETURN_IF_ERROR(FsyncPath(undo));
+  return DropAppendUndo(graph_dir);
+}
+
+absl::Status DropAppendUndo(const std::string& graph_dir) {
+  RETURN_IF_ERROR(CurrentFileSystem()->RemoveAll(AppendUndoDir(graph_dir)));
   return FsyncPath(graph_dir);
 }
 

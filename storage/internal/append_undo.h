@@ -45,14 +45,17 @@ absl::Status SealAppendUndo(const std::string& graph_dir, uint32_t generation);
 absl::StatusOr<bool> AppendUndoPending(const std::string& graph_dir,
                                        uint32_t committed_generation);
 
-// Settles what an append left. If AppendUndoPending, each copied DB
-// replaces the live one (the live one renamed aside into the undo
-// directory, the copy renamed into place; a failed rename leaves a DB in
-// place and returns the error); then (and when there was no
-// pending copy) the undo directory is removed. Each step can be cut short
-// by a crash and the call repeated. REQUIRES: the graph's writer lock held;
-// no DB of the graph open when a copy is pending.
-absl::Status SettleAppendUndo(const std::string& graph_dir, uint32_t committed_generation);
+// Puts a pending copy back: each copied DB replaces the live one (the live
+// one renamed aside into the undo directory, the copy renamed into place;
+// a failed rename leaves a DB in place and returns the error), then the
+// copy is unsealed and removed. Can be cut short by a crash and called
+// again. REQUIRES: the graph's writer lock held, no DB of the graph open,
+// AppendUndoPending.
+absl::Status PutBackAppendUndo(const std::string& graph_dir);
+
+// Removes the undo directory (a committed append's copy, or one never
+// sealed). OK when there is none. REQUIRES: the graph's writer lock held.
+absl::Status DropAppendUndo(const std::string& graph_dir);
 
 }  // namespace ember::internal
 

@@ -3,9 +3,9 @@
 // do with it, whether the append committed or not, and a copy that was
 // never sealed. IoFaultTest drives real appends through injected faults.
 #include <filesystem>
-#include <span>
 #include <fstream>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -133,7 +133,7 @@ TEST_F(AppendUndoTest, RestoreCutShortFinishesAtTheNextOpen) {
   const uint64_t edges = AbandonAppend(/*commit=*/false);
   ASSERT_GT(edges, 0u);
   BreakShard1();
-  // As if killed during SettleAppendUndo: shard-0 is back (its live DB set
+  // As if killed during PutBackAppendUndo: shard-0 is back (its live DB set
   // aside), shard-1's live DB is set aside but its copy not yet in place.
   fs::rename(dir() + "/shard-0", undo() + "/shard-0.replaced");
   fs::rename(undo() + "/shard-0", dir() + "/shard-0");
