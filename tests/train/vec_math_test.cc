@@ -67,5 +67,19 @@ TEST(VecMathTest, ReductionsHandleTails) {
   }
 }
 
+TEST(VecMathTest, PartialLoadsAndStoresKeepToTheirLanes) {
+  float src[8], dst[8];
+  for (int n = 0; n < kWidth; ++n) {
+    for (int k = 0; k < 8; ++k) {
+      src[k] = 1.0f + k;
+      dst[k] = -1.0f;
+    }
+    const F8 v = LoadPartial(src, n);
+    for (int k = 0; k < kWidth; ++k) EXPECT_EQ(v[k], k < n ? src[k] : 0.0f) << n << " " << k;
+    StorePartial(dst, Splat(7.0f), n);
+    for (int k = 0; k < 8; ++k) EXPECT_EQ(dst[k], k < n ? 7.0f : -1.0f) << n << " " << k;
+  }
+}
+
 }  // namespace
 }  // namespace ember::vec
