@@ -1,6 +1,7 @@
 #include "train/model/adagrad.h"
 
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -40,6 +41,30 @@ TEST(AdagradTest, ZeroGradientWithZeroStateIsFinite) {
   EXPECT_EQ(row[0], 1.0f);
   EXPECT_EQ(row[1], 2.0f);
   EXPECT_EQ(state, 0.0f);
+}
+
+TEST(AdagradTest, RowUpdatesEqualOneCallPerRowInOrder) {
+  // 150 ids (more than one block of the batched passes), with repeats and
+  // rows below first_trainable.
+  const int dim = 13, rows = 40, n = 150;
+  const uint64_t first_trainable = 5;
+  std::vector<float> table(rows * dim), state(rows), grads(n * dim);
+  std::vector<uint32_t> ids(n);
+  for (int i = 0; i < rows * dim; ++i) table[i] = std::sin(0.37f * i);
+  for (int r = 0; r < rows; ++r) state[r] = 0.01f * r;
+  for (int i = 0; i < n * dim; ++i) grads[i] = std::cos(0.11f * i);
+  for (int k = 0; k < n; ++k) ids[k] = (k * 7) % rows;
+  std::vector<float> want_table = table, want_state = state;
+  for (int k = 0; k < n; ++k) {
+    const uint32_t r = ids[k];
+    if (r < first_trainable) continue;
+    AdagradRowUpdate(&want_table[r * dim], &want_state[r], &grads[k * dim], dim, 0.1f);
+  }
+  AdagradRowUpdates(table.data(), state.data(), ids.data(), n, grads.data(), dim, 0.1f,
+                    first_trainable);
+  EXPECT_EQ(table, want_table);
+  EXPECT_EQ(state, want_state);
+  for (int r = 0; r < int(first_trainable); ++r) EXPECT_EQ(state[r], 0.01f * r) << r;
 }
 
 TEST(AdagradTest, DenseUpdateIsPerElement) {

@@ -1,5 +1,6 @@
 #include "train/model/adagrad.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "train/model/vec_math.h"
@@ -12,7 +13,40 @@ void AdagradRowUpdate(float* row, float* row_state, const float* grad, int dim,
   const float state = *row_state + mean_sq;
   *row_state = state;
   const float step = lr / (std::sqrt(state) + eps);
-  for (int k = 0; k < dim; ++k) row[k] -= step * grad[k];
+  vec::Map(
+      dim, row, [step](vec::F8 r, vec::F8 g) { return r - step * g; }, row, grad);
+}
+
+void AdagradRowUpdates(float* table, float* state, const uint32_t* ids, int n,
+                       const float* grads, int dim, float lr,
+                       uint64_t first_trainable, float eps) {
+  constexpr int kBlock = 64;
+  float step[kBlock];
+  for (int begin = 0; begin < n; begin += kBlock) {
+    const int count = std::min(kBlock, n - begin);
+    const uint32_t* block_ids = ids + begin;
+    const float* block_grads = grads + int64_t{begin} * dim;
+    for (int k = 0; k < count; ++k) {
+      const float* g = block_grads + int64_t{k} * dim;
+      step[k] = vec::Dot(g, g, dim) / static_cast<float>(dim);
+    }
+    for (int k = 0; k < count; ++k) {
+      const uint32_t r = block_ids[k];
+      if (r < first_trainable) continue;
+      const float s = state[r] + step[k];
+      state[r] = s;
+      step[k] = lr / (std::sqrt(s) + eps);
+    }
+    for (int k = 0; k < count; ++k) {
+      const uint32_t r = block_ids[k];
+      if (r < first_trainable) continue;
+      float* row = table + int64_t{r} * dim;
+      const float sk = step[k];
+      vec::Map(
+          dim, row, [sk](vec::F8 x, vec::F8 g) { return x - sk * g; }, row,
+          block_grads + int64_t{k} * dim);
+    }
+  }
 }
 
 void AdagradDenseUpdate(float* params, float* state, const float* grad,

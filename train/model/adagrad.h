@@ -19,6 +19,15 @@ inline constexpr float kAdagradEps = 1e-10f;
 void AdagradRowUpdate(float* row, float* row_state, const float* grad, int dim,
                       float lr, float eps = kAdagradEps);
 
+// AdagradRowUpdate on rows ids[0, n) of `table` (row r at table + r · dim,
+// its state at state[r]) with gradients grads (n × dim), skipping rows below
+// `first_trainable`; the same result as n calls in order (a repeated id
+// takes both steps), but each pass runs over all n rows, so that the rows'
+// latency chains (reduction, sqrt, division) overlap.
+void AdagradRowUpdates(float* table, float* state, const uint32_t* ids, int n,
+                       const float* grads, int dim, float lr,
+                       uint64_t first_trainable = 0, float eps = kAdagradEps);
+
 // Dense Adagrad (torch.optim.Adagrad without decay):
 //   state[k] += grad[k]^2;  params[k] -= lr * grad[k] / (sqrt(state[k]) + eps)
 // REQUIRES: params, state, grad hold n floats and do not overlap.

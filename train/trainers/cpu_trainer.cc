@@ -100,6 +100,8 @@ class CpuTrainer final : public Trainer {
         for (size_t k = end; k < std::min(batch.size(), end + max_chunk); ++k) {
           Prefetch(src.Row(batch[k].src), row_bytes);
           Prefetch(dst.Row(batch[k].dst), row_bytes);
+          __builtin_prefetch(&src.optimizer[batch[k].src], 1, 1);
+          __builtin_prefetch(&dst.optimizer[batch[k].dst], 1, 1);
         }
       }
       for (int k = 0; k < c; ++k) {
@@ -276,11 +278,8 @@ class CpuTrainer final : public Trainer {
   ABSL_ATTRIBUTE_NOINLINE static void UpdateRows(PartitionData& part,
                                                  std::span<const uint32_t> nodes,
                                                  const float* grads, float lr) {
-    for (size_t k = 0; k < nodes.size(); ++k) {
-      const uint32_t row = nodes[k];
-      if (row < part.frozen_rows) continue;
-      AdagradRowUpdate(part.Row(row), &part.optimizer[row], grads + k * part.dim, part.dim, lr);
-    }
+    AdagradRowUpdates(part.embeddings.data(), part.optimizer.data(), nodes.data(),
+                      static_cast<int>(nodes.size()), grads, part.dim, lr, part.frozen_rows);
   }
 
   const TrainOptions options_;
