@@ -11,6 +11,7 @@
 #include "benchmark/benchmark.h"
 #include "train/model/chunk_scorer.h"
 #include "train/model/model_options.h"
+#include "train/model/small_gemm.h"
 
 namespace ember {
 namespace {
@@ -91,6 +92,33 @@ BENCHMARK(BM_SgemmChunkSequence);
 // Both cores at once: the machine's GEMM ceiling at the chunk shape (the
 // FLOPS counter sums the threads over wall time).
 BENCHMARK(BM_SgemmChunkSequence)->Threads(2)->UseRealTime();
+
+// The same six products on SmallGemm (train/model/small_gemm.h), the
+// scores' Kᵀ transposed first as the chunk step does.
+void BM_SmallGemmChunkSequence(benchmark::State& state) {
+  const int c = kChunk, n = kChunk + kNegs, d = kDim;
+  const std::vector<float> a = RandomMatrix(n, d, 1), b = RandomMatrix(n, d, 2);
+  const std::vector<float> g = RandomMatrix(c, n, 3);
+  std::vector<float> s(static_cast<size_t>(c) * n), da(n * d), db(n * d), kt(n * d);
+  for (auto _ : state) {
+    for (int side = 0; side < 2; ++side) {
+      const float* q = side == 0 ? a.data() : b.data();
+      const float* k = side == 0 ? b.data() : a.data();
+      Transpose(n, d, k, d, kt.data(), n);
+      SmallGemm(c, n, d, q, d, 1, kt.data(), n, s.data(), n, false);
+    }
+    SmallGemm(n, d, c, g.data(), 1, n, b.data(), d, da.data(), d, false);
+    SmallGemm(c, d, n, g.data(), n, 1, b.data(), d, da.data(), d, true);
+    SmallGemm(n, d, c, g.data(), 1, n, a.data(), d, db.data(), d, false);
+    SmallGemm(c, d, n, g.data(), n, 1, a.data(), d, db.data(), d, true);
+    benchmark::DoNotOptimize(da.data());
+    benchmark::DoNotOptimize(db.data());
+    benchmark::ClobberMemory();
+  }
+  SetFlops(state, 12.0 * c * n * d);
+}
+BENCHMARK(BM_SmallGemmChunkSequence);
+BENCHMARK(BM_SmallGemmChunkSequence)->Threads(2)->UseRealTime();
 
 // args: operator, comparator, loss (enum values), backward (0/1).
 void BM_Chunk(benchmark::State& state) {

@@ -30,10 +30,11 @@
 // it). Row i contributes loss(pos_i, row i without its diagonal) once per
 // side; the chunk's loss is the sum over rows and both sides.
 //
-// Threads: calls on distinct workspaces may run concurrently. The GEMMs go
-// to OpenBLAS, which should then be limited to one thread (ember's binaries
-// do it once at start-up, train/blas/blas_startup.h): these matrices are too
-// small to split, and nested threading oversubscribes the cores.
+// Threads: calls on distinct workspaces may run concurrently. The scores go
+// to SmallGemm (small_gemm.h) on AVX-512 CPUs, the other GEMMs to OpenBLAS,
+// which should then be limited to one thread (ember's binaries do it once at
+// start-up, train/blas/blas_startup.h): these matrices are too small to
+// split, and nested threading oversubscribes the cores.
 #ifndef EMBER_TRAIN_MODEL_CHUNK_SCORER_H_
 #define EMBER_TRAIN_MODEL_CHUNK_SCORER_H_
 
@@ -124,6 +125,7 @@ class ChunkWorkspace {
   struct Side {
     std::vector<float> q, k;              // Q, K when built here (raw)
     std::vector<float> q_hat, k_hat;      // rows normalized (cos only)
+    std::vector<float> k_transposed;      // the scores' Kᵀ (small_gemm.h)
     std::vector<float> q_aux, k_aux;      // per row: 1/|x| (cos), |x|^2 (l2)
     std::vector<float> scores, g;         // S, dLoss/dS
     std::vector<float> dq, dk;            // dLoss/dQ, dLoss/dK
