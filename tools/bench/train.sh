@@ -3,7 +3,8 @@
 # dim 100, batch 1000, chunk 50, 50 uniform negatives, softmax, dot,
 # 2 threads; one epoch in memory and one out of core (--partitions 8
 # --buffer-partitions 3). Prints edges/s, the scoring work's FLOP/s and its
-# ratio to OpenBLAS sgemm FLOP/s at the chunk shape, measured in this run.
+# ratio to OpenBLAS sgemm FLOP/s at the chunk shape and to the cores' FMA
+# peak, both measured in this run.
 # The sgemm ceiling and ember run the same GEMM start-up (train/blas): the
 # kernel the CPU's features deserve unless OPENBLAS_CORETYPE is set (a user's
 # setting wins); the script prints the kernel of both and the deserved one.
@@ -33,6 +34,10 @@ sgemm_json=$(OPENBLAS_NUM_THREADS=1 "$bench" --benchmark_filter='BM_SgemmChunkSe
   --benchmark_format=json --benchmark_min_time=1 2>/dev/null)
 # With UseRealTime the FLOPS counter is the rate of both threads together.
 sgemm=$(echo "$sgemm_json" | python3 -c 'import json,sys; b=json.load(sys.stdin)["benchmarks"][0]; print("%.1f" % b["FLOPS"])')
+# FMA peak: register-only fused multiply-adds on both cores (BM_FmaPeak).
+peak=$("$bench" --benchmark_filter='BM_FmaPeak/real_time/threads:2' --benchmark_format=json \
+  --benchmark_min_time=0.5 2>/dev/null \
+  | python3 -c 'import json,sys; print("%.1f" % json.load(sys.stdin)["benchmarks"][0]["FLOPS"])')
 ctx() { echo "$sgemm_json" | python3 -c "import json,sys; print(json.load(sys.stdin)['context'].get('$1', '?'))"; }
 kernel=$(ctx blas_kernel) deserved=$(ctx blas_deserved)
 
@@ -52,10 +57,12 @@ train() {  # label graph extra flags...
   [ "$ember_kernel" = "$kernel" ] || echo "warning: ember ran kernel $ember_kernel, the ceiling $kernel" >&2
   gflops=$(echo "$eps * $flops_per_edge / 1000000000" | bc -l)
   share=$(echo "$eps * $flops_per_edge / $sgemm" | bc -l)
-  printf "%-34s %10.0f edges/s  scoring %6.1f GFLOP/s  = %5.1f%% of sgemm\n" "$label" "$eps" \
-    "$gflops" "$(echo "100 * $share" | bc -l)"
+  peak_share=$(echo "$eps * $flops_per_edge / $peak" | bc -l)
+  printf "%-34s %10.0f edges/s  scoring %6.1f GFLOP/s  = %5.1f%% of sgemm, %4.1f%% of the FMA peak\n" \
+    "$label" "$eps" "$gflops" "$(echo "100 * $share" | bc -l)" "$(echo "100 * $peak_share" | bc -l)"
   echo "$eps" > "$work/$label.eps"
-  bench_json run "$label" edges_per_second="$eps" scoring_gflops="$gflops" sgemm_share="$share"
+  bench_json run "$label" edges_per_second="$eps" scoring_gflops="$gflops" sgemm_share="$share" \
+    fma_peak_share="$peak_share"
   [ ! -s "$work/rss" ] || bench_json run "$label" peak_rss_mib="$(echo "$(tail -1 "$work/rss") / 1024" | bc -l)"
 }
 printf "R-MAT scale %d (%d edges), dim %d, chunk %d, %d negatives, softmax/dot, %d threads\n" \
@@ -63,8 +70,11 @@ printf "R-MAT scale %d (%d edges), dim %d, chunk %d, %d negatives, softmax/dot, 
 printf "OpenBLAS sgemm at the chunk shape, kernel %s (this CPU deserves %s%s), %d threads: %.1f GFLOP/s\n" \
   "$kernel" "${deserved:-its own choice}" "${OPENBLAS_CORETYPE:+; OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE is set}" \
   $threads "$(echo "$sgemm / 1000000000" | bc -l)"
+printf "FMA peak (register-only fused multiply-adds), %d threads: %.1f GFLOP/s; the sgemm is %.1f%% of it\n" \
+  $threads "$(echo "$peak / 1000000000" | bc -l)" "$(echo "100 * $sgemm / $peak" | bc -l)"
 bench_json config "" scale="$scale" edges=$(( 16 << scale )) dim=$dim chunk=$chunk negatives=$negs \
   threads=$threads epochs="$epochs" sgemm_gflops="$(echo "$sgemm / 1000000000" | bc -l)" \
+  fma_peak_gflops="$(echo "$peak / 1000000000" | bc -l)" \
   blas_kernel="$kernel" blas_deserved="$deserved"
 train in-memory "$work/g1"
 train out-of-core "$work/g8" --buffer-partitions 3 --bucket-order beta
