@@ -328,6 +328,14 @@ TEST_P(GradientTest, GroupedChunkMatchesCentralDifferencesOfReference) {
   ExpectGradientsMatchReference(o, f);
 }
 
+// Score rows of 19 and 37 columns: a full 16-lane block and a tail in the
+// vectorized row losses, beside the 9-14 columns of the tests above.
+TEST_P(GradientTest, LongRowsMatchCentralDifferencesOfReference) {
+  const ModelOptions o = SmallModel(GetParam());
+  FloatChunk f = MakeChunk(o, 5, 32, 14, /*seed=*/31);
+  ExpectGradientsMatchReference(o, f);
+}
+
 TEST_P(GradientTest, GroupedChunkWithEndpointNegatives) {
   const ModelOptions o = SmallModel(GetParam());
   FloatChunk f = MakeChunk(o, 4, 5, 6, /*seed=*/19);

@@ -1,6 +1,7 @@
 #include "train/model/chunk_scorer.h"
 
 #include <cblas.h>
+#include <immintrin.h>
 
 #include <algorithm>
 #include <array>
@@ -23,32 +24,86 @@ using vec::kMinSquaredDistance;
 // cos: |x| is clamped below at this value (torch.nn.functional.normalize).
 using vec::kMinNorm;
 
-// C (m × n) = X (m × k) · Yᵀ (n × k), all compact. Where SmallGemm has its
-// AVX-512 kernel, Y is transposed into yt (k × n floats) and multiplied
-// there: 187 against OpenBLAS's 134 GFLOP/s at 50 × 100 × 100, the
-// transposition included (tools/bench/score_bench.cc).
+// C (m × n, row stride ldc) = X (m × k) · Yᵀ (n × k), X and Y compact. Where
+// SmallGemm has its AVX-512 kernel, Y is transposed into yt (k × n floats)
+// and multiplied there: 187 against OpenBLAS's 134 GFLOP/s at
+// 50 × 100 × 100, the transposition included (tools/bench/score_bench.cc).
 inline void GemmNT(int m, int n, int k, const float* x, const float* y,
-                   float* yt, float* c) {
+                   float* yt, float* c, int ldc) {
+  if (n == 0) return;
   if (SmallGemmUsesAvx512()) {
     Transpose(n, k, y, k, yt, n);
-    SmallGemm(m, n, k, x, k, 1, yt, n, c, n, /*accumulate=*/false);
+    SmallGemm(m, n, k, x, k, 1, yt, n, c, ldc, /*accumulate=*/false);
     return;
   }
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x, k, y,
-              k, 0.0f, c, n);
+              k, 0.0f, c, ldc);
 }
-// C (m × n) = X (m × k) · Y (k × n) + beta · C, all compact.
-inline void GemmNN(int m, int n, int k, const float* x, const float* y,
-                   float beta, float* c) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, x, k, y,
-              n, beta, c, n);
+// C (m × n) = X (m × k, row stride ldx) · Y (k × n), Y and C compact.
+inline void GemmNN(int m, int n, int k, const float* x, int ldx,
+                   const float* y, float* c) {
+  if (k == 0) {
+    std::fill_n(c, int64_t{m} * n, 0.0f);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, x, ldx,
+              y, n, 0.0f, c, n);
 }
-// C (m × n) = Xᵀ · Y + beta · C, X is k × m (row stride m), Y is k × n.
-inline void GemmTN(int m, int n, int k, const float* x, const float* y,
-                   float beta, float* c) {
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, n, k, 1.0f, x, m, y,
-              n, beta, c, n);
+// C (m × n) = Xᵀ · Y, X is k × m (row stride ldx), Y is k × n; Y and C
+// compact.
+inline void GemmTN(int m, int n, int k, const float* x, int ldx,
+                   const float* y, float* c) {
+  if (m == 0) return;
+  if (k == 0) {
+    std::fill_n(c, int64_t{m} * n, 0.0f);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, n, k, 1.0f, x, ldx,
+              y, n, 0.0f, c, n);
 }
+
+#if defined(__AVX512F__)
+// The softmax row loss on 16-lane registers, the row's tail by masked moves:
+// the same passes as RowLoss<kSoftmax> below at half the instructions (13 %
+// of the training cycles before, on 100-column rows).
+float SoftmaxRow16(const float* s, int n, int pos_col, float* g) {
+  using vec::F16;
+  const int full = n / 16 * 16;
+  const auto tail = static_cast<__mmask16>((1u << (n - full)) - 1);
+  auto load = [](const float* p) { return (F16)_mm512_loadu_ps(p); };
+  F16 mx = F16{} + s[0];
+  for (int j = 0; j < full; j += 16) {
+    const F16 x = load(s + j);
+    mx = x > mx ? x : mx;
+  }
+  if (tail != 0) {  // lanes past the row keep mx
+    const F16 x = (F16)_mm512_mask_loadu_ps((__m512)mx, tail, s + full);
+    mx = x > mx ? x : mx;
+  }
+  const float m = _mm512_reduce_max_ps((__m512)mx);
+  F16 sum = {};
+  for (int j = 0; j < full; j += 16) {
+    const F16 e = vec::ExpOf(load(s + j) - m);
+    _mm512_storeu_ps(g + j, (__m512)e);
+    sum += e;
+  }
+  if (tail != 0) {
+    const F16 x = (F16)_mm512_maskz_loadu_ps(tail, s + full);
+    const F16 e = (F16)_mm512_maskz_mov_ps(tail, (__m512)vec::ExpOf(x - m));
+    _mm512_mask_storeu_ps(g + full, tail, (__m512)e);
+    sum += e;
+  }
+  const float z = _mm512_reduce_add_ps((__m512)sum);
+  const float inv_z = 1.0f / z;
+  for (int j = 0; j < full; j += 16) _mm512_storeu_ps(g + j, (__m512)(load(g + j) * inv_z));
+  if (tail != 0) {
+    const F16 x = (F16)_mm512_maskz_loadu_ps(tail, g + full);
+    _mm512_mask_storeu_ps(g + full, tail, (__m512)(x * inv_z));
+  }
+  g[pos_col] -= 1.0f;
+  return std::log(z) + m - s[pos_col];
+}
+#endif
 
 // Loss of one score row whose positive sits at column `pos_col` and whose
 // other n - 1 entries are negatives. Writes dLoss/drow into g (n floats;
@@ -58,6 +113,9 @@ float RowLoss(const float* s, int n, int pos_col, float margin, float* g) {
   using vec::F8;
   const float pos = s[pos_col];
   if constexpr (kLoss == Loss::kSoftmax) {
+#if defined(__AVX512F__)
+    return SoftmaxRow16(s, n, pos_col, g);
+#endif
     const float m = vec::Max(s, n);
     const float z = vec::MapSum(
         n, g, [m](F8 x) { return vec::Exp(x - m); }, s);
@@ -160,17 +218,23 @@ class ChunkKernels {
   // (the positive of row i at column i; with endpoint_col >= 0, row i's own
   // endpoint at column endpoint_col + i), excludes candidates, and returns the
   // side's loss with dLoss/dscores in side->g. Keeps the comparator's
-  // operands in *qh, *kh for the backward pass.
+  // operands in *qh, *kh for the backward pass. With `mirror` (dot only):
+  // its first m columns are this side's transposed, S(i, j) = M(j, i) for
+  // j < m, and only the other columns are multiplied.
   template <Comparator kCmp, Loss kLoss>
   static float SideForward(const float* q, int m, const float* k, int n, int d,
                            float margin, int endpoint_col,
                            const std::vector<std::pair<int, int>>* excluded,
-                           Side* side, const float** qh, const float** kh);
+                           Side* side, const float** qh, const float** kh,
+                           const Side* mirror = nullptr, int mirror_cols = 0);
 
-  // dLoss/dQ into side->dq (m × d) and dLoss/dK into side->dk (n × d).
+  // dLoss/dQ into side->dq (m × d) and dLoss/dK into side->dk (n × d), from
+  // the columns [first_col, n) of side->g only: rows [0, first_col) of dk
+  // are left as they were (dot only when first_col > 0).
   template <Comparator kCmp>
   static void SideBackward(const float* q, int m, const float* k, int n, int d,
-                           const float* qh, const float* kh, Side* side);
+                           const float* qh, const float* kh, Side* side,
+                           int first_col = 0);
 };
 
 template <Comparator kCmp, Loss kLoss>
@@ -178,7 +242,8 @@ float ChunkKernels::SideForward(const float* q, int m, const float* k, int n,
                                 int d, float margin, int endpoint_col,
                                 const std::vector<std::pair<int, int>>* excluded,
                                 Side* side, const float** qh_out,
-                                const float** kh_out) {
+                                const float** kh_out, const Side* mirror,
+                                int mirror_cols) {
   const float* qh = q;
   const float* kh = k;
   float* q_aux = side->q_aux.data();
@@ -203,7 +268,16 @@ float ChunkKernels::SideForward(const float* q, int m, const float* k, int n,
     for (int r = 0; r < n; ++r) k_aux[r] = vec::Dot(k + int64_t{r} * d, k + int64_t{r} * d, d);
   }
   float* s = side->scores.data();
-  GemmNT(m, n, d, qh, kh, side->k_transposed.data(), s);
+  if (mirror != nullptr) {
+    EMBER_CHECK(kCmp == Comparator::kDot);
+    const float* ms = mirror->scores.data();
+    for (int j = 0; j < m; ++j) {
+      for (int i = 0; i < m; ++i) s[int64_t{i} * n + j] = ms[int64_t{j} * mirror_cols + i];
+    }
+    GemmNT(m, n - m, d, qh, kh + int64_t{m} * d, side->k_transposed.data(), s + m, n);
+  } else {
+    GemmNT(m, n, d, qh, kh, side->k_transposed.data(), s, n);
+  }
   if constexpr (kCmp == Comparator::kL2) {
     vec::DotsToNegativeDistances(s, m, n, q_aux, k_aux);
   }
@@ -248,7 +322,7 @@ float ChunkKernels::SideForward(const float* q, int m, const float* k, int n,
 template <Comparator kCmp>
 void ChunkKernels::SideBackward(const float* q, int m, const float* k, int n,
                                 int d, const float* qh, const float* kh,
-                                Side* side) {
+                                Side* side, int first_col) {
   float* g = side->g.data();
   float* coef_q = side->coef_q.data();
   float* coef_k = side->coef_k.data();
@@ -273,11 +347,12 @@ void ChunkKernels::SideBackward(const float* q, int m, const float* k, int n,
       vec::Add(gi, n, coef_k);
     }
   }
-  // dQ̂ = G K̂, dK̂ = Gᵀ Q̂.
+  // dQ̂ = G K̂, dK̂ = Gᵀ Q̂ (columns and rows from first_col on).
   float* dq = side->dq.data();
   float* dk = side->dk.data();
-  GemmNN(m, d, n, g, kh, 0.0f, dq);
-  GemmTN(n, d, m, g, qh, 0.0f, dk);
+  const int64_t skip = first_col;
+  GemmNN(m, d, n - first_col, g + skip, n, kh + skip * d, dq);
+  GemmTN(n - first_col, d, m, g + skip, n, qh, dk + skip * d);
   if constexpr (kCmp == Comparator::kCos) {
     auto unnormalize = [d](const float* xh, const float* inv, int rows, float* dx) {
       for (int r = 0; r < rows; ++r) {
@@ -385,16 +460,29 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
     }
   }
 
+  // The in-chunk block. In a grouped chunk under dot, src score (i, j) for
+  // j < c is op_r(L_j) · R_i = dst score (j, i): the src side copies that
+  // block instead of multiplying it, and its gradient joins the dst side's
+  // (G_d(j, i) += G_s(i, j)), whose products then carry it to L and R. A
+  // quarter of the chunk's FLOPs at chunk 50 with 50 negatives.
+  const bool mirrored = kCmp == Comparator::kDot && !mixed;
   const float *qdh, *kdh, *qsh, *ksh;
   float loss = SideForward<kCmp, kLoss>(qd, c, kd, nkd, d, options.margin, e > 0 ? c + nd : -1,
                                         excluded_dst.empty() ? nullptr : &excluded_dst, &dst,
                                         &qdh, &kdh);
   loss += SideForward<kCmp, kLoss>(qs, c, ks, nks, d, options.margin, e > 0 ? c + ns : -1,
                                    excluded_src.empty() ? nullptr : &excluded_src, &src,
-                                   &qsh, &ksh);
+                                   &qsh, &ksh, mirrored ? &dst : nullptr, nkd);
   if (grads == nullptr) return loss;
+  if (mirrored) {
+    float* gd = dst.g.data();
+    const float* gs = src.g.data();
+    for (int j = 0; j < c; ++j) {
+      for (int i = 0; i < c; ++i) gd[int64_t{j} * nkd + i] += gs[int64_t{i} * nks + j];
+    }
+  }
   SideBackward<kCmp>(qd, c, kd, nkd, d, qdh, kdh, &dst);
-  SideBackward<kCmp>(qs, c, ks, nks, d, qsh, ksh, &src);
+  SideBackward<kCmp>(qs, c, ks, nks, d, qsh, ksh, &src, mirrored ? c : 0);
 
   // Dst side into the caller's buffers: Q's rows went through op_{r_i}; K's
   // rows are inputs.
@@ -435,7 +523,8 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
     if (e > 0) vec::Add(dks_endpoints, e * d, grads->rhs);
   } else {
     vec::Add(src.dq.data(), c * d, grads->rhs);
-    OpBackward<kOp>(rel, in.lhs, dks, c, d, grads->lhs, grads->rel);
+    // Mirrored: the block's gradient went to L through the dst side.
+    if (!mirrored) OpBackward<kOp>(rel, in.lhs, dks, c, d, grads->lhs, grads->rel);
     if (ns > 0) OpBackward<kOp>(rel, in.src_negs, dks + cd, ns, d, grads->src_negs, grads->rel);
     if (e > 0) OpBackward<kOp>(rel, in.rhs, dks_endpoints, e, d, grads->rhs, grads->rel);
   }
