@@ -270,10 +270,7 @@ float ChunkKernels::SideForward(const float* q, int m, const float* k, int n,
   float* s = side->scores.data();
   if (mirror != nullptr) {
     EMBER_CHECK(kCmp == Comparator::kDot);
-    const float* ms = mirror->scores.data();
-    for (int j = 0; j < m; ++j) {
-      for (int i = 0; i < m; ++i) s[int64_t{i} * n + j] = ms[int64_t{j} * mirror_cols + i];
-    }
+    Transpose(m, m, mirror->scores.data(), mirror_cols, s, n);
     GemmNT(m, n - m, d, qh, kh + int64_t{m} * d, side->k_transposed.data(), s + m, n);
   } else {
     GemmNT(m, n, d, qh, kh, side->k_transposed.data(), s, n);
@@ -475,10 +472,12 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
                                    &qsh, &ksh, mirrored ? &dst : nullptr, nkd);
   if (grads == nullptr) return loss;
   if (mirrored) {
-    float* gd = dst.g.data();
-    const float* gs = src.g.data();
+    // The src block's gradient, transposed into src.dk (free until its
+    // backward), added to the dst block row by row.
+    float* block_t = src.dk.data();
+    Transpose(c, c, src.g.data(), nks, block_t, c);
     for (int j = 0; j < c; ++j) {
-      for (int i = 0; i < c; ++i) gd[int64_t{j} * nkd + i] += gs[int64_t{i} * nks + j];
+      vec::Add(block_t + int64_t{j} * c, c, dst.g.data() + int64_t{j} * nkd);
     }
   }
   SideBackward<kCmp>(qd, c, kd, nkd, d, qdh, kdh, &dst);

@@ -27,7 +27,8 @@ struct Scratch {
         g_lhs(size_t(chunk) * dim), g_rhs(size_t(chunk) * dim),
         g_src_negs(size_t(negs) * dim), g_dst_negs(size_t(negs) * dim),
         rel(size_t(rel_size) * chunk), g_rel(size_t(rel_size) * chunk),
-        src_neg_ids(negs), dst_neg_ids(negs), src_nodes(chunk), dst_nodes(chunk),
+        src_neg_ids(negs), dst_neg_ids(negs), next_src_neg_ids(negs), next_dst_neg_ids(negs),
+        src_nodes(chunk), dst_nodes(chunk),
         rel_slot(chunk) {
     chunk_rels.reserve(chunk);
     if (num_features > 0) feature_grads = std::make_unique<FeatureGradAccumulator>(dim, num_features);
@@ -37,6 +38,7 @@ struct Scratch {
   std::vector<float> g_lhs, g_rhs, g_src_negs, g_dst_negs;
   std::vector<float> rel, g_rel;  // per slot: the chunk's relations' parameters
   std::vector<uint32_t> src_neg_ids, dst_neg_ids;
+  std::vector<uint32_t> next_src_neg_ids, next_dst_neg_ids;  // drawn a chunk ahead
   std::vector<uint32_t> src_nodes, dst_nodes;  // the chunk's endpoints
   std::vector<uint32_t> rel_slot;    // mixed chunks: each edge's slot
   std::vector<uint32_t> chunk_rels;  // the relation of each slot
@@ -86,6 +88,12 @@ class CpuTrainer final : public Trainer {
     const size_t row_bytes = sizeof(float) * dim;
     const bool id_rows = HasIdRows(mode_);
     double loss = 0;
+    // Negatives are drawn a chunk ahead, so that their rows load while the
+    // chunk before computes; the draws keep their order (results unchanged).
+    if (negs > 0) {
+      DrawNegatives(src, negs, rng, s.next_src_neg_ids.data());
+      DrawNegatives(dst, negs, rng, s.next_dst_neg_ids.data());
+    }
     size_t begin = 0;
     while (begin < batch.size()) {
       // A grouped chunk ends where the relation changes.
@@ -95,13 +103,25 @@ class CpuTrainer final : public Trainer {
         ++end;
       }
       const int c = static_cast<int>(end - begin);
+      if (negs > 0) {
+        s.src_neg_ids.swap(s.next_src_neg_ids);
+        s.dst_neg_ids.swap(s.next_dst_neg_ids);
+        if (end < batch.size()) {
+          DrawNegatives(src, negs, rng, s.next_src_neg_ids.data());
+          DrawNegatives(dst, negs, rng, s.next_dst_neg_ids.data());
+        }
+      }
       // Start fetching the next chunk's rows while this one computes.
       if (id_rows) {
+        if (negs > 0 && end < batch.size()) {
+          PrefetchNegatives(src, s.next_src_neg_ids.data(), negs);
+          PrefetchNegatives(dst, s.next_dst_neg_ids.data(), negs);
+        }
         for (size_t k = end; k < std::min(batch.size(), end + max_chunk); ++k) {
           Prefetch(src.Row(batch[k].src), row_bytes);
           Prefetch(dst.Row(batch[k].dst), row_bytes);
-          __builtin_prefetch(&src.optimizer[batch[k].src], 1, 1);
-          __builtin_prefetch(&dst.optimizer[batch[k].dst], 1, 1);
+          if (!src.optimizer.empty()) __builtin_prefetch(&src.optimizer[batch[k].src], 1, 1);
+          if (!dst.optimizer.empty()) __builtin_prefetch(&dst.optimizer[batch[k].dst], 1, 1);
         }
       }
       for (int k = 0; k < c; ++k) {
@@ -119,8 +139,8 @@ class CpuTrainer final : public Trainer {
       GatherChunkRows(src, src_nodes, s.lhs.data());
       GatherChunkRows(dst, dst_nodes, s.rhs.data());
       if (negs > 0) {
-        SampleNegativeRows(src, negs, rng, s.src_neg_ids.data(), src_negs);
-        SampleNegativeRows(dst, negs, rng, s.dst_neg_ids.data(), dst_negs);
+        SampleNegativeRows(src, negs, s.src_neg_ids.data(), src_negs);
+        SampleNegativeRows(dst, negs, s.dst_neg_ids.data(), dst_negs);
       }
       std::fill_n(s.g_lhs.begin(), size_t(c) * dim, 0.0f);
       std::fill_n(s.g_rhs.begin(), size_t(c) * dim, 0.0f);
@@ -244,25 +264,45 @@ class CpuTrainer final : public Trainer {
              /*id_grads=*/nullptr);
   }
 
-  // Draws `n` uniform negatives from `part` into ids[0, n) and writes their
-  // rows to out (n x dim). Offsets follow the hash order of node keys, so a
-  // window of consecutive offsets at a uniform start is a uniform random
-  // set of nodes: for id-only models its rows are copied in one sequential
-  // run instead of gathered one cache miss at a time. Small partitions
-  // sample with replacement. Hogwild reads; not inlined, so that
-  // tools/tsan.supp can name it.
-  ABSL_ATTRIBUTE_NOINLINE void SampleNegativeRows(const PartitionData& part, int n, BatchRng& rng,
-                                               uint32_t* ids, float* out) const {
-    if (part.rows >= uint64_t(4) * n) {
+  // Whether `n` negatives from `part` are one window of consecutive rows.
+  static bool NegativeWindow(const PartitionData& part, int n) {
+    return part.rows >= uint64_t(4) * n;
+  }
+
+  // Draws `n` uniform negatives from `part` into ids[0, n). Offsets follow
+  // the hash order of node keys, so a window of consecutive offsets at a
+  // uniform start is a uniform random set of nodes: for id-only models its
+  // rows are then copied in one sequential run instead of gathered one cache
+  // miss at a time. Small partitions sample with replacement.
+  static void DrawNegatives(const PartitionData& part, int n, BatchRng& rng, uint32_t* ids) {
+    if (NegativeWindow(part, n)) {
       const uint32_t start = rng.Below(part.rows - n + 1);
       for (int k = 0; k < n; ++k) ids[k] = start + k;
-      if (mode_ == FeaturizedMode::kOff) {
-        std::memcpy(out, part.embeddings.data() + size_t{start} * part.dim,
-                    sizeof(float) * part.dim * n);
-        return;
-      }
     } else {
       for (int k = 0; k < n; ++k) ids[k] = rng.Below(part.rows);
+    }
+  }
+
+  // Starts loading the id rows and optimizer states of negatives `ids`.
+  static void PrefetchNegatives(const PartitionData& part, const uint32_t* ids, int n) {
+    const size_t row_bytes = sizeof(float) * part.dim;
+    if (NegativeWindow(part, n)) {
+      Prefetch(part.embeddings.data() + size_t{ids[0]} * part.dim, row_bytes * n);
+      if (!part.optimizer.empty()) Prefetch(part.optimizer.data() + ids[0], sizeof(float) * n);
+      return;
+    }
+    for (int k = 0; k < n; ++k) Prefetch(part.embeddings.data() + size_t{ids[k]} * part.dim, row_bytes);
+  }
+
+  // Writes the rows of the `n` negatives `ids` (from DrawNegatives) to out
+  // (n x dim). Hogwild reads; not inlined, so that tools/tsan.supp can name
+  // it.
+  ABSL_ATTRIBUTE_NOINLINE void SampleNegativeRows(const PartitionData& part, int n,
+                                                  const uint32_t* ids, float* out) const {
+    if (NegativeWindow(part, n) && mode_ == FeaturizedMode::kOff) {
+      std::memcpy(out, part.embeddings.data() + size_t{ids[0]} * part.dim,
+                  sizeof(float) * part.dim * n);
+      return;
     }
     GatherChunkRows(part, std::span<const uint32_t>(ids, n), out);
   }
