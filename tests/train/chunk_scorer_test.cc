@@ -413,6 +413,15 @@ INSTANTIATE_TEST_SUITE_P(MixedModels, MixedGradientTest, testing::ValuesIn(AllMo
 // The endpoint candidate that is a self loop's own node is excluded: with
 // one self-loop edge and nothing else, its only endpoint candidate on each
 // side is excluded, so the loss is the no-negative loss.
+// A chunk of more rows than the dimension: the in-chunk block (chunk ×
+// chunk) outgrows every chunk × dim and candidates × dim buffer.
+TEST(ChunkScorerTest, LargeChunkAtSmallDimension) {
+  ModelOptions o;
+  o.dim = 2;
+  FloatChunk f = MakeChunk(o, 40, 3, 2, /*seed=*/5);
+  ExpectGradientsMatchReference(o, f);
+}
+
 TEST(ChunkScorerTest, SelfLoopIsNotItsOwnEndpointNegative) {
   const std::vector<float> lhs = {0.3f, -0.2f}, rhs = {0.3f, -0.2f};
   const std::vector<uint32_t> node = {7};

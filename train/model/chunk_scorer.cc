@@ -177,6 +177,7 @@ ChunkWorkspace::ChunkWorkspace(int dim, int max_chunk, int max_negs)
     for (auto* v : {&side->scores, &side->g}) v->resize(queries * candidates);
   }
   conj_rel_.resize(queries * dim);
+  block_transposed_.resize(queries * queries);
   d_conj_rel_.resize(queries * dim);
 }
 
@@ -472,9 +473,8 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
                                    &qsh, &ksh, mirrored ? &dst : nullptr, nkd);
   if (grads == nullptr) return loss;
   if (mirrored) {
-    // The src block's gradient, transposed into src.dk (free until its
-    // backward), added to the dst block row by row.
-    float* block_t = src.dk.data();
+    // The src block's gradient, transposed, added to the dst block row by row.
+    float* block_t = ws->block_transposed_.data();
     Transpose(c, c, src.g.data(), nks, block_t, c);
     for (int j = 0; j < c; ++j) {
       vec::Add(block_t + int64_t{j} * c, c, dst.g.data() + int64_t{j} * nkd);

@@ -136,6 +136,7 @@ class ChunkWorkspace {
   int dim_, max_chunk_, max_negs_;
   Side dst_, src_;
   std::vector<float> conj_rel_, d_conj_rel_;  // mixed chunks: op* parameters
+  std::vector<float> block_transposed_;        // chunk × chunk: a block's Gᵀ
 };
 
 // Returns the chunk's loss (summed over edges and both sides) and leaves the
