@@ -9,6 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "train/model/model_options.h"
+#include "train/model/small_gemm.h"
 
 namespace ember {
 namespace {
@@ -420,6 +421,18 @@ TEST(ChunkScorerTest, LargeChunkAtSmallDimension) {
   o.dim = 2;
   FloatChunk f = MakeChunk(o, 40, 3, 2, /*seed=*/5);
   ExpectGradientsMatchReference(o, f);
+}
+
+// The scores' product on the BLAS, as on a CPU without AVX-512, for the
+// mirrored (dot) and unmirrored (l2) grouped chunks.
+TEST(ChunkScorerTest, BlasScoresMatchReference) {
+  ForceSmallGemmFallbackForTesting(true);
+  for (const Comparator cmp : {Comparator::kDot, Comparator::kL2}) {
+    const ModelOptions o = SmallModel({Operator::kComplexDiagonal, cmp, Loss::kSoftmax});
+    FloatChunk f = MakeChunk(o, 6, 7, 5, /*seed=*/13);
+    ExpectGradientsMatchReference(o, f);
+  }
+  ForceSmallGemmFallbackForTesting(false);
 }
 
 TEST(ChunkScorerTest, SelfLoopIsNotItsOwnEndpointNegative) {

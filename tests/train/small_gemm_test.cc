@@ -15,11 +15,19 @@ std::vector<float> Values(int n, float scale) {
   return v;
 }
 
+// Runs each test twice: on the CPU's own path (AVX-512 where it has it) and
+// on the fallback of a CPU without.
+class SmallGemmTest : public testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override { ForceSmallGemmFallbackForTesting(GetParam()); }
+  void TearDown() override { ForceSmallGemmFallbackForTesting(false); }
+};
+
 // Every tile shape and tail of the kernel: rows over 1..13 (two 6-row tiles
 // and each remainder), columns over 1..150 (the 64-column tiles and each
 // masked tail), A read as stored and transposed, with and without
 // accumulation, into a C wider than the product (ldc > cols).
-TEST(SmallGemmTest, MatchesTheDefinitionForEveryTileAndTail) {
+TEST_P(SmallGemmTest, MatchesTheDefinitionForEveryTileAndTail) {
   for (const int rows : {1, 2, 5, 6, 7, 12, 13}) {
     for (const int cols : {1, 15, 16, 17, 36, 63, 64, 65, 100, 150}) {
       for (const int depth : {0, 1, 50, 100}) {
@@ -57,7 +65,7 @@ TEST(SmallGemmTest, MatchesTheDefinitionForEveryTileAndTail) {
   }
 }
 
-TEST(SmallGemmTest, TransposeMovesEveryEntryAndNothingElse) {
+TEST_P(SmallGemmTest, TransposeMovesEveryEntryAndNothingElse) {
   for (const int rows : {1, 3, 16, 17, 50, 150}) {
     for (const int cols : {1, 7, 16, 33, 100}) {
       const int64_t ldx = cols + 2, ldy = rows + 4;
@@ -74,13 +82,17 @@ TEST(SmallGemmTest, TransposeMovesEveryEntryAndNothingElse) {
   }
 }
 
-// The kernel this machine runs is named, so that a run's log says which
-// path these tests covered.
-TEST(SmallGemmTest, ReportsItsKernel) {
+// The path is chosen from the CPU's features, and the fallback is taken
+// when forced.
+TEST_P(SmallGemmTest, ChoosesItsPathFromTheCpu) {
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
-  EXPECT_EQ(SmallGemmUsesAvx512(), avx512);
-  RecordProperty("small_gemm_kernel", avx512 ? "avx512" : "blas");
+  EXPECT_EQ(SmallGemmUsesAvx512(), avx512 && !GetParam());
 }
+
+INSTANTIATE_TEST_SUITE_P(OwnAndFallback, SmallGemmTest, testing::Values(false, true),
+                         [](const testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Fallback" : "CpusOwn";
+                         });
 
 }  // namespace
 }  // namespace ember

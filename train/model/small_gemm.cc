@@ -154,14 +154,18 @@ void Avx512Transpose(int rows, int cols, const float* x, int64_t ldx, float* y,
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
 
+bool force_fallback = false;  // ForceSmallGemmFallbackForTesting
+
 bool HasAvx512() {
   static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
-  return has;
+  return has && !force_fallback;
 }
 
 }  // namespace
 
 bool SmallGemmUsesAvx512() { return HasAvx512(); }
+
+void ForceSmallGemmFallbackForTesting(bool force) { force_fallback = force; }
 
 void SmallGemm(int rows, int cols, int depth, const float* a, int64_t a_row,
                int64_t a_depth, const float* b, int64_t ldb, float* c,
@@ -170,11 +174,15 @@ void SmallGemm(int rows, int cols, int depth, const float* a, int64_t a_row,
   if (HasAvx512()) {
     return Avx512Gemm(rows, cols, depth, a, a_row, a_depth, b, ldb, c, ldc, accumulate);
   }
-  const bool a_transposed = a_depth != 1;  // then a_row == 1: A is stored depth × rows
-  const int64_t lda = a_transposed ? a_depth : a_row;
+  // A is rows × depth row-major (a_depth == 1) or depth × rows (a_row == 1);
+  // a stride that never moves (one row, or depth 1) is raised to the least
+  // leading dimension the BLAS accepts.
+  const bool a_transposed = a_depth != 1;
+  const int64_t lda = a_transposed ? std::max<int64_t>(a_depth, rows)
+                                   : std::max<int64_t>(a_row, depth);
   cblas_sgemm(CblasRowMajor, a_transposed ? CblasTrans : CblasNoTrans, CblasNoTrans, rows,
               cols, depth, 1.0f, a, static_cast<int>(std::max<int64_t>(lda, 1)), b,
-              static_cast<int>(std::max<int64_t>(ldb, 1)), accumulate ? 1.0f : 0.0f, c,
+              static_cast<int>(std::max<int64_t>(ldb, cols)), accumulate ? 1.0f : 0.0f, c,
               static_cast<int>(ldc));
 }
 

@@ -34,6 +34,11 @@ void Transpose(int rows, int cols, const float* x, int64_t ldx, float* y,
 // Whether SmallGemm runs its own AVX-512 kernel on this CPU (else the BLAS).
 bool SmallGemmUsesAvx512();
 
+// Tests only: with `force`, SmallGemm and Transpose take the path of a CPU
+// without AVX-512 (the BLAS, a scalar transpose) until called again with
+// false. Not to be called while other threads multiply.
+void ForceSmallGemmFallbackForTesting(bool force);
+
 }  // namespace ember
 
 #endif  // EMBER_TRAIN_MODEL_SMALL_GEMM_H_
