@@ -89,33 +89,50 @@ void BM_FmaPeak(benchmark::State& state) {
 BENCHMARK(BM_FmaPeak);
 BENCHMARK(BM_FmaPeak)->Threads(2)->UseRealTime();
 
+// The operands of one chunk step's six products: both sides' rows (a, b:
+// (C + N) × d), scores (C × (C + N)), their gradient g, the rows' gradients.
+struct ChunkSequence {
+  static constexpr int c = kChunk, n = kChunk + kNegs, d = kDim;
+  const std::vector<float> a = RandomMatrix(n, d, 1), b = RandomMatrix(n, d, 2);
+  const std::vector<float> g = RandomMatrix(c, n, 3);
+  std::vector<float> s = std::vector<float>(c * n), da = std::vector<float>(n * d),
+                     db = std::vector<float>(n * d), kt = std::vector<float>(n * d);
+};
+
+// Times `products(seq)` (the six products of one step) as 12 · C · (C + N) · d
+// FLOPs per iteration.
+template <typename Products>
+void RunChunkSequence(benchmark::State& state, Products products) {
+  ChunkSequence seq;
+  for (auto _ : state) {
+    products(seq);
+    benchmark::DoNotOptimize(seq.da.data());
+    benchmark::DoNotOptimize(seq.db.data());
+    benchmark::ClobberMemory();
+  }
+  SetFlops(state, 12.0 * seq.c * seq.n * seq.d);
+}
+
 // The six sgemm calls of one chunk step back to back, nothing else: the
 // ceiling the full step is measured against.
 void BM_SgemmChunkSequence(benchmark::State& state) {
-  const int c = kChunk, n = kChunk + kNegs, d = kDim;
-  const std::vector<float> a = RandomMatrix(n, d, 1), b = RandomMatrix(n, d, 2);
-  const std::vector<float> g = RandomMatrix(c, n, 3);
-  std::vector<float> s(static_cast<size_t>(c) * n), da(n * d), db(n * d);
-  for (auto _ : state) {
+  RunChunkSequence(state, [](ChunkSequence& x) {
+    const int c = x.c, n = x.n, d = x.d;
     for (int side = 0; side < 2; ++side) {
-      const float* q = side == 0 ? a.data() : b.data();
-      const float* k = side == 0 ? b.data() : a.data();
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c, n, d, 1.0f, q, d,
-                  k, d, 0.0f, s.data(), n);
+      const float* q = side == 0 ? x.a.data() : x.b.data();
+      const float* k = side == 0 ? x.b.data() : x.a.data();
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, c, n, d, 1.0f, q, d, k, d, 0.0f,
+                  x.s.data(), n);
     }
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, d, c, 1.0f,
-                g.data(), n, b.data(), d, 0.0f, da.data(), d);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c, d, n, 1.0f,
-                g.data(), n, b.data(), d, 1.0f, da.data(), d);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, d, c, 1.0f,
-                g.data(), n, a.data(), d, 0.0f, db.data(), d);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c, d, n, 1.0f,
-                g.data(), n, a.data(), d, 1.0f, db.data(), d);
-    benchmark::DoNotOptimize(da.data());
-    benchmark::DoNotOptimize(db.data());
-    benchmark::ClobberMemory();
-  }
-  SetFlops(state, 12.0 * c * n * d);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, d, c, 1.0f, x.g.data(), n,
+                x.b.data(), d, 0.0f, x.da.data(), d);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c, d, n, 1.0f, x.g.data(), n,
+                x.b.data(), d, 1.0f, x.da.data(), d);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, d, c, 1.0f, x.g.data(), n,
+                x.a.data(), d, 0.0f, x.db.data(), d);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c, d, n, 1.0f, x.g.data(), n,
+                x.a.data(), d, 1.0f, x.db.data(), d);
+  });
 }
 BENCHMARK(BM_SgemmChunkSequence);
 // Both cores at once: the machine's GEMM ceiling at the chunk shape (the
@@ -125,26 +142,19 @@ BENCHMARK(BM_SgemmChunkSequence)->Threads(2)->UseRealTime();
 // The same six products on SmallGemm (train/model/small_gemm.h), the
 // scores' Kᵀ transposed first as the chunk step does.
 void BM_SmallGemmChunkSequence(benchmark::State& state) {
-  const int c = kChunk, n = kChunk + kNegs, d = kDim;
-  const std::vector<float> a = RandomMatrix(n, d, 1), b = RandomMatrix(n, d, 2);
-  const std::vector<float> g = RandomMatrix(c, n, 3);
-  std::vector<float> s(static_cast<size_t>(c) * n), da(n * d), db(n * d), kt(n * d);
-  for (auto _ : state) {
+  RunChunkSequence(state, [](ChunkSequence& x) {
+    const int c = x.c, n = x.n, d = x.d;
     for (int side = 0; side < 2; ++side) {
-      const float* q = side == 0 ? a.data() : b.data();
-      const float* k = side == 0 ? b.data() : a.data();
-      Transpose(n, d, k, d, kt.data(), n);
-      SmallGemm(c, n, d, q, d, 1, kt.data(), n, s.data(), n, false);
+      const float* q = side == 0 ? x.a.data() : x.b.data();
+      const float* k = side == 0 ? x.b.data() : x.a.data();
+      Transpose(n, d, k, d, x.kt.data(), n);
+      SmallGemm(c, n, d, q, d, 1, x.kt.data(), n, x.s.data(), n, false);
     }
-    SmallGemm(n, d, c, g.data(), 1, n, b.data(), d, da.data(), d, false);
-    SmallGemm(c, d, n, g.data(), n, 1, b.data(), d, da.data(), d, true);
-    SmallGemm(n, d, c, g.data(), 1, n, a.data(), d, db.data(), d, false);
-    SmallGemm(c, d, n, g.data(), n, 1, a.data(), d, db.data(), d, true);
-    benchmark::DoNotOptimize(da.data());
-    benchmark::DoNotOptimize(db.data());
-    benchmark::ClobberMemory();
-  }
-  SetFlops(state, 12.0 * c * n * d);
+    SmallGemm(n, d, c, x.g.data(), 1, n, x.b.data(), d, x.da.data(), d, false);
+    SmallGemm(c, d, n, x.g.data(), n, 1, x.b.data(), d, x.da.data(), d, true);
+    SmallGemm(n, d, c, x.g.data(), 1, n, x.a.data(), d, x.db.data(), d, false);
+    SmallGemm(c, d, n, x.g.data(), n, 1, x.a.data(), d, x.db.data(), d, true);
+  });
 }
 BENCHMARK(BM_SmallGemmChunkSequence);
 BENCHMARK(BM_SmallGemmChunkSequence)->Threads(2)->UseRealTime();

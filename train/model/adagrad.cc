@@ -9,12 +9,8 @@ namespace ember {
 
 void AdagradRowUpdate(float* row, float* row_state, const float* grad, int dim,
                       float lr, float eps) {
-  const float mean_sq = vec::Dot(grad, grad, dim) / static_cast<float>(dim);
-  const float state = *row_state + mean_sq;
-  *row_state = state;
-  const float step = lr / (std::sqrt(state) + eps);
-  vec::Map(
-      dim, row, [step](vec::F8 r, vec::F8 g) { return r - step * g; }, row, grad);
+  const uint32_t only_row = 0;
+  AdagradRowUpdates(row, row_state, &only_row, 1, grad, dim, lr, /*first_trainable=*/0, eps);
 }
 
 void AdagradRowUpdates(float* table, float* state, const uint32_t* ids, int n,

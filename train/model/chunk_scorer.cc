@@ -115,7 +115,7 @@ float RowLoss(const float* s, int n, int pos_col, float margin, float* g) {
   if constexpr (kLoss == Loss::kSoftmax) {
 #if defined(__AVX512F__)
     return SoftmaxRow16(s, n, pos_col, g);
-#endif
+#else
     const float m = vec::Max(s, n);
     const float z = vec::MapSum(
         n, g, [m](F8 x) { return vec::Exp(x - m); }, s);
@@ -124,6 +124,7 @@ float RowLoss(const float* s, int n, int pos_col, float margin, float* g) {
         n, g, [inv_z](F8 x) { return x * inv_z; }, g);
     g[pos_col] -= 1.0f;
     return std::log(z) + m - pos;
+#endif
   } else if constexpr (kLoss == Loss::kRanking) {
     const float shift = margin - pos;
     const float total = vec::MapSum(

@@ -85,7 +85,6 @@ class CpuTrainer final : public Trainer {
     BatchRng rng(Mix64(task.seed, b.index));
     PartitionData& src = *task.src;
     PartitionData& dst = *task.dst;
-    const size_t row_bytes = sizeof(float) * dim;
     const bool id_rows = HasIdRows(mode_);
     double loss = 0;
     // Negatives are drawn a chunk ahead, so that their rows load while the
@@ -118,10 +117,8 @@ class CpuTrainer final : public Trainer {
           PrefetchNegatives(dst, s.next_dst_neg_ids.data(), negs);
         }
         for (size_t k = end; k < std::min(batch.size(), end + max_chunk); ++k) {
-          Prefetch(src.Row(batch[k].src), row_bytes);
-          Prefetch(dst.Row(batch[k].dst), row_bytes);
-          if (!src.optimizer.empty()) __builtin_prefetch(&src.optimizer[batch[k].src], 1, 1);
-          if (!dst.optimizer.empty()) __builtin_prefetch(&dst.optimizer[batch[k].dst], 1, 1);
+          PrefetchNode(src, batch[k].src);
+          PrefetchNode(dst, batch[k].dst);
         }
       }
       for (int k = 0; k < c; ++k) {
@@ -285,13 +282,18 @@ class CpuTrainer final : public Trainer {
 
   // Starts loading the id rows and optimizer states of negatives `ids`.
   static void PrefetchNegatives(const PartitionData& part, const uint32_t* ids, int n) {
-    const size_t row_bytes = sizeof(float) * part.dim;
     if (NegativeWindow(part, n)) {
-      Prefetch(part.embeddings.data() + size_t{ids[0]} * part.dim, row_bytes * n);
+      Prefetch(part.embeddings.data() + size_t{ids[0]} * part.dim, sizeof(float) * part.dim * n);
       if (!part.optimizer.empty()) Prefetch(part.optimizer.data() + ids[0], sizeof(float) * n);
       return;
     }
-    for (int k = 0; k < n; ++k) Prefetch(part.embeddings.data() + size_t{ids[k]} * part.dim, row_bytes);
+    for (int k = 0; k < n; ++k) PrefetchNode(part, ids[k]);
+  }
+
+  // Starts loading node `id`'s id row and optimizer state.
+  static void PrefetchNode(const PartitionData& part, uint32_t id) {
+    Prefetch(part.embeddings.data() + size_t{id} * part.dim, sizeof(float) * part.dim);
+    if (!part.optimizer.empty()) __builtin_prefetch(&part.optimizer[id], 1, 1);
   }
 
   // Writes the rows of the `n` negatives `ids` (from DrawNegatives) to out
