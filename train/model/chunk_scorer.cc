@@ -63,46 +63,68 @@ inline void GemmTN(int m, int n, int k, const float* x, int ldx,
 }
 
 #if defined(__AVX512F__)
-// The softmax row loss on 16-lane registers, the row's tail by masked moves:
-// the same passes as RowLoss<kSoftmax> below at half the instructions (13 %
-// of the training cycles before, on 100-column rows).
-float SoftmaxRow16(const float* s, int n, int pos_col, float* g) {
-  using vec::F16;
+// The softmax loss of `rows` score rows of n columns whose positive is on
+// the diagonal (row i's at column i), as RowLoss<kSoftmax> below row by row;
+// returns their sum and writes dLoss/drow into g (rows × n). 16 lanes, the
+// rows' tails by masked moves, and each pass (max, exponentials, scaling)
+// over a block of rows before the next, so that the rows' reductions overlap
+// instead of waiting on one another: 1.4 against 2.6 µs for 50 rows of 100.
+// (GCC 12's AVX-512 intrinsics trip -Wmaybe-uninitialized on their own
+// undefined-vector argument, a known false positive.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+float SoftmaxRows16(const float* s, int rows, int n, float* g) {
   const int full = n / 16 * 16;
   const auto tail = static_cast<__mmask16>((1u << (n - full)) - 1);
-  auto load = [](const float* p) { return (F16)_mm512_loadu_ps(p); };
-  F16 mx = F16{} + s[0];
-  for (int j = 0; j < full; j += 16) {
-    const F16 x = load(s + j);
-    mx = x > mx ? x : mx;
+  constexpr int kBlock = 16;
+  float row_max[kBlock], row_sum[kBlock];
+  float loss = 0.0f;
+  for (int first = 0; first < rows; first += kBlock) {
+    const int count = std::min(kBlock, rows - first);
+    for (int r = 0; r < count; ++r) {
+      const float* sr = s + int64_t{first + r} * n;
+      __m512 mx = _mm512_set1_ps(sr[0]);
+      for (int j = 0; j < full; j += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(sr + j));
+      if (tail != 0) mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(mx, tail, sr + full));
+      row_max[r] = _mm512_reduce_max_ps(mx);
+    }
+    for (int r = 0; r < count; ++r) {
+      const float* sr = s + int64_t{first + r} * n;
+      float* gr = g + int64_t{first + r} * n;
+      const __m512 mx = _mm512_set1_ps(row_max[r]);
+      __m512 sum = _mm512_setzero_ps();
+      for (int j = 0; j < full; j += 16) {
+        const __m512 e = vec::Exp16(_mm512_sub_ps(_mm512_loadu_ps(sr + j), mx));
+        _mm512_storeu_ps(gr + j, e);
+        sum = _mm512_add_ps(sum, e);
+      }
+      if (tail != 0) {
+        const __m512 x = _mm512_sub_ps(_mm512_maskz_loadu_ps(tail, sr + full), mx);
+        const __m512 e = _mm512_maskz_mov_ps(tail, vec::Exp16(x));
+        _mm512_mask_storeu_ps(gr + full, tail, e);
+        sum = _mm512_add_ps(sum, e);
+      }
+      row_sum[r] = _mm512_reduce_add_ps(sum);
+    }
+    for (int r = 0; r < count; ++r) {
+      const int i = first + r;
+      const float* sr = s + int64_t{i} * n;
+      float* gr = g + int64_t{i} * n;
+      loss += std::log(row_sum[r]) + row_max[r] - sr[i];
+      const __m512 inv_sum = _mm512_set1_ps(1.0f / row_sum[r]);
+      for (int j = 0; j < full; j += 16) {
+        _mm512_storeu_ps(gr + j, _mm512_mul_ps(_mm512_loadu_ps(gr + j), inv_sum));
+      }
+      if (tail != 0) {
+        _mm512_mask_storeu_ps(gr + full, tail,
+                              _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, gr + full), inv_sum));
+      }
+      gr[i] -= 1.0f;
+    }
   }
-  if (tail != 0) {  // lanes past the row keep mx
-    const F16 x = (F16)_mm512_mask_loadu_ps((__m512)mx, tail, s + full);
-    mx = x > mx ? x : mx;
-  }
-  const float m = _mm512_reduce_max_ps((__m512)mx);
-  F16 sum = {};
-  for (int j = 0; j < full; j += 16) {
-    const F16 e = vec::ExpOf(load(s + j) - m);
-    _mm512_storeu_ps(g + j, (__m512)e);
-    sum += e;
-  }
-  if (tail != 0) {
-    const F16 x = (F16)_mm512_maskz_loadu_ps(tail, s + full);
-    const F16 e = (F16)_mm512_maskz_mov_ps(tail, (__m512)vec::ExpOf(x - m));
-    _mm512_mask_storeu_ps(g + full, tail, (__m512)e);
-    sum += e;
-  }
-  const float z = _mm512_reduce_add_ps((__m512)sum);
-  const float inv_z = 1.0f / z;
-  for (int j = 0; j < full; j += 16) _mm512_storeu_ps(g + j, (__m512)(load(g + j) * inv_z));
-  if (tail != 0) {
-    const F16 x = (F16)_mm512_maskz_loadu_ps(tail, g + full);
-    _mm512_mask_storeu_ps(g + full, tail, (__m512)(x * inv_z));
-  }
-  g[pos_col] -= 1.0f;
-  return std::log(z) + m - s[pos_col];
+  return loss;
 }
+#pragma GCC diagnostic pop
 #endif
 
 // Loss of one score row whose positive sits at column `pos_col` and whose
@@ -113,9 +135,6 @@ float RowLoss(const float* s, int n, int pos_col, float margin, float* g) {
   using vec::F8;
   const float pos = s[pos_col];
   if constexpr (kLoss == Loss::kSoftmax) {
-#if defined(__AVX512F__)
-    return SoftmaxRow16(s, n, pos_col, g);
-#else
     const float m = vec::Max(s, n);
     const float z = vec::MapSum(
         n, g, [m](F8 x) { return vec::Exp(x - m); }, s);
@@ -124,7 +143,6 @@ float RowLoss(const float* s, int n, int pos_col, float margin, float* g) {
         n, g, [inv_z](F8 x) { return x * inv_z; }, g);
     g[pos_col] -= 1.0f;
     return std::log(z) + m - pos;
-#endif
   } else if constexpr (kLoss == Loss::kRanking) {
     const float shift = margin - pos;
     const float total = vec::MapSum(
@@ -159,6 +177,20 @@ float RowLoss(const float* s, int n, int pos_col, float margin, float* g) {
     g[pos_col] = -(pos >= 0.0f ? e : 1.0f) / (1.0f + e);
     return loss;
   }
+}
+
+// The loss of `rows` score rows of n columns whose positive is on the
+// diagonal (row i's at column i): the sum of RowLoss over the rows.
+template <Loss kLoss>
+float DiagonalRowsLoss(const float* s, int rows, int n, float margin, float* g) {
+#if defined(__AVX512F__)
+  if constexpr (kLoss == Loss::kSoftmax) return SoftmaxRows16(s, rows, n, g);
+#endif
+  float loss = 0.0f;
+  for (int i = 0; i < rows; ++i) {
+    loss += RowLoss<kLoss>(s + int64_t{i} * n, n, i, margin, g + int64_t{i} * n);
+  }
+  return loss;
 }
 
 }  // namespace
@@ -309,10 +341,7 @@ float ChunkKernels::SideForward(const float* q, int m, const float* k, int n,
     for (const auto& [i, j] : *excluded) s[int64_t{i} * n + j] = kExcludedScore;
   }
   float* g = side->g.data();
-  float loss = 0.0f;
-  for (int i = 0; i < m; ++i) {
-    loss += RowLoss<kLoss>(s + int64_t{i} * n, n, i, margin, g + int64_t{i} * n);
-  }
+  const float loss = DiagonalRowsLoss<kLoss>(s, m, n, margin, g);
   *qh_out = qh;
   *kh_out = kh;
   return loss;

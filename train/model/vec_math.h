@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 
 #if defined(__AVX__)
 #include <immintrin.h>
@@ -21,13 +22,6 @@ namespace ember::vec {
 using F8 = float __attribute__((vector_size(32)));
 using I8 = int32_t __attribute__((vector_size(32)));
 inline constexpr int kWidth = 8;
-// 16 floats: one AVX-512 register, for the hottest loops where the build
-// targets AVX-512F (see RowLoss in chunk_scorer.cc).
-using F16 = float __attribute__((vector_size(64)));
-using I16 = int32_t __attribute__((vector_size(64)));
-template <typename V> struct IntLanes;
-template <> struct IntLanes<F8> { using type = I8; };
-template <> struct IntLanes<F16> { using type = I16; };
 
 inline F8 Splat(float x) { return F8{} + x; }
 inline F8 Load(const float* p) {
@@ -85,29 +79,44 @@ inline F8 Sqrt(F8 x) {
 
 // e^x with relative error below 3e-7 for x in [-87, 88]; x is clamped to
 // that range (so Exp(-inf) is ~1e-38, not 0, and never NaN for finite x).
-// V is F8 or F16.
-template <typename V>
-inline V ExpOf(V x) {
-  using I = typename IntLanes<V>::type;
-  x = x > -87.0f ? x : V{} - 87.0f;  // NaN becomes -87, as in Max
-  x = x < 88.0f ? x : V{} + 88.0f;
-  const V t = x * 1.44269504088896341f + 0.5f;
-  V n = __builtin_convertvector(__builtin_convertvector(t, I), V);
+inline F8 Exp(F8 x) {
+  x = Min(Max(x, Splat(-87.0f)), Splat(88.0f));
+  const F8 t = x * 1.44269504088896341f + 0.5f;
+  F8 n = __builtin_convertvector(__builtin_convertvector(t, I8), F8);
   n = n > t ? n - 1.0f : n;  // floor(t); truncation rounds toward zero
-  V r = x - n * 0.693359375f;
+  F8 r = x - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
-  const V z = r * r;
-  V p = V{} + 1.9875691500e-4f;
+  const F8 z = r * r;
+  F8 p = Splat(1.9875691500e-4f);
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * z + r + 1.0f;
-  const I bits = (__builtin_convertvector(n, I) + 127) << 23;
-  return p * (V)bits;
+  const I8 bits = (__builtin_convertvector(n, I8) + 127) << 23;
+  return p * (F8)bits;
 }
-inline F8 Exp(F8 x) { return ExpOf(x); }
+
+#if defined(__AVX512F__)
+// e^x on one AVX-512 register, for x <= 88: Exp's polynomial with the range
+// reduced by rounding and scalef (half Exp's instructions per lane). x is
+// clamped below at -87.3 (NaN too), so the result is never NaN or 0.
+inline __m512 Exp16(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-87.3f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  for (const float coef : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
+                           1.6666665459e-1f, 5.0000001201e-1f}) {
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(coef));
+  }
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  return _mm512_scalef_ps(p, n);
+}
+#endif
 
 // Natural log for normal x > 0; absolute error below 2e-7 on [1, 2].
 inline F8 Log(F8 x) {
