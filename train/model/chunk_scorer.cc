@@ -39,27 +39,28 @@ inline void GemmNT(int m, int n, int k, const float* x, const float* y,
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, x, k, y,
               k, 0.0f, c, ldc);
 }
-// C (m × n) = X (m × k, row stride ldx) · Y (k × n), Y and C compact.
+// C (m × n) = X (m × k, row stride ldx) · Y (k × n), or C += that with
+// `accumulate`; Y and C compact.
 inline void GemmNN(int m, int n, int k, const float* x, int ldx,
-                   const float* y, float* c) {
+                   const float* y, float* c, bool accumulate) {
   if (k == 0) {
-    std::fill_n(c, int64_t{m} * n, 0.0f);
+    if (!accumulate) std::fill_n(c, int64_t{m} * n, 0.0f);
     return;
   }
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, x, ldx,
-              y, n, 0.0f, c, n);
+              y, n, accumulate ? 1.0f : 0.0f, c, n);
 }
-// C (m × n) = Xᵀ · Y, X is k × m (row stride ldx), Y is k × n; Y and C
-// compact.
+// C (m × n) = Xᵀ · Y, or C += that with `accumulate`; X is k × m (row stride
+// ldx), Y is k × n; Y and C compact.
 inline void GemmTN(int m, int n, int k, const float* x, int ldx,
-                   const float* y, float* c) {
+                   const float* y, float* c, bool accumulate) {
   if (m == 0) return;
   if (k == 0) {
-    std::fill_n(c, int64_t{m} * n, 0.0f);
+    if (!accumulate) std::fill_n(c, int64_t{m} * n, 0.0f);
     return;
   }
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, n, k, 1.0f, x, ldx,
-              y, n, 0.0f, c, n);
+              y, n, accumulate ? 1.0f : 0.0f, c, n);
 }
 
 #if defined(__AVX512F__)
@@ -262,13 +263,23 @@ class ChunkKernels {
                            Side* side, const float** qh, const float** kh,
                            const Side* mirror = nullptr, int mirror_cols = 0);
 
+  // Rows [first, first + rows) of a side's dK, added into out (rows × d).
+  struct KRows {
+    int first, rows;
+    float* out;
+  };
   // dLoss/dQ into side->dq (m × d) and dLoss/dK into side->dk (n × d), from
   // the columns [first_col, n) of side->g only: rows [0, first_col) of dk
-  // are left as they were (dot only when first_col > 0).
+  // are left as they were (dot only when first_col > 0). Under dot, whose
+  // products need no further work, they may go straight to the caller's
+  // gradients instead: with dq_out, dQ is added into it (m × d); with
+  // k_out, the rows of dK from first_col on are added into their KRows,
+  // which cover [0, n) in order.
   template <Comparator kCmp>
   static void SideBackward(const float* q, int m, const float* k, int n, int d,
                            const float* qh, const float* kh, Side* side,
-                           int first_col = 0);
+                           int first_col = 0, float* dq_out = nullptr,
+                           std::initializer_list<KRows> k_out = {});
 };
 
 template <Comparator kCmp, Loss kLoss>
@@ -350,7 +361,9 @@ float ChunkKernels::SideForward(const float* q, int m, const float* k, int n,
 template <Comparator kCmp>
 void ChunkKernels::SideBackward(const float* q, int m, const float* k, int n,
                                 int d, const float* qh, const float* kh,
-                                Side* side, int first_col) {
+                                Side* side, int first_col, float* dq_out,
+                                std::initializer_list<KRows> k_out) {
+  EMBER_CHECK(kCmp == Comparator::kDot || (dq_out == nullptr && k_out.size() == 0));
   float* g = side->g.data();
   float* coef_q = side->coef_q.data();
   float* coef_k = side->coef_k.data();
@@ -379,8 +392,25 @@ void ChunkKernels::SideBackward(const float* q, int m, const float* k, int n,
   float* dq = side->dq.data();
   float* dk = side->dk.data();
   const int64_t skip = first_col;
-  GemmNN(m, d, n - first_col, g + skip, n, kh + skip * d, dq);
-  GemmTN(n - first_col, d, m, g + skip, n, qh, dk + skip * d);
+  if (dq_out != nullptr) {
+    GemmNN(m, d, n - first_col, g + skip, n, kh + skip * d, dq_out, /*accumulate=*/true);
+  } else {
+    GemmNN(m, d, n - first_col, g + skip, n, kh + skip * d, dq, /*accumulate=*/false);
+  }
+  if (k_out.size() > 0) {
+    int covered = 0;
+    for (const KRows& rows : k_out) {
+      EMBER_CHECK(rows.first == covered);
+      covered += rows.rows;
+      const int from = std::max(rows.first, first_col);
+      if (from >= covered) continue;
+      GemmTN(covered - from, d, m, g + from, n, qh, rows.out + int64_t{from - rows.first} * d,
+             /*accumulate=*/true);
+    }
+    EMBER_CHECK(covered == n);
+  } else {
+    GemmTN(n - first_col, d, m, g + skip, n, qh, dk + skip * d, /*accumulate=*/false);
+  }
   if constexpr (kCmp == Comparator::kCos) {
     auto unnormalize = [d](const float* xh, const float* inv, int rows, float* dx) {
       for (int r = 0; r < rows; ++r) {
@@ -510,52 +540,84 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
       vec::Add(block_t + int64_t{j} * c, c, dst.g.data() + int64_t{j} * nkd);
     }
   }
-  SideBackward<kCmp>(qd, c, kd, nkd, d, qdh, kdh, &dst);
-  SideBackward<kCmp>(qs, c, ks, nks, d, qsh, ksh, &src, mirrored ? c : 0);
-
-  // Dst side into the caller's buffers: Q's rows went through op_{r_i}; K's
-  // rows are inputs.
-  if (mixed) {
-    for (int i = 0; i < c; ++i) {
-      OpBackward<kOp>(slot_rel(rel, i), row(in.lhs, i), row(dst.dq.data(), i), 1, d,
-                      row(grads->lhs, i), p > 0 ? slot_rel(grads->rel, i) : nullptr);
+  // Under dot the products go straight to the caller's gradients wherever
+  // their rows are inputs; otherwise (through an op, or cos and l2, which
+  // work on them further) into the workspace, and from there to the caller.
+  constexpr bool kDot = kCmp == Comparator::kDot;
+  const int first_src_col = mirrored ? c : 0;
+  // Dst side: K's rows are inputs; Q's went through op_{r_i}.
+  const bool dst_q_direct = kDot && kOp == Operator::kNone;
+  // Src side: grouped, Q's rows are inputs and K's went through op_r; mixed,
+  // the reverse (through op*_{r_i}).
+  const bool src_q_direct = kDot && (!mixed || kOp == Operator::kNone);
+  const bool src_k_direct = kDot && (mixed || kOp == Operator::kNone);
+  if constexpr (kDot) {
+    SideBackward<kCmp>(qd, c, kd, nkd, d, qdh, kdh, &dst, 0, dst_q_direct ? grads->lhs : nullptr,
+                       {{0, c, grads->rhs}, {c, nd, grads->dst_negs}, {c + nd, e, grads->lhs}});
+    float* src_q_out = src_q_direct ? grads->rhs : nullptr;
+    if (src_k_direct) {
+      SideBackward<kCmp>(qs, c, ks, nks, d, qsh, ksh, &src, first_src_col, src_q_out,
+                         {{0, c, grads->lhs}, {c, ns, grads->src_negs}, {c + ns, e, grads->rhs}});
+    } else {
+      SideBackward<kCmp>(qs, c, ks, nks, d, qsh, ksh, &src, first_src_col, src_q_out);
     }
   } else {
-    OpBackward<kOp>(rel, in.lhs, dst.dq.data(), c, d, grads->lhs, grads->rel);
+    SideBackward<kCmp>(qd, c, kd, nkd, d, qdh, kdh, &dst);
+    SideBackward<kCmp>(qs, c, ks, nks, d, qsh, ksh, &src);
   }
-  const float* dkd = dst.dk.data();
-  vec::Add(dkd, c * d, grads->rhs);
-  if (nd > 0) vec::Add(dkd + cd, nd * d, grads->dst_negs);
-  if (e > 0) vec::Add(dkd + cd + int64_t{nd} * d, e * d, grads->lhs);
 
-  // Src side.
+  // Dst side, what did not go straight to the caller.
+  if (!dst_q_direct) {
+    if (mixed) {
+      for (int i = 0; i < c; ++i) {
+        OpBackward<kOp>(slot_rel(rel, i), row(in.lhs, i), row(dst.dq.data(), i), 1, d,
+                        row(grads->lhs, i), p > 0 ? slot_rel(grads->rel, i) : nullptr);
+      }
+    } else {
+      OpBackward<kOp>(rel, in.lhs, dst.dq.data(), c, d, grads->lhs, grads->rel);
+    }
+  }
+  if (!kDot) {
+    const float* dkd = dst.dk.data();
+    vec::Add(dkd, c * d, grads->rhs);
+    if (nd > 0) vec::Add(dkd + cd, nd * d, grads->dst_negs);
+    if (e > 0) vec::Add(dkd + cd + int64_t{nd} * d, e * d, grads->lhs);
+  }
+
+  // Src side, likewise.
   const float* dks = src.dk.data();
   const float* dks_endpoints = dks + cd + int64_t{ns} * d;
   if (mixed) {
-    if constexpr (kOp == Operator::kNone) {
-      vec::Add(src.dq.data(), c * d, grads->rhs);
-    } else {
-      float* d_conj = ws->d_conj_rel_.data();
-      std::fill(d_conj, d_conj + int64_t{slots} * p, 0.0f);
-      for (int i = 0; i < c; ++i) {
-        OpBackward<kOp>(slot_rel(ws->conj_rel_.data(), i), row(in.rhs, i),
-                        row(src.dq.data(), i), 1, d, row(grads->rhs, i), slot_rel(d_conj, i));
-      }
-      for (int r = 0; r < slots; ++r) {
-        float* g = d_conj + int64_t{r} * p;
-        AdjointRelationParams(kOp, g, p, g);
-        vec::Add(g, p, grads->rel + int64_t{r} * p);
+    if (!src_q_direct) {
+      if constexpr (kOp == Operator::kNone) {
+        vec::Add(src.dq.data(), c * d, grads->rhs);
+      } else {
+        float* d_conj = ws->d_conj_rel_.data();
+        std::fill(d_conj, d_conj + int64_t{slots} * p, 0.0f);
+        for (int i = 0; i < c; ++i) {
+          OpBackward<kOp>(slot_rel(ws->conj_rel_.data(), i), row(in.rhs, i),
+                          row(src.dq.data(), i), 1, d, row(grads->rhs, i), slot_rel(d_conj, i));
+        }
+        for (int r = 0; r < slots; ++r) {
+          float* g = d_conj + int64_t{r} * p;
+          AdjointRelationParams(kOp, g, p, g);
+          vec::Add(g, p, grads->rel + int64_t{r} * p);
+        }
       }
     }
-    vec::Add(dks, c * d, grads->lhs);
-    if (ns > 0) vec::Add(dks + cd, ns * d, grads->src_negs);
-    if (e > 0) vec::Add(dks_endpoints, e * d, grads->rhs);
+    if (!src_k_direct) {
+      vec::Add(dks, c * d, grads->lhs);
+      if (ns > 0) vec::Add(dks + cd, ns * d, grads->src_negs);
+      if (e > 0) vec::Add(dks_endpoints, e * d, grads->rhs);
+    }
   } else {
-    vec::Add(src.dq.data(), c * d, grads->rhs);
-    // Mirrored: the block's gradient went to L through the dst side.
-    if (!mirrored) OpBackward<kOp>(rel, in.lhs, dks, c, d, grads->lhs, grads->rel);
-    if (ns > 0) OpBackward<kOp>(rel, in.src_negs, dks + cd, ns, d, grads->src_negs, grads->rel);
-    if (e > 0) OpBackward<kOp>(rel, in.rhs, dks_endpoints, e, d, grads->rhs, grads->rel);
+    if (!src_q_direct) vec::Add(src.dq.data(), c * d, grads->rhs);
+    if (!src_k_direct) {
+      // Mirrored: the block's gradient went to L through the dst side.
+      if (!mirrored) OpBackward<kOp>(rel, in.lhs, dks, c, d, grads->lhs, grads->rel);
+      if (ns > 0) OpBackward<kOp>(rel, in.src_negs, dks + cd, ns, d, grads->src_negs, grads->rel);
+      if (e > 0) OpBackward<kOp>(rel, in.rhs, dks_endpoints, e, d, grads->rhs, grads->rel);
+    }
   }
   return loss;
 }
