@@ -4,7 +4,9 @@
 # 2 threads; one epoch in memory and one out of core (--partitions 8
 # --buffer-partitions 3). Prints edges/s, the scoring work's FLOP/s and its
 # ratio to OpenBLAS sgemm FLOP/s at the chunk shape and to the cores' FMA
-# peak, both measured in this run.
+# peak, both measured in this run. Every figure is the best of several
+# runs (RUNS training runs per mode, default 3; five repetitions of each
+# ceiling): a shared machine only slows runs down.
 # The sgemm ceiling and ember run the same GEMM start-up (train/blas): the
 # kernel the CPU's features deserve unless OPENBLAS_CORETYPE is set (a user's
 # setting wins); the script prints the kernel of both and the deserved one.
@@ -24,20 +26,24 @@ mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
 [ -x "$ember" ] && [ -x "$bench" ] || tools/build.sh release >/dev/null
 threads=2 dim=100 chunk=50 negs=50
+runs=${RUNS:-3}  # training runs per mode; the best counts, as for the ceilings
 
 "$ember" gen rmat --scale "$scale" --edge-factor 16 --seed 1 --out "$work/rmat.tsv" --quiet
 "$ember" import --out "$work/g1" --integer-ids --partitions 1 --quiet "$work/rmat.tsv" >/dev/null
 "$ember" import --out "$work/g8" --integer-ids --partitions 8 --quiet "$work/rmat.tsv" >/dev/null
 
+# Each ceiling is the best of five repetitions: a shared machine only ever
+# slows a run down, so the best is the honest ceiling (and the one hardest
+# to come near). With UseRealTime the FLOPS counter is the rate of both
+# threads together.
+best_flops() { python3 -c 'import json,sys; print("%.1f" % max(b["FLOPS"] for b in json.load(sys.stdin)["benchmarks"] if b.get("run_type") != "aggregate"))'; }
 # sgemm ceiling: the chunk step's six GEMMs on both cores at once.
 sgemm_json=$(OPENBLAS_NUM_THREADS=1 "$bench" --benchmark_filter='BM_SgemmChunkSequence/real_time/threads:2' \
-  --benchmark_format=json --benchmark_min_time=1 2>/dev/null)
-# With UseRealTime the FLOPS counter is the rate of both threads together.
-sgemm=$(echo "$sgemm_json" | python3 -c 'import json,sys; b=json.load(sys.stdin)["benchmarks"][0]; print("%.1f" % b["FLOPS"])')
+  --benchmark_format=json --benchmark_min_time=0.5 --benchmark_repetitions=5 2>/dev/null)
+sgemm=$(echo "$sgemm_json" | best_flops)
 # FMA peak: register-only fused multiply-adds on both cores (BM_FmaPeak).
 peak=$("$bench" --benchmark_filter='BM_FmaPeak/real_time/threads:2' --benchmark_format=json \
-  --benchmark_min_time=0.5 2>/dev/null \
-  | python3 -c 'import json,sys; print("%.1f" % json.load(sys.stdin)["benchmarks"][0]["FLOPS"])')
+  --benchmark_min_time=0.2 --benchmark_repetitions=5 2>/dev/null | best_flops)
 ctx() { echo "$sgemm_json" | python3 -c "import json,sys; print(json.load(sys.stdin)['context'].get('$1', '?'))"; }
 kernel=$(ctx blas_kernel) deserved=$(ctx blas_deserved)
 
@@ -49,11 +55,16 @@ timed=()  # peak RSS of each training run, for the JSON
 train() {  # label graph extra flags...
   local label=$1 graph=$2; shift 2
   local eps gflops share
-  rm -f "$work/rss"
-  eps=$("${timed[@]}" "$ember" train "$graph" --epochs "$epochs" --dim $dim --batch-size 1000 --chunk-size $chunk \
-    --num-uniform-negs $negs --loss softmax --comparator dot --threads $threads --quiet --json "$@" \
-    | python3 -c 'import json,sys; r=[json.loads(l) for l in sys.stdin]; print("%.1f %s" % (sum(x["edges"] for x in r)/sum(x["seconds"] for x in r), r[0]["gemm"]["kernel"]))')
-  local ember_kernel=${eps#* }; eps=${eps%% *}
+  local run best=0 ember_kernel
+  for run in $(seq "$runs"); do
+    rm -f "$work/rss"
+    eps=$("${timed[@]}" "$ember" train "$graph" --from-scratch --epochs "$epochs" --dim $dim --batch-size 1000 \
+      --chunk-size $chunk --num-uniform-negs $negs --loss softmax --comparator dot --threads $threads --quiet --json "$@" \
+      | python3 -c 'import json,sys; r=[json.loads(l) for l in sys.stdin]; print("%.1f %s" % (sum(x["edges"] for x in r)/sum(x["seconds"] for x in r), r[0]["gemm"]["kernel"]))')
+    ember_kernel=${eps#* }; eps=${eps%% *}
+    best=$(python3 -c "print(max($best, $eps))")
+  done
+  eps=$best
   [ "$ember_kernel" = "$kernel" ] || echo "warning: ember ran kernel $ember_kernel, the ceiling $kernel" >&2
   gflops=$(echo "$eps * $flops_per_edge / 1000000000" | bc -l)
   share=$(echo "$eps * $flops_per_edge / $sgemm" | bc -l)
