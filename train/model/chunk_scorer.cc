@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <utility>
 
 #include "storage/base/status_macros.h"
@@ -273,13 +274,13 @@ class ChunkKernels {
   // are left as they were (dot only when first_col > 0). Under dot, whose
   // products need no further work, they may go straight to the caller's
   // gradients instead: with dq_out, dQ is added into it (m × d); with
-  // k_out, the rows of dK from first_col on are added into their KRows,
-  // which cover [0, n) in order.
+  // non-empty k_out, the rows of dK from first_col on are added into their
+  // KRows, which cover [0, n) in order.
   template <Comparator kCmp>
   static void SideBackward(const float* q, int m, const float* k, int n, int d,
                            const float* qh, const float* kh, Side* side,
                            int first_col = 0, float* dq_out = nullptr,
-                           std::initializer_list<KRows> k_out = {});
+                           std::span<const KRows> k_out = {});
 };
 
 template <Comparator kCmp, Loss kLoss>
@@ -362,7 +363,7 @@ template <Comparator kCmp>
 void ChunkKernels::SideBackward(const float* q, int m, const float* k, int n,
                                 int d, const float* qh, const float* kh,
                                 Side* side, int first_col, float* dq_out,
-                                std::initializer_list<KRows> k_out) {
+                                std::span<const KRows> k_out) {
   EMBER_CHECK(kCmp == Comparator::kDot || (dq_out == nullptr && k_out.size() == 0));
   float* g = side->g.data();
   float* coef_q = side->coef_q.data();
@@ -544,27 +545,20 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
   // their rows are inputs; otherwise (through an op, or cos and l2, which
   // work on them further) into the workspace, and from there to the caller.
   constexpr bool kDot = kCmp == Comparator::kDot;
-  const int first_src_col = mirrored ? c : 0;
   // Dst side: K's rows are inputs; Q's went through op_{r_i}.
+  const bool dst_k_direct = kDot;
   const bool dst_q_direct = kDot && kOp == Operator::kNone;
   // Src side: grouped, Q's rows are inputs and K's went through op_r; mixed,
   // the reverse (through op*_{r_i}).
   const bool src_q_direct = kDot && (!mixed || kOp == Operator::kNone);
   const bool src_k_direct = kDot && (mixed || kOp == Operator::kNone);
-  if constexpr (kDot) {
-    SideBackward<kCmp>(qd, c, kd, nkd, d, qdh, kdh, &dst, 0, dst_q_direct ? grads->lhs : nullptr,
-                       {{0, c, grads->rhs}, {c, nd, grads->dst_negs}, {c + nd, e, grads->lhs}});
-    float* src_q_out = src_q_direct ? grads->rhs : nullptr;
-    if (src_k_direct) {
-      SideBackward<kCmp>(qs, c, ks, nks, d, qsh, ksh, &src, first_src_col, src_q_out,
-                         {{0, c, grads->lhs}, {c, ns, grads->src_negs}, {c + ns, e, grads->rhs}});
-    } else {
-      SideBackward<kCmp>(qs, c, ks, nks, d, qsh, ksh, &src, first_src_col, src_q_out);
-    }
-  } else {
-    SideBackward<kCmp>(qd, c, kd, nkd, d, qdh, kdh, &dst);
-    SideBackward<kCmp>(qs, c, ks, nks, d, qsh, ksh, &src);
-  }
+  const KRows dst_k_rows[] = {{0, c, grads->rhs}, {c, nd, grads->dst_negs}, {c + nd, e, grads->lhs}};
+  const KRows src_k_rows[] = {{0, c, grads->lhs}, {c, ns, grads->src_negs}, {c + ns, e, grads->rhs}};
+  SideBackward<kCmp>(qd, c, kd, nkd, d, qdh, kdh, &dst, 0, dst_q_direct ? grads->lhs : nullptr,
+                     kDot ? std::span<const KRows>(dst_k_rows) : std::span<const KRows>());
+  SideBackward<kCmp>(qs, c, ks, nks, d, qsh, ksh, &src, mirrored ? c : 0,
+                     src_q_direct ? grads->rhs : nullptr,
+                     src_k_direct ? std::span<const KRows>(src_k_rows) : std::span<const KRows>());
 
   // Dst side, what did not go straight to the caller.
   if (!dst_q_direct) {
@@ -577,7 +571,7 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
       OpBackward<kOp>(rel, in.lhs, dst.dq.data(), c, d, grads->lhs, grads->rel);
     }
   }
-  if (!kDot) {
+  if (!dst_k_direct) {
     const float* dkd = dst.dk.data();
     vec::Add(dkd, c * d, grads->rhs);
     if (nd > 0) vec::Add(dkd + cd, nd * d, grads->dst_negs);

@@ -11,7 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <initializer_list>
+#include <iterator>
 
 #if defined(__AVX__)
 #include <immintrin.h>
@@ -77,6 +77,12 @@ inline F8 Sqrt(F8 x) {
 #endif
 }
 
+// Cephes' polynomial for e^r on [-ln 2 / 2, ln 2 / 2], highest power first:
+// e^r ≈ 1 + r + r² · p(r), p by Horner from these coefficients.
+inline constexpr float kExpCoefficients[] = {1.9875691500e-4f, 1.3981999507e-3f,
+                                             8.3334519073e-3f, 4.1665795894e-2f,
+                                             1.6666665459e-1f, 5.0000001201e-1f};
+
 // e^x with relative error below 3e-7 for x in [-87, 88]; x is clamped to
 // that range (so Exp(-inf) is ~1e-38, not 0, and never NaN for finite x).
 inline F8 Exp(F8 x) {
@@ -87,12 +93,8 @@ inline F8 Exp(F8 x) {
   F8 r = x - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
   const F8 z = r * r;
-  F8 p = Splat(1.9875691500e-4f);
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
+  F8 p = Splat(kExpCoefficients[0]);
+  for (size_t k = 1; k < std::size(kExpCoefficients); ++k) p = p * r + kExpCoefficients[k];
   p = p * z + r + 1.0f;
   const I8 bits = (__builtin_convertvector(n, I8) + 127) << 23;
   return p * (F8)bits;
@@ -108,11 +110,8 @@ inline __m512 Exp16(__m512 x) {
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  for (const float coef : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
-                           1.6666665459e-1f, 5.0000001201e-1f}) {
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(coef));
-  }
+  __m512 p = _mm512_set1_ps(kExpCoefficients[0]);
+  for (size_t k = 1; k < std::size(kExpCoefficients); ++k) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpCoefficients[k]));
   p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
   return _mm512_scalef_ps(p, n);
 }
