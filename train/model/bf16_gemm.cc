@@ -1,0 +1,147 @@
+#include "train/model/bf16_gemm.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "train/model/avx512_transpose.h"
+
+// Compiled for AVX-512F and AVX512-BF16 whatever the build's -march, and run
+// only where the CPU has them (Bf16GemmAvailable), so that one binary serves
+// every CPU. (GCC 12's AVX-512 intrinsics trip -Wmaybe-uninitialized on
+// their own undefined-vector argument, a known false positive.)
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bf16,fma")
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+// Its templates are compiled for the target above (register_tile.h).
+#include "train/model/register_tile.h"
+
+namespace ember {
+namespace {
+
+constexpr int kLanes = register_tile::kLanes;
+
+inline __mmask16 FirstLanes(int n) { return static_cast<__mmask16>((1u << n) - 1); }
+
+// 16 pairs from 32 floats (x[0, n) of them, the rest zero): bf16 in order,
+// so that entry k holds x[2k] low and x[2k + 1] high.
+inline __m512i PairsOf(const float* x, int n) {
+  const __m512 lo = _mm512_maskz_loadu_ps(FirstLanes(std::min(n, kLanes)), x);
+  const __m512 hi =
+      n > kLanes ? _mm512_maskz_loadu_ps(FirstLanes(std::min(n - kLanes, kLanes)), x + kLanes)
+                 : _mm512_setzero_ps();
+  return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+}
+
+// Pair entries: one VDPBF16PS (32 multiply-adds) per 16 lanes.
+struct PairPolicy {
+  using Elem = uint32_t;
+  using Vec = __m512bh;
+  static Vec LoadB(const uint32_t* p) { return (__m512bh)_mm512_loadu_si512(p); }
+  static Vec LoadB(const uint32_t* p, __mmask16 lanes) {
+    return (__m512bh)_mm512_maskz_loadu_epi32(lanes, p);
+  }
+  static Vec Broadcast(uint32_t a) { return (__m512bh)_mm512_set1_epi32(static_cast<int>(a)); }
+  static __m512 MultiplyAdd(__m512 acc, Vec a, Vec b) { return _mm512_dpbf16_ps(acc, a, b); }
+};
+
+void AlongRows(int rows, int depth, const float* x, int64_t ldx, uint32_t* out, int64_t ldo) {
+  const int pairs = PairCount(depth);
+  for (int r = 0; r < rows; ++r) {
+    const float* xr = x + r * ldx;
+    uint32_t* o = out + r * ldo;
+    for (int p = 0; p < pairs; p += kLanes) {
+      const __mmask16 m = FirstLanes(std::min(kLanes, pairs - p));
+      _mm512_mask_storeu_epi32(o + p, m, PairsOf(xr + 2 * p, depth - 2 * p));
+    }
+  }
+}
+
+void AcrossRows(int depth, int cols, const float* x, int64_t ldx, uint32_t* out, int64_t ldo) {
+  for (int p = 0; p < PairCount(depth); ++p) {
+    const float* even = x + 2 * p * ldx;
+    const float* odd = 2 * p + 1 < depth ? even + ldx : nullptr;
+    uint32_t* o = out + p * ldo;
+    for (int j = 0; j < cols; j += kLanes) {
+      const __mmask16 m = FirstLanes(std::min(kLanes, cols - j));
+      const __m512i lo =
+          _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, even + j)));
+      __m512i pair = lo;
+      if (odd != nullptr) {
+        const __m512i hi =
+            _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, odd + j)));
+        pair = _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+      }
+      _mm512_mask_storeu_epi32(o + j, m, pair);
+    }
+  }
+}
+
+// Blocks of 16 rows of x by 16 pairs: each row's pairs into a register,
+// transposed in registers, stored as 16 pair rows.
+void Transposed(int cols, int depth, const float* x, int64_t ldx, uint32_t* out, int64_t ldo) {
+  const int pairs = PairCount(depth);
+  for (int j = 0; j < cols; j += kLanes) {
+    const int block_cols = std::min(kLanes, cols - j);
+    for (int p = 0; p < pairs; p += kLanes) {
+      const int block_pairs = std::min(kLanes, pairs - p);
+      __m512 r[kLanes];
+      for (int i = 0; i < kLanes; ++i) {
+        r[i] = i < block_cols
+                   ? _mm512_castsi512_ps(PairsOf(x + (j + i) * ldx + 2 * p, depth - 2 * p))
+                   : _mm512_setzero_ps();
+      }
+      Transpose16x16(r);
+      const __mmask16 m = FirstLanes(block_cols);
+      for (int k = 0; k < block_pairs; ++k) {
+        _mm512_mask_storeu_epi32(out + (p + k) * ldo + j, m, _mm512_castps_si512(r[k]));
+      }
+    }
+  }
+}
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+
+}  // namespace
+
+bool Bf16GemmAvailable() {
+  static const bool has = __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("fma");
+  return has;
+}
+
+void PackPairsAlongRows(int rows, int depth, const float* x, int64_t ldx, uint32_t* out,
+                        int64_t ldo) {
+  AlongRows(rows, depth, x, ldx, out, ldo);
+}
+
+void PackPairsAcrossRows(int depth, int cols, const float* x, int64_t ldx, uint32_t* out,
+                         int64_t ldo) {
+  AcrossRows(depth, cols, x, ldx, out, ldo);
+}
+
+void PackPairsTransposed(int cols, int depth, const float* x, int64_t ldx, uint32_t* out,
+                         int64_t ldo) {
+  Transposed(cols, depth, x, ldx, out, ldo);
+}
+
+void Bf16Gemm(int rows, int cols, int pairs, const uint32_t* a, int64_t a_row, int64_t a_depth,
+              const uint32_t* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+  if (rows == 0 || cols == 0) return;
+  register_tile::Gemm<PairPolicy>(rows, cols, pairs, a, a_row, a_depth, b, ldb, c, ldc,
+                                  accumulate);
+}
+
+uint16_t ToBf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);  // NaN
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+}  // namespace ember
