@@ -7,12 +7,12 @@
 
 #include "train/model/avx512_transpose.h"
 
-// Compiled for AVX-512F and AVX512-BF16 whatever the build's -march, and run
+// Compiled for AVX-512F, BW and BF16 whatever the build's -march, and run
 // only where the CPU has them (Bf16GemmAvailable), so that one binary serves
 // every CPU. (GCC 12's AVX-512 intrinsics trip -Wmaybe-uninitialized on
 // their own undefined-vector argument, a known false positive.)
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512bf16,fma")
+#pragma GCC target("avx512f,avx512bw,avx512bf16,fma")
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -49,33 +49,54 @@ struct PairPolicy {
 };
 
 void AlongRows(int rows, int depth, const float* x, int64_t ldx, uint32_t* out, int64_t ldo) {
-  const int pairs = PairCount(depth);
+  // Each row: blocks of 32 floats (16 pairs), then a tail of `rest` floats
+  // under masks computed once.
+  const int full = depth / (2 * kLanes) * (2 * kLanes);
+  const int rest = depth - full;
+  const __mmask16 lo_mask = FirstLanes(std::min(rest, kLanes));
+  const __mmask16 hi_mask = FirstLanes(std::max(rest - kLanes, 0));
+  const __mmask16 out_mask = FirstLanes(PairCount(rest));
   for (int r = 0; r < rows; ++r) {
     const float* xr = x + r * ldx;
     uint32_t* o = out + r * ldo;
-    for (int p = 0; p < pairs; p += kLanes) {
-      const __mmask16 m = FirstLanes(std::min(kLanes, pairs - p));
-      _mm512_mask_storeu_epi32(o + p, m, PairsOf(xr + 2 * p, depth - 2 * p));
+    for (int t = 0; t < full; t += 2 * kLanes) {
+      const __m512bh pairs = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(xr + t + kLanes), _mm512_loadu_ps(xr + t));
+      _mm512_storeu_si512(o + t / 2, (__m512i)pairs);
+    }
+    if (rest > 0) {
+      const __m512bh pairs = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi_mask, xr + full + kLanes),
+                                                 _mm512_maskz_loadu_ps(lo_mask, xr + full));
+      _mm512_mask_storeu_epi32(o + full / 2, out_mask, (__m512i)pairs);
     }
   }
 }
 
 void AcrossRows(int depth, int cols, const float* x, int64_t ldx, uint32_t* out, int64_t ldo) {
+  // 16-bit lane 2k takes the even row's k-th value, 2k + 1 the odd row's
+  // (lanes k and 16 + k of their joint conversion).
+  alignas(64) static constexpr uint16_t kInterleave[32] = {
+      0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+      8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  const __m512i interleave = _mm512_load_si512(kInterleave);
+  auto pairs = [&](__m512 even, __m512 odd) {
+    return _mm512_permutexvar_epi16(interleave, (__m512i)_mm512_cvtne2ps_pbh(odd, even));
+  };
+  const int full = cols / kLanes * kLanes;
+  const __mmask16 tail = FirstLanes(cols - full);
   for (int p = 0; p < PairCount(depth); ++p) {
     const float* even = x + 2 * p * ldx;
-    const float* odd = 2 * p + 1 < depth ? even + ldx : nullptr;
+    // An odd depth's last pair has no odd row: its loads are masked off,
+    // which gives the zero high half the layout requires.
+    const __mmask16 odd_lanes = 2 * p + 1 < depth ? 0xffff : 0;
+    const float* odd = even + ldx;
     uint32_t* o = out + p * ldo;
-    for (int j = 0; j < cols; j += kLanes) {
-      const __mmask16 m = FirstLanes(std::min(kLanes, cols - j));
-      const __m512i lo =
-          _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, even + j)));
-      __m512i pair = lo;
-      if (odd != nullptr) {
-        const __m512i hi =
-            _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, odd + j)));
-        pair = _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
-      }
-      _mm512_mask_storeu_epi32(o + j, m, pair);
+    for (int j = 0; j < full; j += kLanes) {
+      const __m512 hi = _mm512_maskz_loadu_ps(odd_lanes, odd + j);
+      _mm512_storeu_si512(o + j, pairs(_mm512_loadu_ps(even + j), hi));
+    }
+    if (tail != 0) {
+      const __m512 hi = _mm512_maskz_loadu_ps(odd_lanes & tail, odd + full);
+      _mm512_mask_storeu_epi32(o + full, tail, pairs(_mm512_maskz_loadu_ps(tail, even + full), hi));
     }
   }
 }
@@ -110,6 +131,7 @@ void Transposed(int cols, int depth, const float* x, int64_t ldx, uint32_t* out,
 
 bool Bf16GemmAvailable() {
   static const bool has = __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512bw") &&
                           __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("fma");
   return has;
 }

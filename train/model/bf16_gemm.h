@@ -15,8 +15,8 @@
 
 namespace ember {
 
-// Whether this CPU has AVX-512F and AVX512-BF16, which every function below
-// requires.
+// Whether this CPU has AVX-512F, AVX-512BW and AVX512-BF16, which every
+// function below requires (every CPU with AVX512-BF16 has the other two).
 bool Bf16GemmAvailable();
 
 // Pairs covering `depth` values.
