@@ -18,6 +18,7 @@
 
 #include "nlohmann/json.hpp"
 #include "tests/storage/test_graph.h"
+#include "train/model/bf16_gemm.h"
 #include "tests/test_process.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -418,9 +419,14 @@ TEST_F(ReportTest, TrainBenchWritesJson) {
   const nlohmann::json j = ReadJson(json);
   ASSERT_TRUE(j.is_object());
   EXPECT_EQ(j["bench"], "train");
-  ASSERT_EQ(j["runs"].size(), 2u);
+  // A third run, --precision bf16, where the CPU has AVX512-BF16.
+  ASSERT_EQ(j["runs"].size(), Bf16GemmAvailable() ? 3u : 2u);
   EXPECT_EQ(j["runs"][0]["label"], "in-memory");
   EXPECT_EQ(j["runs"][1]["label"], "out-of-core");
+  if (Bf16GemmAvailable()) {
+    EXPECT_EQ(j["runs"][2]["label"], "in-memory-bf16");
+    EXPECT_TRUE(j["summary"]["bf16_over_fp32"].is_number());
+  }
   for (const char *key :
        {"edges_per_second", "scoring_gflops", "sgemm_share", "peak_rss_mib"}) {
     EXPECT_TRUE(j["runs"][1][key].is_number()) << key;

@@ -61,6 +61,10 @@ ABSL_FLAG(ember::Operator, operator, kTrainDefaults.model.op,
           "train: relation operator: none, translation, diagonal, complex_diagonal.");
 ABSL_FLAG(ember::Comparator, comparator, kTrainDefaults.model.comparator, "train: dot, cos or l2.");
 ABSL_FLAG(ember::Loss, loss, kTrainDefaults.model.loss, "train: ranking, logistic or softmax.");
+ABSL_FLAG(ember::Precision, precision, kTrainDefaults.model.precision,
+          "train: fp32, or bf16: the chunk step's products on operands rounded to bfloat16 and "
+          "summed in fp32 (rows, gradients and Adagrad stay fp32), about 1.4x faster steps on "
+          "CPUs with AVX512-BF16 (needs one).");
 ABSL_FLAG(double, margin, ember::tools::FloatFlagDefault(kTrainDefaults.model.margin),
           "train: margin of the ranking loss.");
 ABSL_FLAG(double, init_scale, ember::tools::FloatFlagDefault(kTrainDefaults.optimizer.init_scale),
@@ -113,6 +117,7 @@ absl::StatusOr<TrainOptions> TrainOptionsFromFlags() {
   o.model.margin = absl::GetFlag(FLAGS_margin);
   o.model.dim = absl::GetFlag(FLAGS_dim);
   o.model.featurized = absl::GetFlag(FLAGS_featurized);
+  o.model.precision = absl::GetFlag(FLAGS_precision);
   o.pipeline.batching = absl::GetFlag(FLAGS_batching);
   o.pipeline.relation_batching = absl::GetFlag(FLAGS_relation_batching);
   o.pipeline.endpoint_negatives = absl::GetFlag(FLAGS_endpoint_negatives);
@@ -247,7 +252,12 @@ int TrainMain(const std::vector<std::string>& args) {
   std::unique_ptr<Cluster> cluster = std::move(*started);
   // Across ranks, rank 0 alone prints progress and results.
   const bool speaker = cluster == nullptr || cluster->rank() == 0;
-  if (speaker && !absl::GetFlag(FLAGS_quiet)) std::fprintf(stderr, "%s\n", BlasLine().c_str());
+  if (speaker && !absl::GetFlag(FLAGS_quiet)) {
+    std::fprintf(stderr, "%s%s\n", BlasLine().c_str(),
+                 options->model.precision == Precision::kBf16
+                     ? "; chunk products in bf16 (AVX512-BF16), fp32 sums"
+                     : "");
+  }
   if (cluster != nullptr) {
     if (absl::Status s = PrintRanks(*cluster, *options, absl::GetFlag(FLAGS_quiet)); !s.ok()) {
       return ReportTrainFailure(cluster.get(), s);
@@ -321,7 +331,9 @@ int TrainMain(const std::vector<std::string>& args) {
     if (absl::GetFlag(FLAGS_json)) {
       // Each epoch line names the GEMM backend and kernel it ran on.
       nlohmann::ordered_json line = nlohmann::ordered_json::parse(EpochJsonLine(e));
-      line["gemm"] = {{"backend", BlasBackend()}, {"kernel", BlasKernel()}};
+      line["gemm"] = {{"backend", BlasBackend()},
+                      {"kernel", BlasKernel()},
+                      {"precision", PrecisionName(options->model.precision)}};
       std::printf("%s\n", line.dump().c_str());
     } else {
       std::string line = absl::StrFormat(

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "storage/base/status_macros.h"
+#include "train/model/bf16_gemm.h"
 #include "train/model/operators.h"
 #include "train/model/small_gemm.h"
 #include "train/model/vec_math.h"
@@ -25,13 +26,29 @@ using vec::kMinSquaredDistance;
 // cos: |x| is clamped below at this value (torch.nn.functional.normalize).
 using vec::kMinNorm;
 
+// Where the step's products go: fp32 (OpenBLAS and SmallGemm) or, with
+// `bf16`, bf16_gemm.h on operands packed into pack_a and pack_b (the
+// workspace's, sized for the largest product).
+struct Products {
+  bool bf16 = false;
+  uint32_t* pack_a = nullptr;
+  uint32_t* pack_b = nullptr;
+};
+
 // C (m × n, row stride ldc) = X (m × k) · Yᵀ (n × k), X and Y compact. Where
 // SmallGemm has its AVX-512 kernel, Y is transposed into yt (k × n floats)
 // and multiplied there: 187 against OpenBLAS's 134 GFLOP/s at
 // 50 × 100 × 100, the transposition included (tools/bench/score_bench.cc).
 inline void GemmNT(int m, int n, int k, const float* x, const float* y,
-                   float* yt, float* c, int ldc) {
+                   float* yt, float* c, int ldc, const Products& p) {
   if (n == 0) return;
+  if (p.bf16) {
+    const int pairs = PairCount(k);
+    PackPairsAlongRows(m, k, x, k, p.pack_a, pairs);
+    PackPairsTransposed(n, k, y, k, p.pack_b, n);
+    Bf16Gemm(m, n, pairs, p.pack_a, pairs, 1, p.pack_b, n, c, ldc, /*accumulate=*/false);
+    return;
+  }
   if (SmallGemmUsesAvx512()) {
     Transpose(n, k, y, k, yt, n);
     SmallGemm(m, n, k, x, k, 1, yt, n, c, ldc, /*accumulate=*/false);
@@ -43,21 +60,37 @@ inline void GemmNT(int m, int n, int k, const float* x, const float* y,
 // C (m × n) = X (m × k, row stride ldx) · Y (k × n), or C += that with
 // `accumulate`; Y and C compact.
 inline void GemmNN(int m, int n, int k, const float* x, int ldx,
-                   const float* y, float* c, bool accumulate) {
+                   const float* y, float* c, bool accumulate, const Products& p) {
   if (k == 0) {
     if (!accumulate) std::fill_n(c, int64_t{m} * n, 0.0f);
+    return;
+  }
+  if (p.bf16) {
+    const int pairs = PairCount(k);
+    PackPairsAlongRows(m, k, x, ldx, p.pack_a, pairs);
+    PackPairsAcrossRows(k, n, y, n, p.pack_b, n);
+    Bf16Gemm(m, n, pairs, p.pack_a, pairs, 1, p.pack_b, n, c, n, accumulate);
     return;
   }
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, x, ldx,
               y, n, accumulate ? 1.0f : 0.0f, c, n);
 }
 // C (m × n) = Xᵀ · Y, or C += that with `accumulate`; X is k × m (row stride
-// ldx), Y is k × n; Y and C compact.
+// ldx), Y is k × n; Y and C compact. In bf16, with `y_packed` Y's pairs are
+// those of the previous call (of the same Y).
 inline void GemmTN(int m, int n, int k, const float* x, int ldx,
-                   const float* y, float* c, bool accumulate) {
+                   const float* y, float* c, bool accumulate, const Products& p,
+                   bool y_packed = false) {
   if (m == 0) return;
   if (k == 0) {
     if (!accumulate) std::fill_n(c, int64_t{m} * n, 0.0f);
+    return;
+  }
+  if (p.bf16) {
+    const int pairs = PairCount(k);
+    PackPairsAcrossRows(k, m, x, ldx, p.pack_a, m);
+    if (!y_packed) PackPairsAcrossRows(k, n, y, n, p.pack_b, n);
+    Bf16Gemm(m, n, pairs, p.pack_a, 1, m, p.pack_b, n, c, n, accumulate);
     return;
   }
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, n, k, 1.0f, x, ldx,
@@ -211,6 +244,12 @@ ChunkWorkspace::ChunkWorkspace(int dim, int max_chunk, int max_negs)
     for (auto* v : {&side->k_aux, &side->coef_k}) v->resize(candidates);
     for (auto* v : {&side->scores, &side->g}) v->resize(queries * candidates);
   }
+  // The largest product's packed operands (bf16_gemm.h): Q · Kᵀ, G · K and
+  // Gᵀ · Q, each A and B in pairs along its depth.
+  const size_t pairs_d = PairCount(dim), pairs_q = PairCount(max_chunk);
+  const size_t pairs_k = PairCount(static_cast<int>(candidates));
+  pack_a_.resize(std::max({queries * pairs_d, queries * pairs_k, pairs_q * candidates}));
+  pack_b_.resize(std::max({pairs_d * candidates, pairs_k * dim, pairs_q * dim}));
   conj_rel_.resize(queries * dim);
   block_transposed_.resize(queries * queries);
   d_conj_rel_.resize(queries * dim);
@@ -259,7 +298,7 @@ class ChunkKernels {
   // j < m, and only the other columns are multiplied.
   template <Comparator kCmp, Loss kLoss>
   static float SideForward(const float* q, int m, const float* k, int n, int d,
-                           float margin, int endpoint_col,
+                           const Products& prod, float margin, int endpoint_col,
                            const std::vector<std::pair<int, int>>* excluded,
                            Side* side, const float** qh, const float** kh,
                            const Side* mirror = nullptr, int mirror_cols = 0);
@@ -278,14 +317,14 @@ class ChunkKernels {
   // KRows, which cover [0, n) in order.
   template <Comparator kCmp>
   static void SideBackward(const float* q, int m, const float* k, int n, int d,
-                           const float* qh, const float* kh, Side* side,
+                           const Products& prod, const float* qh, const float* kh, Side* side,
                            int first_col = 0, float* dq_out = nullptr,
                            std::span<const KRows> k_out = {});
 };
 
 template <Comparator kCmp, Loss kLoss>
 float ChunkKernels::SideForward(const float* q, int m, const float* k, int n,
-                                int d, float margin, int endpoint_col,
+                                int d, const Products& prod, float margin, int endpoint_col,
                                 const std::vector<std::pair<int, int>>* excluded,
                                 Side* side, const float** qh_out,
                                 const float** kh_out, const Side* mirror,
@@ -317,9 +356,9 @@ float ChunkKernels::SideForward(const float* q, int m, const float* k, int n,
   if (mirror != nullptr) {
     EMBER_CHECK(kCmp == Comparator::kDot);
     Transpose(m, m, mirror->scores.data(), mirror_cols, s, n);
-    GemmNT(m, n - m, d, qh, kh + int64_t{m} * d, side->k_transposed.data(), s + m, n);
+    GemmNT(m, n - m, d, qh, kh + int64_t{m} * d, side->k_transposed.data(), s + m, n, prod);
   } else {
-    GemmNT(m, n, d, qh, kh, side->k_transposed.data(), s, n);
+    GemmNT(m, n, d, qh, kh, side->k_transposed.data(), s, n, prod);
   }
   if constexpr (kCmp == Comparator::kL2) {
     vec::DotsToNegativeDistances(s, m, n, q_aux, k_aux);
@@ -361,7 +400,7 @@ float ChunkKernels::SideForward(const float* q, int m, const float* k, int n,
 
 template <Comparator kCmp>
 void ChunkKernels::SideBackward(const float* q, int m, const float* k, int n,
-                                int d, const float* qh, const float* kh,
+                                int d, const Products& prod, const float* qh, const float* kh,
                                 Side* side, int first_col, float* dq_out,
                                 std::span<const KRows> k_out) {
   EMBER_CHECK(kCmp == Comparator::kDot || (dq_out == nullptr && k_out.size() == 0));
@@ -394,23 +433,25 @@ void ChunkKernels::SideBackward(const float* q, int m, const float* k, int n,
   float* dk = side->dk.data();
   const int64_t skip = first_col;
   if (dq_out != nullptr) {
-    GemmNN(m, d, n - first_col, g + skip, n, kh + skip * d, dq_out, /*accumulate=*/true);
+    GemmNN(m, d, n - first_col, g + skip, n, kh + skip * d, dq_out, /*accumulate=*/true, prod);
   } else {
-    GemmNN(m, d, n - first_col, g + skip, n, kh + skip * d, dq, /*accumulate=*/false);
+    GemmNN(m, d, n - first_col, g + skip, n, kh + skip * d, dq, /*accumulate=*/false, prod);
   }
   if (k_out.size() > 0) {
     int covered = 0;
+    bool q_packed = false;
     for (const KRows& rows : k_out) {
       EMBER_CHECK(rows.first == covered);
       covered += rows.rows;
       const int from = std::max(rows.first, first_col);
       if (from >= covered) continue;
       GemmTN(covered - from, d, m, g + from, n, qh, rows.out + int64_t{from - rows.first} * d,
-             /*accumulate=*/true);
+             /*accumulate=*/true, prod, q_packed);
+      q_packed = true;
     }
     EMBER_CHECK(covered == n);
   } else {
-    GemmTN(n - first_col, d, m, g + skip, n, qh, dk + skip * d, /*accumulate=*/false);
+    GemmTN(n - first_col, d, m, g + skip, n, qh, dk + skip * d, /*accumulate=*/false, prod);
   }
   if constexpr (kCmp == Comparator::kCos) {
     auto unnormalize = [d](const float* xh, const float* inv, int rows, float* dx) {
@@ -526,10 +567,12 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
   // quarter of the chunk's FLOPs at chunk 50 with 50 negatives.
   const bool mirrored = kCmp == Comparator::kDot && !mixed;
   const float *qdh, *kdh, *qsh, *ksh;
-  float loss = SideForward<kCmp, kLoss>(qd, c, kd, nkd, d, options.margin, e > 0 ? c + nd : -1,
+  const Products prod{options.precision == Precision::kBf16, ws->pack_a_.data(),
+                      ws->pack_b_.data()};
+  float loss = SideForward<kCmp, kLoss>(qd, c, kd, nkd, d, prod, options.margin, e > 0 ? c + nd : -1,
                                         excluded_dst.empty() ? nullptr : &excluded_dst, &dst,
                                         &qdh, &kdh);
-  loss += SideForward<kCmp, kLoss>(qs, c, ks, nks, d, options.margin, e > 0 ? c + ns : -1,
+  loss += SideForward<kCmp, kLoss>(qs, c, ks, nks, d, prod, options.margin, e > 0 ? c + ns : -1,
                                    excluded_src.empty() ? nullptr : &excluded_src, &src,
                                    &qsh, &ksh, mirrored ? &dst : nullptr, nkd);
   if (grads == nullptr) return loss;
@@ -554,9 +597,9 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
   const bool src_k_direct = kDot && (mixed || kOp == Operator::kNone);
   const KRows dst_k_rows[] = {{0, c, grads->rhs}, {c, nd, grads->dst_negs}, {c + nd, e, grads->lhs}};
   const KRows src_k_rows[] = {{0, c, grads->lhs}, {c, ns, grads->src_negs}, {c + ns, e, grads->rhs}};
-  SideBackward<kCmp>(qd, c, kd, nkd, d, qdh, kdh, &dst, 0, dst_q_direct ? grads->lhs : nullptr,
+  SideBackward<kCmp>(qd, c, kd, nkd, d, prod, qdh, kdh, &dst, 0, dst_q_direct ? grads->lhs : nullptr,
                      kDot ? std::span<const KRows>(dst_k_rows) : std::span<const KRows>());
-  SideBackward<kCmp>(qs, c, ks, nks, d, qsh, ksh, &src, mirrored ? c : 0,
+  SideBackward<kCmp>(qs, c, ks, nks, d, prod, qsh, ksh, &src, mirrored ? c : 0,
                      src_q_direct ? grads->rhs : nullptr,
                      src_k_direct ? std::span<const KRows>(src_k_rows) : std::span<const KRows>());
 
@@ -658,6 +701,7 @@ float Dispatch(const ModelOptions& options, const float* rel,
               (in.lhs_nodes != nullptr && in.rhs_nodes != nullptr));
   EMBER_CHECK(RelationParamSize(options.op, options.dim) == 0 ||
               rel != nullptr);
+  EMBER_CHECK(options.precision == Precision::kFp32 || Bf16GemmAvailable());
   if (grads != nullptr) {
     EMBER_CHECK(grads->lhs != nullptr && grads->rhs != nullptr);
     EMBER_CHECK(in.num_src_negs == 0 || grads->src_negs != nullptr);

@@ -137,6 +137,7 @@ class ChunkWorkspace {
   Side dst_, src_;
   std::vector<float> conj_rel_, d_conj_rel_;  // mixed chunks: op* parameters
   std::vector<float> block_transposed_;        // chunk × chunk: a block's Gᵀ
+  std::vector<uint32_t> pack_a_, pack_b_;      // bf16 products' operands
 };
 
 // Returns the chunk's loss (summed over edges and both sides) and leaves the

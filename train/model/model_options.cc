@@ -13,6 +13,7 @@ absl::Status ModelOptions::Validate() const {
   if (static_cast<int>(op) >= kNumOperators ||
       static_cast<int>(comparator) >= kNumComparators ||
       static_cast<int>(loss) >= kNumLosses ||
+      static_cast<int>(precision) >= kNumPrecisions ||
       static_cast<int>(featurized) > static_cast<int>(FeaturizedMode::kIdPlusFeatures)) {
     return absl::InvalidArgumentError("model options: enum out of range");
   }

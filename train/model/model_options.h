@@ -43,6 +43,16 @@ enum class Loss : uint8_t {
 };
 inline constexpr int kNumLosses = 3;
 
+// The arithmetic of the chunk step's products (training only: rows, scores,
+// gradients and Adagrad stay fp32 either way).
+enum class Precision : uint8_t {
+  kFp32 = 0,  // fp32 products.
+  // Operands rounded to bfloat16, products summed in fp32
+  // (train/model/bf16_gemm.h); needs a CPU with AVX512-BF16.
+  kBf16 = 1,
+};
+inline constexpr int kNumPrecisions = 2;
+
 // The CLI spellings, one table each (storage/enum_names.h): also the typed
 // flags' names.
 template <>
@@ -74,6 +84,15 @@ struct EnumNames<Loss> {
   }};
 };
 
+template <>
+struct EnumNames<Precision> {
+  static constexpr std::string_view kWhat = "precision";
+  static constexpr EnumNameTable<Precision, kNumPrecisions> kTable = {{
+      {Precision::kFp32, "fp32"},
+      {Precision::kBf16, "bf16"},
+  }};
+};
+
 // Unknown names give InvalidArgument listing the accepted ones.
 inline absl::StatusOr<Operator> ParseOperator(std::string_view name) {
   return EnumFromName<Operator>(name);
@@ -82,10 +101,14 @@ inline absl::StatusOr<Comparator> ParseComparator(std::string_view name) {
   return EnumFromName<Comparator>(name);
 }
 inline absl::StatusOr<Loss> ParseLoss(std::string_view name) { return EnumFromName<Loss>(name); }
+inline absl::StatusOr<Precision> ParsePrecision(std::string_view name) {
+  return EnumFromName<Precision>(name);
+}
 // Inverse of the parse functions.
 inline std::string_view OperatorName(Operator op) { return EnumToName(op); }
 inline std::string_view ComparatorName(Comparator cmp) { return EnumToName(cmp); }
 inline std::string_view LossName(Loss loss) { return EnumToName(loss); }
+inline std::string_view PrecisionName(Precision precision) { return EnumToName(precision); }
 
 struct ModelOptions {
   // Default: kNone.
@@ -101,6 +124,10 @@ struct ModelOptions {
   // How a node's embedding is formed from its id row and its sparse
   // features (train/featurized.h). Default: kOff (id rows only).
   FeaturizedMode featurized = FeaturizedMode::kOff;
+  // The chunk step's products. A choice of how to train, not part of the
+  // model: not stored with it, and evaluation scores in fp32. Default:
+  // kFp32.
+  Precision precision = Precision::kFp32;
 
   absl::Status Validate() const;
 };

@@ -11,6 +11,7 @@
 #include "storage/base/splitmix.h"
 #include "storage/base/status_macros.h"
 #include "train/model/adagrad.h"
+#include "train/model/bf16_gemm.h"
 #include "train/model/chunk_scorer.h"
 #include "train/model/featurized.h"
 
@@ -348,6 +349,11 @@ absl::StatusOr<std::unique_ptr<Trainer>> MakeCpuTrainer(const TrainOptions& opti
   if ((options.model.featurized != FeaturizedMode::kOff) !=
       (features != nullptr && features->dim == options.model.dim)) {
     return absl::InvalidArgumentError("feature table does not match the model");
+  }
+  if (options.model.precision == Precision::kBf16 && !Bf16GemmAvailable()) {
+    return absl::FailedPreconditionError(
+        "--precision bf16 needs a CPU with AVX512-BF16, and this one has none; train with "
+        "--precision fp32");
   }
   // OpenBLAS' thread count is not set here: it is process-wide, decided once
   // at start-up (train/blas/blas_startup.h), not by constructing a trainer.

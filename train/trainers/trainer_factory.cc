@@ -170,6 +170,13 @@ absl::StatusOr<std::vector<std::unique_ptr<Trainer>>> MakeTrainers(
     const RelationParams& relations, FeatureTable* features) {
   std::vector<std::unique_ptr<Trainer>> out;
   for (const DeviceSpec& d : devices) {
+    if (options.model.precision != Precision::kFp32 && d.kind != "cpu") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--precision ", std::string(PrecisionName(options.model.precision)),
+          " runs on CPU trainers only, not on ", d.Name(), "; use --precision fp32"));
+    }
+  }
+  for (const DeviceSpec& d : devices) {
     const Kind* kind = FindKind(d.kind);
     if (kind == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("unknown device kind '", d.kind, "'"));
