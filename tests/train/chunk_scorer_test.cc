@@ -623,6 +623,56 @@ TEST(ChunkScorerTest, GradientsAccumulateAndForwardMatches) {
   }
 }
 
+// overwrite_rows: the node gradients replace what their buffers held (here
+// garbage), equal to those added to zeroed buffers, for every model,
+// grouped and mixed, with and without endpoint negatives and negatives, in
+// fp32 and bf16; relation gradients are still added.
+TEST(ChunkScorerTest, OverwriteRowsEqualsAddingToZeroedBuffers) {
+  for (const ModelParam& param : AllModels(false)) {
+    for (const Precision precision : {Precision::kFp32, Precision::kBf16}) {
+      if (precision == Precision::kBf16 && !Bf16GemmAvailable()) continue;
+      ModelOptions o = SmallModel(param);
+      o.precision = precision;
+      for (const bool mixed : {false, true}) {
+        if (mixed && !SupportsMixedChunks(o)) continue;
+        for (const bool endpoints : {false, true}) {
+          for (const int negs : {0, 6}) {
+            FloatChunk f = MakeChunk(o, 5, negs, negs, /*seed=*/43, 0.5f, mixed ? 2 : 0);
+            if (endpoints) AddEndpoints(&f);
+            ChunkWorkspace ws(o.dim, 5, 6);
+            Grads added(f), overwritten(f);
+            for (std::vector<float>* v : {&overwritten.lhs, &overwritten.rhs,
+                                          &overwritten.src_negs, &overwritten.dst_negs}) {
+              std::fill(v->begin(), v->end(), 7.0f);
+            }
+            std::fill(added.rel.begin(), added.rel.end(), 0.5f);
+            std::fill(overwritten.rel.begin(), overwritten.rel.end(), 0.5f);
+            ChunkForwardBackward(o, f.rel.data(), f.input, added.View(), &ws);
+            ChunkGrads view = overwritten.View();
+            view.overwrite_rows = true;
+            ChunkForwardBackward(o, f.rel.data(), f.input, view, &ws);
+            const std::string what = Name(o) + " " + std::string(PrecisionName(precision)) +
+                                     (mixed ? " mixed" : " grouped") +
+                                     (endpoints ? " with endpoints" : "") + " negs " +
+                                     std::to_string(negs);
+            // The same products in the same order: equal but for where
+            // the first product adds to zero instead of writing.
+            auto expect_equal = [&](const std::vector<float>& a, const std::vector<float>& b) {
+              ASSERT_EQ(a.size(), b.size());
+              for (size_t k = 0; k < a.size(); ++k) ASSERT_FLOAT_EQ(a[k], b[k]) << what << " " << k;
+            };
+            expect_equal(overwritten.lhs, added.lhs);
+            expect_equal(overwritten.rhs, added.rhs);
+            expect_equal(overwritten.src_negs, added.src_negs);
+            expect_equal(overwritten.dst_negs, added.dst_negs);
+            expect_equal(overwritten.rel, added.rel);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(ChunkScorerTest, SharedNegativesMayAlias) {
   ModelOptions o;
   o.op = Operator::kComplexDiagonal;

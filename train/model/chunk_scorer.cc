@@ -303,22 +303,38 @@ class ChunkKernels {
                            Side* side, const float** qh, const float** kh,
                            const Side* mirror = nullptr, int mirror_cols = 0);
 
-  // Rows [first, first + rows) of a side's dK, added into out (rows × d).
+  // One of the caller's gradient buffers; `written` says whether it holds a
+  // gradient to add to (null: always) or may be overwritten, and turns true
+  // once a product has written it whole.
+  struct GradRows {
+    float* out = nullptr;
+    bool* written = nullptr;
+  };
+  // Whether a product into `rows` adds to them; marks them written, as the
+  // product is about to write them whole.
+  static bool Accumulates(GradRows rows) {
+    if (rows.written == nullptr) return true;
+    const bool add = *rows.written;
+    *rows.written = true;
+    return add;
+  }
+  // Rows [first, first + rows) of a side's dK, into `to` (rows × d).
   struct KRows {
     int first, rows;
-    float* out;
+    GradRows to;
   };
   // dLoss/dQ into side->dq (m × d) and dLoss/dK into side->dk (n × d), from
   // the columns [first_col, n) of side->g only: rows [0, first_col) of dk
   // are left as they were (dot only when first_col > 0). Under dot, whose
   // products need no further work, they may go straight to the caller's
   // gradients instead: with dq_out, dQ is added into it (m × d); with
-  // non-empty k_out, the rows of dK from first_col on are added into their
-  // KRows, which cover [0, n) in order.
+  // non-empty k_out, the rows of dK from first_col on go to their KRows,
+  // which cover [0, n) in order (a KRows whose rows first_col cuts is
+  // zeroed first if not yet written).
   template <Comparator kCmp>
   static void SideBackward(const float* q, int m, const float* k, int n, int d,
                            const Products& prod, const float* qh, const float* kh, Side* side,
-                           int first_col = 0, float* dq_out = nullptr,
+                           int first_col = 0, GradRows dq_out = {},
                            std::span<const KRows> k_out = {});
 };
 
@@ -401,9 +417,9 @@ float ChunkKernels::SideForward(const float* q, int m, const float* k, int n,
 template <Comparator kCmp>
 void ChunkKernels::SideBackward(const float* q, int m, const float* k, int n,
                                 int d, const Products& prod, const float* qh, const float* kh,
-                                Side* side, int first_col, float* dq_out,
+                                Side* side, int first_col, GradRows dq_out,
                                 std::span<const KRows> k_out) {
-  EMBER_CHECK(kCmp == Comparator::kDot || (dq_out == nullptr && k_out.size() == 0));
+  EMBER_CHECK(kCmp == Comparator::kDot || (dq_out.out == nullptr && k_out.size() == 0));
   float* g = side->g.data();
   float* coef_q = side->coef_q.data();
   float* coef_k = side->coef_k.data();
@@ -432,8 +448,8 @@ void ChunkKernels::SideBackward(const float* q, int m, const float* k, int n,
   float* dq = side->dq.data();
   float* dk = side->dk.data();
   const int64_t skip = first_col;
-  if (dq_out != nullptr) {
-    GemmNN(m, d, n - first_col, g + skip, n, kh + skip * d, dq_out, /*accumulate=*/true, prod);
+  if (dq_out.out != nullptr) {
+    GemmNN(m, d, n - first_col, g + skip, n, kh + skip * d, dq_out.out, Accumulates(dq_out), prod);
   } else {
     GemmNN(m, d, n - first_col, g + skip, n, kh + skip * d, dq, /*accumulate=*/false, prod);
   }
@@ -445,8 +461,12 @@ void ChunkKernels::SideBackward(const float* q, int m, const float* k, int n,
       covered += rows.rows;
       const int from = std::max(rows.first, first_col);
       if (from >= covered) continue;
-      GemmTN(covered - from, d, m, g + from, n, qh, rows.out + int64_t{from - rows.first} * d,
-             /*accumulate=*/true, prod, q_packed);
+      if (from > rows.first && !Accumulates(rows.to)) {
+        std::fill_n(rows.to.out, int64_t{rows.rows} * d, 0.0f);
+        *rows.to.written = true;
+      }
+      GemmTN(covered - from, d, m, g + from, n, qh, rows.to.out + int64_t{from - rows.first} * d,
+             Accumulates(rows.to), prod, q_packed);
       q_packed = true;
     }
     EMBER_CHECK(covered == n);
@@ -595,13 +615,37 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
   // the reverse (through op*_{r_i}).
   const bool src_q_direct = kDot && (!mixed || kOp == Operator::kNone);
   const bool src_k_direct = kDot && (mixed || kOp == Operator::kNone);
-  const KRows dst_k_rows[] = {{0, c, grads->rhs}, {c, nd, grads->dst_negs}, {c + nd, e, grads->lhs}};
-  const KRows src_k_rows[] = {{0, c, grads->lhs}, {c, ns, grads->src_negs}, {c + ns, e, grads->rhs}};
-  SideBackward<kCmp>(qd, c, kd, nkd, d, prod, qdh, kdh, &dst, 0, dst_q_direct ? grads->lhs : nullptr,
+  // With overwrite_rows, the first product into each buffer writes it; where
+  // some of the gradient is added by a pass instead (not all direct), the
+  // buffers are zeroed first, as the caller would have.
+  bool written[4] = {true, true, true, true};  // lhs, rhs, src_negs, dst_negs
+  float* const buffers[4] = {grads->lhs, grads->rhs, grads->src_negs, grads->dst_negs};
+  const int64_t sizes[4] = {cd, cd, int64_t{ns} * d, int64_t{nd} * d};
+  if (grads->overwrite_rows) {
+    const bool all_direct = dst_k_direct && dst_q_direct && src_q_direct && src_k_direct;
+    for (int b = 0; b < 4; ++b) {
+      if (all_direct || sizes[b] == 0) {
+        written[b] = false;
+      } else {
+        std::fill_n(buffers[b], sizes[b], 0.0f);
+      }
+    }
+  }
+  const GradRows lhs_to{grads->lhs, &written[0]}, rhs_to{grads->rhs, &written[1]};
+  const GradRows src_negs_to{grads->src_negs, &written[2]};
+  const GradRows dst_negs_to{grads->dst_negs, &written[3]};
+  const KRows dst_k_rows[] = {{0, c, rhs_to}, {c, nd, dst_negs_to}, {c + nd, e, lhs_to}};
+  const KRows src_k_rows[] = {{0, c, lhs_to}, {c, ns, src_negs_to}, {c + ns, e, rhs_to}};
+  SideBackward<kCmp>(qd, c, kd, nkd, d, prod, qdh, kdh, &dst, 0,
+                     dst_q_direct ? lhs_to : GradRows{},
                      kDot ? std::span<const KRows>(dst_k_rows) : std::span<const KRows>());
   SideBackward<kCmp>(qs, c, ks, nks, d, prod, qsh, ksh, &src, mirrored ? c : 0,
-                     src_q_direct ? grads->rhs : nullptr,
+                     src_q_direct ? rhs_to : GradRows{},
                      src_k_direct ? std::span<const KRows>(src_k_rows) : std::span<const KRows>());
+  // A buffer no product reached holds a zero gradient.
+  for (int b = 0; b < 4; ++b) {
+    if (!written[b]) std::fill_n(buffers[b], sizes[b], 0.0f);
+  }
 
   // Dst side, what did not go straight to the caller.
   if (!dst_q_direct) {

@@ -83,8 +83,9 @@ struct ChunkInput {
 inline constexpr float kExcludedScore = -1e30f;
 
 // Gradient outputs, same shapes as the inputs (rel: RelationParamSize
-// floats, times the number of slots for a mixed chunk). Gradients are ADDED to what the buffers hold, so a caller zeroes
-// them first or accumulates over chunks (relation parameters typically are).
+// floats, times the number of slots for a mixed chunk). Gradients are ADDED
+// to what the buffers hold, so a caller zeroes them first or accumulates
+// over chunks (relation parameters typically are), unless `overwrite_rows`.
 // The buffers may alias one another (additions are sequential) but not the
 // inputs or the workspace. Buffers for 0-row inputs and for kNone's `rel`
 // may be null.
@@ -94,6 +95,12 @@ struct ChunkGrads {
   float* src_negs = nullptr;
   float* dst_negs = nullptr;
   float* rel = nullptr;
+  // With true, lhs, rhs, src_negs and dst_negs receive the chunk's gradients
+  // in place of what they held (rel is still added to), so the caller need
+  // not zero them: under dot without an operator the first product into
+  // each buffer writes it, and no pass zeroes it. REQUIRES then: those four
+  // do not alias one another.
+  bool overwrite_rows = false;
 };
 
 // Preallocated scratch for one chunk at a time; the scoring calls allocate

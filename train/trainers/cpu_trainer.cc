@@ -140,10 +140,6 @@ class CpuTrainer final : public Trainer {
         SampleNegativeRows(src, negs, s.src_neg_ids.data(), src_negs);
         SampleNegativeRows(dst, negs, s.dst_neg_ids.data(), dst_negs);
       }
-      std::fill_n(s.g_lhs.begin(), size_t(c) * dim, 0.0f);
-      std::fill_n(s.g_rhs.begin(), size_t(c) * dim, 0.0f);
-      std::fill_n(s.g_src_negs.begin(), size_t(negs) * dim, 0.0f);
-      std::fill_n(s.g_dst_negs.begin(), size_t(negs) * dim, 0.0f);
       const float* rel_params = nullptr;
       if (rel_size_ > 0) {
         AssignRelationSlots(batch.subspan(begin, c), &s);
@@ -173,6 +169,7 @@ class CpuTrainer final : public Trainer {
       g.src_negs = negs > 0 ? s.g_src_negs.data() : nullptr;
       g.dst_negs = negs > 0 ? s.g_dst_negs.data() : nullptr;
       g.rel = rel_size_ > 0 ? s.g_rel.data() : nullptr;
+      g.overwrite_rows = true;  // no pass zeroes the four row buffers first
       loss += ChunkForwardBackward(options_.model, rel_params, in, g, &s.ws);
       // A composed row's gradient is also its id row's (featurized.h).
       if (id_rows) {
