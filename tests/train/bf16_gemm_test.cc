@@ -111,12 +111,12 @@ TEST_F(Bf16GemmTest, PackingsPairTheirEntriesAndWriteNothingElse) {
   }
 }
 
-// Every tile shape and tail: rows over 1..13, columns over 1..150, A read as
+// Every tile shape and tail: rows over 1..13, 26 and 50, columns over 1..150, A read as
 // stored and transposed, with and without accumulation, into a C wider than
 // the product. The reference sums the same bf16 products in double, so the
 // only difference is fp32 summation.
 TEST_F(Bf16GemmTest, MatchesTheDefinitionOnRoundedOperands) {
-  for (const int rows : {1, 2, 5, 6, 7, 12, 13}) {
+  for (const int rows : {1, 2, 5, 6, 7, 12, 13, 26, 50}) {
     for (const int cols : {1, 15, 16, 17, 36, 63, 64, 65, 100, 150}) {
       for (const int pairs : {0, 1, 25, 50}) {
         for (const bool transposed : {false, true}) {

@@ -24,11 +24,11 @@ class SmallGemmTest : public testing::TestWithParam<bool> {
 };
 
 // Every tile shape and tail of the kernel: rows over 1..13 (two 6-row tiles
-// and each remainder), columns over 1..150 (the 64-column tiles and each
+// and each remainder) and 26 and 50 (6-row tiles then 5-row ones), columns over 1..150 (the 64-column tiles and each
 // masked tail), A read as stored and transposed, with and without
 // accumulation, into a C wider than the product (ldc > cols).
 TEST_P(SmallGemmTest, MatchesTheDefinitionForEveryTileAndTail) {
-  for (const int rows : {1, 2, 5, 6, 7, 12, 13}) {
+  for (const int rows : {1, 2, 5, 6, 7, 12, 13, 26, 50}) {
     for (const int cols : {1, 15, 16, 17, 36, 63, 64, 65, 100, 150}) {
       for (const int depth : {0, 1, 50, 100}) {
         for (const bool transposed : {false, true}) {

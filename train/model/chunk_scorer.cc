@@ -379,18 +379,22 @@ float ChunkKernels::SideForward(const float* q, int m, const float* k, int n,
   if constexpr (kCmp == Comparator::kL2) {
     vec::DotsToNegativeDistances(s, m, n, q_aux, k_aux);
   }
-  // Positive scores, computed directly (for l2 this avoids the cancellation
-  // of the GEMM expansion where a positive pair is close).
-  for (int i = 0; i < m; ++i) {
-    float pos;
-    if constexpr (kCmp == Comparator::kL2) {
-      pos = -std::sqrt(std::max(
-          vec::SquaredDistance(q + int64_t{i} * d, k + int64_t{i} * d, d),
-          kMinSquaredDistance));
-    } else {
-      pos = vec::Dot(qh + int64_t{i} * d, kh + int64_t{i} * d, d);
+  // Positive scores: under dot and cos the product's diagonal; under l2
+  // computed directly, as the GEMM expansion cancels where a positive pair
+  // is close; with bf16 products computed directly too, so that the score
+  // the loss rests on most keeps fp32 precision.
+  if (kCmp == Comparator::kL2 || prod.bf16) {
+    for (int i = 0; i < m; ++i) {
+      float pos;
+      if constexpr (kCmp == Comparator::kL2) {
+        pos = -std::sqrt(std::max(
+            vec::SquaredDistance(q + int64_t{i} * d, k + int64_t{i} * d, d),
+            kMinSquaredDistance));
+      } else {
+        pos = vec::Dot(qh + int64_t{i} * d, kh + int64_t{i} * d, d);
+      }
+      s[int64_t{i} * n + i] = pos;
     }
-    s[int64_t{i} * n + i] = pos;
   }
   if constexpr (kCmp == Comparator::kL2) {
     // A row's own endpoint is often its query itself (op none): exact zero
