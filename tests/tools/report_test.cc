@@ -426,6 +426,7 @@ TEST_F(ReportTest, TrainBenchWritesJson) {
   if (Bf16GemmAvailable()) {
     EXPECT_EQ(j["runs"][2]["label"], "in-memory-bf16");
     EXPECT_TRUE(j["summary"]["bf16_over_fp32"].is_number());
+    EXPECT_TRUE(j["summary"]["bf16_ceiling_share"].is_number());
   }
   for (const char *key :
        {"edges_per_second", "scoring_gflops", "sgemm_share", "peak_rss_mib"}) {

@@ -5,10 +5,14 @@
 // twice that, so one chunk step (both sides) is 12·C·(C+N)·d.
 #include <cblas.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "train/model/bf16_gemm.h"
 #include "train/model/chunk_scorer.h"
 #include "train/model/model_options.h"
 #include "train/model/small_gemm.h"
@@ -162,18 +166,66 @@ void BM_SmallGemmChunkSequence(benchmark::State& state) {
 BENCHMARK(BM_SmallGemmChunkSequence);
 BENCHMARK(BM_SmallGemmChunkSequence)->Threads(2)->UseRealTime();
 
-// args: operator, comparator, loss (enum values), backward (0/1).
+// The same six products in bf16 (train/model/bf16_gemm.h), each operand
+// packed into pairs first as the chunk step does: the ceiling of
+// --precision bf16, as BM_SgemmChunkSequence is fp32's.
+void BM_Bf16ChunkSequence(benchmark::State& state) {
+  if (!Bf16GemmAvailable()) {
+    state.SkipWithError("this CPU has no AVX512-BF16");
+    return;
+  }
+  ChunkSequence seq;
+  const int c = seq.c, n = seq.n, d = seq.d;
+  const int pd = PairCount(d), pn = PairCount(n), pc = PairCount(c);
+  std::vector<uint32_t> pack_a(std::max({c * pd, c * pn, pc * n})),
+      pack_b(std::max({pd * n, pn * d, pc * d}));
+  for (auto _ : state) {
+    for (int side = 0; side < 2; ++side) {
+      const float* q = side == 0 ? seq.a.data() : seq.b.data();
+      const float* k = side == 0 ? seq.b.data() : seq.a.data();
+      PackPairsAlongRows(c, d, q, d, pack_a.data(), pd);
+      PackPairsTransposed(n, d, k, d, pack_b.data(), n);
+      Bf16Gemm(c, n, pd, pack_a.data(), pd, 1, pack_b.data(), n, seq.s.data(), n, false);
+    }
+    for (int side = 0; side < 2; ++side) {
+      const float* rows = side == 0 ? seq.b.data() : seq.a.data();
+      float* grads = side == 0 ? seq.da.data() : seq.db.data();
+      // dK = Gᵀ · Q, then dQ += G · K.
+      PackPairsAcrossRows(c, n, seq.g.data(), n, pack_a.data(), n);
+      PackPairsAcrossRows(c, d, rows, d, pack_b.data(), d);
+      Bf16Gemm(n, d, pc, pack_a.data(), 1, n, pack_b.data(), d, grads, d, false);
+      PackPairsAlongRows(c, n, seq.g.data(), n, pack_a.data(), pn);
+      PackPairsAcrossRows(n, d, rows, d, pack_b.data(), d);
+      Bf16Gemm(c, d, pn, pack_a.data(), pn, 1, pack_b.data(), d, grads, d, true);
+    }
+    benchmark::DoNotOptimize(seq.da.data());
+    benchmark::DoNotOptimize(seq.db.data());
+    benchmark::ClobberMemory();
+  }
+  SetFlops(state, 12.0 * seq.c * seq.n * seq.d);
+}
+BENCHMARK(BM_Bf16ChunkSequence);
+BENCHMARK(BM_Bf16ChunkSequence)->Threads(2)->UseRealTime();
+
+// args: operator, comparator, loss (enum values), backward (0/1), precision
+// (enum value).
 void BM_Chunk(benchmark::State& state) {
   ModelOptions options;
   options.op = static_cast<Operator>(state.range(0));
   options.comparator = static_cast<Comparator>(state.range(1));
   options.loss = static_cast<Loss>(state.range(2));
   options.dim = kDim;
+  options.precision = static_cast<Precision>(state.range(4));
+  if (options.precision == Precision::kBf16 && !Bf16GemmAvailable()) {
+    state.SkipWithError("this CPU has no AVX512-BF16");
+    return;
+  }
   const bool backward = state.range(3) != 0;
   state.SetLabel(std::string(OperatorName(options.op)) + "/" +
                  std::string(ComparatorName(options.comparator)) + "/" +
                  std::string(LossName(options.loss)) +
-                 (backward ? "/fwd+bwd" : "/fwd"));
+                 (backward ? "/fwd+bwd" : "/fwd") + "/" +
+                 std::string(PrecisionName(options.precision)));
 
   const std::vector<float> lhs = RandomMatrix(kChunk, kDim, 1);
   const std::vector<float> rhs = RandomMatrix(kChunk, kDim, 2);
@@ -200,13 +252,15 @@ void BM_Chunk(benchmark::State& state) {
 
 void ChunkArgs(benchmark::internal::Benchmark* b) {
   constexpr int kSoftmax = static_cast<int>(Loss::kSoftmax);
-  // The headline configuration: softmax / dot, each operator.
-  for (int op = 0; op < kNumOperators; ++op) b->Args({op, 0, kSoftmax, 1});
-  b->Args({0, 0, kSoftmax, 0});
+  constexpr int kBf16 = static_cast<int>(Precision::kBf16);
+  // The headline configuration: softmax / dot, each operator, fp32 and bf16.
+  for (int op = 0; op < kNumOperators; ++op) b->Args({op, 0, kSoftmax, 1, 0});
+  for (int op = 0; op < kNumOperators; ++op) b->Args({op, 0, kSoftmax, 1, kBf16});
+  b->Args({0, 0, kSoftmax, 0, 0});
   // Other comparators and losses with the identity operator.
   for (int cmp = 1; cmp < kNumComparators; ++cmp)
-    b->Args({0, cmp, kSoftmax, 1});
-  for (int loss = 0; loss < kSoftmax; ++loss) b->Args({0, 0, loss, 1});
+    b->Args({0, cmp, kSoftmax, 1, 0});
+  for (int loss = 0; loss < kSoftmax; ++loss) b->Args({0, 0, loss, 1, 0});
 }
 BENCHMARK(BM_Chunk)->Apply(ChunkArgs);
 

@@ -327,7 +327,7 @@ class ChunkKernels {
   // the columns [first_col, n) of side->g only: rows [0, first_col) of dk
   // are left as they were (dot only when first_col > 0). Under dot, whose
   // products need no further work, they may go straight to the caller's
-  // gradients instead: with dq_out, dQ is added into it (m × d); with
+  // gradients instead: with dq_out, dQ goes to it (m × d); with
   // non-empty k_out, the rows of dK from first_col on go to their KRows,
   // which cover [0, n) in order (a KRows whose rows first_col cuts is
   // zeroed first if not yet written).
