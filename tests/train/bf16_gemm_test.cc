@@ -122,7 +122,8 @@ TEST_F(Bf16GemmTest, MatchesTheDefinitionOnRoundedOperands) {
         for (const bool transposed : {false, true}) {
           for (const bool accumulate : {false, true}) {
             std::vector<uint32_t> a(rows * pairs), b(pairs * (cols + 3));
-            const std::vector<float> av = Values(2 * a.size(), 0.7f), bv = Values(2 * b.size(), 0.3f);
+            const std::vector<float> av = Values(2 * a.size(), 0.7f);
+            const std::vector<float> bv = Values(2 * b.size(), 0.3f);
             for (size_t k = 0; k < a.size(); ++k) {
               a[k] = ToBf16(av[2 * k]) | uint32_t{ToBf16(av[2 * k + 1])} << 16;
             }

@@ -60,7 +60,8 @@ void AlongRows(int rows, int depth, const float* x, int64_t ldx, uint32_t* out, 
     const float* xr = x + r * ldx;
     uint32_t* o = out + r * ldo;
     for (int t = 0; t < full; t += 2 * kLanes) {
-      const __m512bh pairs = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(xr + t + kLanes), _mm512_loadu_ps(xr + t));
+      const __m512bh pairs =
+          _mm512_cvtne2ps_pbh(_mm512_loadu_ps(xr + t + kLanes), _mm512_loadu_ps(xr + t));
       _mm512_storeu_si512(o + t / 2, (__m512i)pairs);
     }
     if (rest > 0) {
@@ -96,7 +97,8 @@ void AcrossRows(int depth, int cols, const float* x, int64_t ldx, uint32_t* out,
     }
     if (tail != 0) {
       const __m512 hi = _mm512_maskz_loadu_ps(odd_lanes & tail, odd + full);
-      _mm512_mask_storeu_epi32(o + full, tail, pairs(_mm512_maskz_loadu_ps(tail, even + full), hi));
+      const __m512 lo = _mm512_maskz_loadu_ps(tail, even + full);
+      _mm512_mask_storeu_epi32(o + full, tail, pairs(lo, hi));
     }
   }
 }

@@ -593,7 +593,8 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
   const float *qdh, *kdh, *qsh, *ksh;
   const Products prod{options.precision == Precision::kBf16, ws->pack_a_.data(),
                       ws->pack_b_.data()};
-  float loss = SideForward<kCmp, kLoss>(qd, c, kd, nkd, d, prod, options.margin, e > 0 ? c + nd : -1,
+  float loss = SideForward<kCmp, kLoss>(qd, c, kd, nkd, d, prod, options.margin,
+                                        e > 0 ? c + nd : -1,
                                         excluded_dst.empty() ? nullptr : &excluded_dst, &dst,
                                         &qdh, &kdh);
   loss += SideForward<kCmp, kLoss>(qs, c, ks, nks, d, prod, options.margin, e > 0 ? c + ns : -1,
