@@ -48,7 +48,12 @@ struct PairPolicy {
   static __m512 MultiplyAdd(__m512 acc, Vec a, Vec b) { return _mm512_dpbf16_ps(acc, a, b); }
 };
 
-void AlongRows(int rows, int depth, const float* x, int64_t ldx, uint32_t* out, int64_t ldo) {
+}  // namespace
+
+// The packings and the product, compiled for the target above like the
+// helpers they inline.
+void PackPairsAlongRows(int rows, int depth, const float* x, int64_t ldx, uint32_t* out,
+                        int64_t ldo) {
   // Each row: blocks of 32 floats (16 pairs), then a tail of `rest` floats
   // under masks computed once.
   const int full = depth / (2 * kLanes) * (2 * kLanes);
@@ -72,7 +77,8 @@ void AlongRows(int rows, int depth, const float* x, int64_t ldx, uint32_t* out, 
   }
 }
 
-void AcrossRows(int depth, int cols, const float* x, int64_t ldx, uint32_t* out, int64_t ldo) {
+void PackPairsAcrossRows(int depth, int cols, const float* x, int64_t ldx, uint32_t* out,
+                         int64_t ldo) {
   // 16-bit lane 2k takes the even row's k-th value, 2k + 1 the odd row's
   // (lanes k and 16 + k of their joint conversion).
   alignas(64) static constexpr uint16_t kInterleave[32] = {
@@ -105,7 +111,8 @@ void AcrossRows(int depth, int cols, const float* x, int64_t ldx, uint32_t* out,
 
 // Blocks of 16 rows of x by 16 pairs: each row's pairs into a register,
 // transposed in registers, stored as 16 pair rows.
-void Transposed(int cols, int depth, const float* x, int64_t ldx, uint32_t* out, int64_t ldo) {
+void PackPairsTransposed(int cols, int depth, const float* x, int64_t ldx, uint32_t* out,
+                         int64_t ldo) {
   const int pairs = PairCount(depth);
   for (int j = 0; j < cols; j += kLanes) {
     const int block_cols = std::min(kLanes, cols - j);
@@ -126,38 +133,21 @@ void Transposed(int cols, int depth, const float* x, int64_t ldx, uint32_t* out,
   }
 }
 
+void Bf16Gemm(int rows, int cols, int pairs, const uint32_t* a, int64_t a_row, int64_t a_depth,
+              const uint32_t* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+  if (rows == 0 || cols == 0) return;
+  register_tile::Gemm<PairPolicy>(rows, cols, pairs, a, a_row, a_depth, b, ldb, c, ldc,
+                                  accumulate);
+}
+
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
-
-}  // namespace
 
 bool Bf16GemmAvailable() {
   static const bool has = __builtin_cpu_supports("avx512f") &&
                           __builtin_cpu_supports("avx512bw") &&
                           __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("fma");
   return has;
-}
-
-void PackPairsAlongRows(int rows, int depth, const float* x, int64_t ldx, uint32_t* out,
-                        int64_t ldo) {
-  AlongRows(rows, depth, x, ldx, out, ldo);
-}
-
-void PackPairsAcrossRows(int depth, int cols, const float* x, int64_t ldx, uint32_t* out,
-                         int64_t ldo) {
-  AcrossRows(depth, cols, x, ldx, out, ldo);
-}
-
-void PackPairsTransposed(int cols, int depth, const float* x, int64_t ldx, uint32_t* out,
-                         int64_t ldo) {
-  Transposed(cols, depth, x, ldx, out, ldo);
-}
-
-void Bf16Gemm(int rows, int cols, int pairs, const uint32_t* a, int64_t a_row, int64_t a_depth,
-              const uint32_t* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
-  if (rows == 0 || cols == 0) return;
-  register_tile::Gemm<PairPolicy>(rows, cols, pairs, a, a_row, a_depth, b, ldb, c, ldc,
-                                  accumulate);
 }
 
 uint16_t ToBf16(float x) {

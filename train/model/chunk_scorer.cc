@@ -465,12 +465,13 @@ void ChunkKernels::SideBackward(const float* q, int m, const float* k, int n,
       covered += rows.rows;
       const int from = std::max(rows.first, first_col);
       if (from >= covered) continue;
-      if (from > rows.first && !Accumulates(rows.to)) {
+      bool add = Accumulates(rows.to);
+      if (!add && from > rows.first) {  // rows first_col cuts off hold zero
         std::fill_n(rows.to.out, int64_t{rows.rows} * d, 0.0f);
-        *rows.to.written = true;
+        add = true;
       }
       GemmTN(covered - from, d, m, g + from, n, qh, rows.to.out + int64_t{from - rows.first} * d,
-             Accumulates(rows.to), prod, q_packed);
+             add, prod, q_packed);
       q_packed = true;
     }
     EMBER_CHECK(covered == n);
@@ -620,16 +621,17 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
   // the reverse (through op*_{r_i}).
   const bool src_q_direct = kDot && (!mixed || kOp == Operator::kNone);
   const bool src_k_direct = kDot && (mixed || kOp == Operator::kNone);
-  // With overwrite_rows, the first product into each buffer writes it; where
-  // some of the gradient is added by a pass instead (not all direct), the
-  // buffers are zeroed first, as the caller would have.
+  // With overwrite_rows, the first product into each buffer writes it where
+  // every product goes straight to the caller (dot without an operator);
+  // otherwise some of the gradient is added by a pass, and the buffers are
+  // zeroed first, as the caller would have.
+  constexpr bool kAllDirect = kDot && kOp == Operator::kNone;
   bool written[4] = {true, true, true, true};  // lhs, rhs, src_negs, dst_negs
   float* const buffers[4] = {grads->lhs, grads->rhs, grads->src_negs, grads->dst_negs};
   const int64_t sizes[4] = {cd, cd, int64_t{ns} * d, int64_t{nd} * d};
   if (grads->overwrite_rows) {
-    const bool all_direct = dst_k_direct && dst_q_direct && src_q_direct && src_k_direct;
     for (int b = 0; b < 4; ++b) {
-      if (all_direct || sizes[b] == 0) {
+      if (kAllDirect) {
         written[b] = false;
       } else {
         std::fill_n(buffers[b], sizes[b], 0.0f);

@@ -102,23 +102,17 @@ void Gemm(int rows, int cols, int depth, const typename P::Elem* a, int64_t a_ro
   // Blocks of 6 rows, and of 5 where that leaves no remainder below 5 rows:
   // a 1-4 row block loads as many B vectors for fewer multiply-adds (50
   // rows: 5 blocks of 6 and 4 of 5, not 8 of 6 and one of 2).
-  const int remainder = rows % kTileRows;
-  const int fives = remainder == 0 ? 0 : kTileRows - remainder;
+  const int short_by = (kTileRows - rows % kTileRows) % kTileRows;
+  const int fives = rows >= 5 * short_by ? short_by : 0;
   const int sixes_end = rows - 5 * fives;
   int i = 0;
-  if (sixes_end >= 0) {
-    for (; i + kTileRows <= sixes_end; i += kTileRows) {
-      RowBlock<P, kTileRows>(cols, depth, a + i * a_row, a_row, a_depth, b, ldb, c + i * ldc,
-                             ldc, accumulate);
-    }
-    for (; i + 5 <= rows; i += 5) {
-      RowBlock<P, 5>(cols, depth, a + i * a_row, a_row, a_depth, b, ldb, c + i * ldc, ldc,
-                     accumulate);
-    }
-  }
-  for (; i + kTileRows <= rows; i += kTileRows) {
+  for (; i + kTileRows <= sixes_end; i += kTileRows) {
     RowBlock<P, kTileRows>(cols, depth, a + i * a_row, a_row, a_depth, b, ldb, c + i * ldc, ldc,
                            accumulate);
+  }
+  for (; i + 5 <= rows; i += 5) {
+    RowBlock<P, 5>(cols, depth, a + i * a_row, a_row, a_depth, b, ldb, c + i * ldc, ldc,
+                   accumulate);
   }
   const auto* ai = a + i * a_row;
   float* ci = c + i * ldc;
@@ -127,8 +121,7 @@ void Gemm(int rows, int cols, int depth, const typename P::Elem* a, int64_t a_ro
     case 1: return RowBlock<P, 1>(cols, depth, ai, a_row, a_depth, b, ldb, ci, ldc, accumulate);
     case 2: return RowBlock<P, 2>(cols, depth, ai, a_row, a_depth, b, ldb, ci, ldc, accumulate);
     case 3: return RowBlock<P, 3>(cols, depth, ai, a_row, a_depth, b, ldb, ci, ldc, accumulate);
-    case 4: return RowBlock<P, 4>(cols, depth, ai, a_row, a_depth, b, ldb, ci, ldc, accumulate);
-    default: return RowBlock<P, 5>(cols, depth, ai, a_row, a_depth, b, ldb, ci, ldc, accumulate);
+    default: return RowBlock<P, 4>(cols, depth, ai, a_row, a_depth, b, ldb, ci, ldc, accumulate);
   }
 }
 

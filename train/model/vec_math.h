@@ -111,7 +111,9 @@ inline __m512 Exp16(__m512 x) {
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
   __m512 p = _mm512_set1_ps(kExpCoefficients[0]);
-  for (size_t k = 1; k < std::size(kExpCoefficients); ++k) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpCoefficients[k]));
+  for (size_t k = 1; k < std::size(kExpCoefficients); ++k) {
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpCoefficients[k]));
+  }
   p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
   return _mm512_scalef_ps(p, n);
 }

@@ -175,8 +175,6 @@ absl::StatusOr<std::vector<std::unique_ptr<Trainer>>> MakeTrainers(
           "--precision ", std::string(PrecisionName(options.model.precision)),
           " runs on CPU trainers only, not on ", d.Name(), "; use --precision fp32"));
     }
-  }
-  for (const DeviceSpec& d : devices) {
     const Kind* kind = FindKind(d.kind);
     if (kind == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("unknown device kind '", d.kind, "'"));
