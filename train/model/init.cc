@@ -1,24 +1,23 @@
 #include "train/model/init.h"
 
 #include <cmath>
-#include <numbers>
 
+#include "oneapi/tbb/blocked_range.h"
+#include "oneapi/tbb/parallel_for.h"
 #include "storage/base/splitmix.h"
 #include "storage/base/status_macros.h"
 
 namespace ember {
 namespace {
 
+// Rows per parallel task: about 400 KB of output at dim 100, enough that a
+// task's cost dwarfs scheduling it.
+constexpr int64_t kRowsPerTask = 1024;
 
-}  // namespace
-
-void InitEmbeddings(InitDistribution dist, float scale, uint64_t seed,
-                    int64_t first_row, int64_t num_rows, int dim, float* out) {
-  EMBER_CHECK(first_row >= 0 && num_rows >= 0 && dim >= 1 && scale >= 0.0f);
-  const uint64_t seed_key = SplitMix64(seed).Next();
-  for (int64_t r = 0; r < num_rows; ++r) {
-    const uint64_t row = static_cast<uint64_t>(first_row + r);
-    SplitMix64 rng(seed_key ^ SplitMix64(row).Next());
+void InitRows(InitDistribution dist, double scale, uint64_t seed_key, int64_t first_row,
+              int64_t begin, int64_t end, int dim, float* out) {
+  for (int64_t r = begin; r < end; ++r) {
+    SplitMix64 rng(seed_key ^ SplitMix64(static_cast<uint64_t>(first_row + r)).Next());
     float* o = out + r * dim;
     if (dist == InitDistribution::kUniform) {
       for (int k = 0; k < dim; ++k) {
@@ -26,15 +25,37 @@ void InitEmbeddings(InitDistribution dist, float scale, uint64_t seed,
       }
       continue;
     }
-    // Box-Muller, two normals per pair of uniforms.
+    // Marsaglia's polar method: two normals per accepted point of the unit
+    // disc (accepted with probability pi/4), one log and no trigonometry.
     for (int k = 0; k < dim; k += 2) {
-      const double radius = std::sqrt(-2.0 * std::log(rng.NextOpenUnit()));
-      const double angle = 2.0 * std::numbers::pi * rng.NextOpenUnit();
-      o[k] = static_cast<float>(radius * std::cos(angle) * scale);
-      if (k + 1 < dim)
-        o[k + 1] = static_cast<float>(radius * std::sin(angle) * scale);
+      double u, v, s;
+      do {
+        u = 2.0 * rng.NextOpenUnit() - 1.0;
+        v = 2.0 * rng.NextOpenUnit() - 1.0;
+        s = u * u + v * v;
+      } while (s >= 1.0);
+      const double factor = std::sqrt(-2.0 * std::log(s) / s) * scale;
+      o[k] = static_cast<float>(u * factor);
+      if (k + 1 < dim) o[k + 1] = static_cast<float>(v * factor);
     }
   }
+}
+
+}  // namespace
+
+void InitEmbeddings(InitDistribution dist, float scale, uint64_t seed,
+                    int64_t first_row, int64_t num_rows, int dim, float* out) {
+  EMBER_CHECK(first_row >= 0 && num_rows >= 0 && dim >= 1 && scale >= 0.0f);
+  const uint64_t seed_key = SplitMix64(seed).Next();
+  if (num_rows <= kRowsPerTask) {
+    InitRows(dist, scale, seed_key, first_row, 0, num_rows, dim, out);
+    return;
+  }
+  oneapi::tbb::parallel_for(oneapi::tbb::blocked_range<int64_t>(0, num_rows, kRowsPerTask),
+                            [&](const oneapi::tbb::blocked_range<int64_t>& rows) {
+                              InitRows(dist, scale, seed_key, first_row, rows.begin(),
+                                       rows.end(), dim, out);
+                            });
 }
 
 }  // namespace ember
