@@ -14,7 +14,12 @@ namespace {
 // task's cost dwarfs scheduling it.
 constexpr int64_t kRowsPerTask = 1024;
 
-void InitRows(InitDistribution dist, double scale, uint64_t seed_key, int64_t first_row,
+// 24 random bits to (-1, 1): (bits - 2^23 + 0.5) / 2^23.
+inline float SignedUnit(int32_t bits24) {
+  return (static_cast<float>(bits24 - (1 << 23)) + 0.5f) * 0x1.0p-23f;
+}
+
+void InitRows(InitDistribution dist, float scale, uint64_t seed_key, int64_t first_row,
               int64_t begin, int64_t end, int dim, float* out) {
   for (int64_t r = begin; r < end; ++r) {
     SplitMix64 rng(seed_key ^ SplitMix64(static_cast<uint64_t>(first_row + r)).Next());
@@ -25,18 +30,21 @@ void InitRows(InitDistribution dist, double scale, uint64_t seed_key, int64_t fi
       }
       continue;
     }
-    // Marsaglia's polar method: two normals per accepted point of the unit
-    // disc (accepted with probability pi/4), one log and no trigonometry.
+    // Marsaglia's polar method in float: two normals per point accepted in
+    // the unit disc (with probability pi/4), one log and no trigonometry;
+    // both coordinates from one draw: 24 bits each, centred and offset by
+    // half a step, exact in float and never 0 (so s > 0).
     for (int k = 0; k < dim; k += 2) {
-      double u, v, s;
+      float u, v, s;
       do {
-        u = 2.0 * rng.NextOpenUnit() - 1.0;
-        v = 2.0 * rng.NextOpenUnit() - 1.0;
+        const uint64_t bits = rng.Next();
+        u = SignedUnit(static_cast<int32_t>(bits >> 40));
+        v = SignedUnit(static_cast<int32_t>((bits >> 8) & 0xffffff));
         s = u * u + v * v;
-      } while (s >= 1.0);
-      const double factor = std::sqrt(-2.0 * std::log(s) / s) * scale;
-      o[k] = static_cast<float>(u * factor);
-      if (k + 1 < dim) o[k + 1] = static_cast<float>(v * factor);
+      } while (s >= 1.0f);
+      const float factor = std::sqrt(-2.0f * std::log(s) / s) * scale;
+      o[k] = u * factor;
+      if (k + 1 < dim) o[k + 1] = v * factor;
     }
   }
 }
