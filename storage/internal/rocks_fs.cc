@@ -226,6 +226,17 @@ class SeamFileSystem final : public rocksdb::FileSystemWrapper {
 }  // namespace
 
 std::shared_ptr<rocksdb::Env> RocksEnvForCurrentFileSystem() {
+  // Compactions (the default Env's LOW pool, which every Env here shares)
+  // run at nice 19: on a machine whose cores train, they yield to the
+  // trainers and catch up whenever the foreground waits. Flushes, which a
+  // checkpoint waits on, keep their priority.
+  static const bool lowered = [] {
+    rocksdb::Env::Default()
+        ->LowerThreadPoolCPUPriority(rocksdb::Env::Priority::LOW, rocksdb::CpuPriority::kLow)
+        .PermitUncheckedError();
+    return true;
+  }();
+  (void)lowered;
   FileSystem* fs = CurrentFileSystem();
   if (fs == DefaultFileSystem()) {
     // Not owned: RocksDB's default Env lives for the process.

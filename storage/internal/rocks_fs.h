@@ -18,7 +18,8 @@ namespace ember::internal {
 // CurrentFileSystem() (data files, WALs, MANIFEST-*, CURRENT, directory
 // syncs, renames, deletions, reads); RocksDB's LOCK and info LOG files stay
 // on RocksDB's default file system. Keep the pointer alive while anything
-// opened with it (a DB, an SstFileWriter) is.
+// opened with it (a DB, an SstFileWriter) is. The first call lowers the CPU
+// priority of RocksDB's compaction threads for the process (nice 19).
 std::shared_ptr<rocksdb::Env> RocksEnvForCurrentFileSystem();
 
 }  // namespace ember::internal
