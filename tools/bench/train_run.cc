@@ -44,11 +44,8 @@ PartitionData MakePartition(uint64_t rows, int dim, float init_scale, uint64_t s
   p.dim = dim;
   p.embeddings.resize(rows * dim);
   p.optimizer.assign(rows, 0.0f);
-  constexpr uint64_t kRowsPerTask = 1 << 16;
-  ParallelForRanges(0, rows, kRowsPerTask, [&](size_t begin, size_t end) {
-    InitEmbeddings(InitDistribution::kNormal, init_scale, seed, static_cast<int64_t>(begin),
-                   static_cast<int64_t>(end - begin), dim, p.Row(begin));
-  });
+  InitEmbeddings(InitDistribution::kNormal, init_scale, seed, 0, static_cast<int64_t>(rows), dim,
+                 p.embeddings.data());  // in parallel row ranges itself
   return p;
 }
 

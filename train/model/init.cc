@@ -2,8 +2,7 @@
 
 #include <cmath>
 
-#include "oneapi/tbb/blocked_range.h"
-#include "oneapi/tbb/parallel_for.h"
+#include "storage/base/parallel.h"
 #include "storage/base/splitmix.h"
 #include "storage/base/status_macros.h"
 
@@ -59,11 +58,10 @@ void InitEmbeddings(InitDistribution dist, float scale, uint64_t seed,
     InitRows(dist, scale, seed_key, first_row, 0, num_rows, dim, out);
     return;
   }
-  oneapi::tbb::parallel_for(oneapi::tbb::blocked_range<int64_t>(0, num_rows, kRowsPerTask),
-                            [&](const oneapi::tbb::blocked_range<int64_t>& rows) {
-                              InitRows(dist, scale, seed_key, first_row, rows.begin(),
-                                       rows.end(), dim, out);
-                            });
+  ParallelForRanges(0, static_cast<size_t>(num_rows), kRowsPerTask, [&](size_t begin, size_t end) {
+    InitRows(dist, scale, seed_key, first_row, static_cast<int64_t>(begin),
+             static_cast<int64_t>(end), dim, out);
+  });
 }
 
 }  // namespace ember

@@ -18,7 +18,8 @@ inline constexpr float kDefaultInitScale = 1e-3f;
 // every row depends only on (seed, global row index): any split of a table
 // into ranges (partitions, threads) yields the same values, on every
 // platform (no std:: distributions, whose output is implementation-defined).
-// Large tables are filled by parallel tasks over row ranges (oneTBB).
+// Large tables are filled by parallel tasks over row ranges (oneTBB,
+// through storage/base/parallel.h).
 // REQUIRES: out holds num_rows × dim floats; first_row, num_rows >= 0;
 // dim >= 1; scale >= 0.
 void InitEmbeddings(InitDistribution dist, float scale, uint64_t seed,
