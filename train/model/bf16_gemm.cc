@@ -23,8 +23,7 @@ namespace ember {
 namespace {
 
 constexpr int kLanes = register_tile::kLanes;
-
-inline __mmask16 FirstLanes(int n) { return static_cast<__mmask16>((1u << n) - 1); }
+using register_tile::FirstLanes;
 
 // 16 pairs from 32 floats (x[0, n) of them, the rest zero): bf16 in order,
 // so that entry k holds x[2k] low and x[2k + 1] high.

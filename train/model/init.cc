@@ -10,7 +10,7 @@ namespace ember {
 namespace {
 
 // Rows per parallel task: about 400 KB of output at dim 100, enough that a
-// task's cost dwarfs scheduling it.
+// task's cost dwarfs scheduling it (a smaller table is one task).
 constexpr int64_t kRowsPerTask = 1024;
 
 // 24 random bits to (-1, 1): (bits - 2^23 + 0.5) / 2^23.
@@ -54,10 +54,6 @@ void InitEmbeddings(InitDistribution dist, float scale, uint64_t seed,
                     int64_t first_row, int64_t num_rows, int dim, float* out) {
   EMBER_CHECK(first_row >= 0 && num_rows >= 0 && dim >= 1 && scale >= 0.0f);
   const uint64_t seed_key = SplitMix64(seed).Next();
-  if (num_rows <= kRowsPerTask) {
-    InitRows(dist, scale, seed_key, first_row, 0, num_rows, dim, out);
-    return;
-  }
   ParallelForRanges(0, static_cast<size_t>(num_rows), kRowsPerTask, [&](size_t begin, size_t end) {
     InitRows(dist, scale, seed_key, first_row, static_cast<int64_t>(begin),
              static_cast<int64_t>(end), dim, out);

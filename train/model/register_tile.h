@@ -26,6 +26,8 @@
 namespace ember::register_tile {
 
 inline constexpr int kLanes = 16;
+// The first n of the 16 lanes, n in [0, 16].
+inline __mmask16 FirstLanes(int n) { return static_cast<__mmask16>((1u << n) - 1); }
 // 6 rows by up to 4 vectors: 24 accumulators and 4 B vectors of the 32
 // registers.
 inline constexpr int kTileRows = 6;
@@ -83,7 +85,7 @@ void RowBlock(int cols, int depth, const typename P::Elem* a, int64_t a_row, int
   if (rest == 0) return;
   const int vectors = (rest + kLanes - 1) / kLanes;
   const int tail = rest - (vectors - 1) * kLanes;  // 1..16
-  const __mmask16 last = static_cast<__mmask16>((1u << tail) - 1);
+  const __mmask16 last = FirstLanes(tail);
   const auto* bj = b + j;
   float* cj = c + j;
   switch (vectors) {

@@ -24,6 +24,7 @@ namespace ember {
 namespace {
 
 constexpr int kLanes = register_tile::kLanes;
+using register_tile::FirstLanes;
 
 // fp32 entries, one FMA per 16 lanes.
 struct Fp32Policy {
@@ -45,13 +46,13 @@ void Avx512Gemm(int rows, int cols, int depth, const float* a, int64_t a_row,
 // y = xᵀ for one block of up to 16 × 16 (rows × cols of x), in registers.
 void TransposeBlock(int rows, int cols, const float* x, int64_t ldx, float* y,
                     int64_t ldy) {
-  const __mmask16 col_mask = static_cast<__mmask16>((1u << cols) - 1);
+  const __mmask16 col_mask = FirstLanes(cols);
   __m512 r[kLanes];
   for (int i = 0; i < kLanes; ++i) {
     r[i] = i < rows ? _mm512_maskz_loadu_ps(col_mask, x + i * ldx) : _mm512_setzero_ps();
   }
   Transpose16x16(r);
-  const __mmask16 row_mask = static_cast<__mmask16>((1u << rows) - 1);
+  const __mmask16 row_mask = FirstLanes(rows);
   for (int k = 0; k < cols; ++k) _mm512_mask_storeu_ps(y + k * ldy, row_mask, r[k]);
 }
 
