@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -22,15 +23,16 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "storage/base/mutex.h"
 #include "rocksdb/db.h"
 #include "rocksdb/sst_file_writer.h"
 #include "storage/base/file_system.h"
 #include "storage/base/file_util.h"
+#include "storage/base/mutex.h"
+#include "storage/base/status_macros.h"
 #include "storage/internal/keys.h"
 #include "storage/internal/rocks_fs.h"
 #include "storage/internal/rocks_util.h"
-#include "storage/base/status_macros.h"
+#include "storage/internal/writer_lock.h"
 
 namespace ember {
 namespace {
@@ -168,6 +170,52 @@ void RemoveStale(const std::string& parent, const std::string& base,
   }
 }
 
+// With --overwrite, what may stand at `out` to be replaced: nothing, an
+// empty directory, or an ember graph (a directory whose MANIFEST.json reads
+// as ember's) that no live process is writing. Anything else is a user's
+// and is refused, naming what is there. The old graph is moved aside and
+// removed without following links (std::filesystem::remove_all), so
+// nothing outside `out` is touched.
+absl::Status CheckReplaceable(const std::string& out) {
+  FileSystem* file_system = CurrentFileSystem();
+  ASSIGN_OR_RETURN(const PathKind kind, file_system->Stat(out));
+  const std::string refusal =
+      "; --overwrite replaces only an ember graph (a directory with ember's MANIFEST.json) or an "
+      "empty directory: remove it yourself or choose another path";
+  switch (kind) {
+    case PathKind::kMissing:
+      return absl::OkStatus();
+    case PathKind::kFile:
+    case PathKind::kOther:
+      return absl::FailedPreconditionError(
+          absl::StrCat(out, " is a file, not a graph directory", refusal));
+    case PathKind::kDirectory:
+      break;
+  }
+  ASSIGN_OR_RETURN(std::vector<std::string> names, file_system->ListDir(out));
+  if (names.empty()) return absl::OkStatus();
+  const std::string manifest_path = absl::StrCat(out, "/MANIFEST.json");
+  if (std::find(names.begin(), names.end(), "MANIFEST.json") == names.end()) {
+    std::sort(names.begin(), names.end());
+    const size_t shown = std::min<size_t>(names.size(), 3);
+    std::string listed;
+    for (size_t i = 0; i < shown; ++i) absl::StrAppend(&listed, i ? ", " : "", names[i]);
+    if (names.size() > shown) absl::StrAppend(&listed, " and ", names.size() - shown, " more");
+    return absl::FailedPreconditionError(absl::StrCat(
+        out, " is not an ember graph (no MANIFEST.json; it holds ", listed, ")", refusal));
+  }
+  const absl::StatusOr<Manifest> manifest = ReadManifest(manifest_path);
+  if (!manifest.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(out, " is not an ember graph (", manifest.status().message(), ")", refusal));
+  }
+  if (std::optional<std::string> writer = internal::LiveWriter(out); writer.has_value()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        out, " is being written by ", *writer, "; --overwrite waits for no one: stop it first"));
+  }
+  return absl::OkStatus();
+}
+
 // Fsyncs every file and directory under `root`, then `root` itself (files
 // before the directory holding them).
 absl::Status FsyncTree(const std::string& root) {
@@ -285,6 +333,7 @@ absl::StatusOr<std::unique_ptr<GraphBuilder>> GraphBuilder::Create(
     return absl::AlreadyExistsError(absl::StrCat(
         out, " already exists (pass --overwrite to replace it)"));
   }
+  if (options.overwrite) RETURN_IF_ERROR(CheckReplaceable(out));
   const fs::path out_path(out);
   std::string parent = out_path.parent_path().string();
   if (parent.empty()) parent = ".";
@@ -575,6 +624,8 @@ absl::Status GraphBuilder::Commit(const Manifest& manifest) {
   const std::string parent = internal::ParentDir(r.out);
   if (r.options.overwrite &&
       file_system->Stat(r.out).value_or(PathKind::kMissing) != PathKind::kMissing) {
+    // Again at the commit point: `out` may have changed since Create.
+    RETURN_IF_ERROR(CheckReplaceable(r.out));
     const std::string old = absl::StrCat(r.out, ".old-", ::getpid());
     file_system->RemoveAll(old).IgnoreError();
     const absl::Status aside = file_system->Rename(r.out, old);

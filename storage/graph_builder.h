@@ -44,8 +44,11 @@ enum class RunTarget {
 struct GraphBuilderOptions {
   // Node partitions of the new graph, >= 1. Default: 1.
   uint32_t num_partitions = 1;
-  // Replace an existing graph at `out`; else Create fails with
-  // AlreadyExists. Default: false.
+  // Replace what stands at `out`; else Create fails with AlreadyExists.
+  // Only an ember graph (a directory whose MANIFEST.json reads as ember's,
+  // with no live writer) or an empty directory is replaced: a file or a
+  // directory of anything else is FailedPrecondition naming what is there,
+  // checked at Create and again at Commit. Default: false.
   bool overwrite = false;
 
   // InvalidArgument for num_partitions 0.

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "storage/graph.h"
@@ -400,6 +401,24 @@ TEST_F(ExportTest, RefusesExistingOutputUnlessOverwrite) {
             0);
   EXPECT_EQ(Lines(ReadWholeFile(out)).size(), expected_->n);
   EXPECT_FALSE(HasTempFiles(tmp.path()));
+}
+
+// The sidecars obey --overwrite as PATH does: a user's file that happens to
+// stand at PATH.meta.json or PATH.names.tsv is never replaced silently.
+TEST_F(ExportTest, RefusesExistingSidecarUnlessOverwrite) {
+  for (const char* sidecar : {".meta.json", ".names.tsv"}) {
+    SCOPED_TRACE(sidecar);
+    TempDir tmp;
+    const std::string out = tmp.Sub("emb.npy");
+    { std::ofstream(out + sidecar) << "mine\n"; }
+    auto stats = Export(ExportFormat::kNpy, out);
+    ASSERT_FALSE(stats.ok());
+    EXPECT_TRUE(absl::IsAlreadyExists(stats.status())) << stats.status();
+    EXPECT_TRUE(absl::StrContains(stats.status().message(), out + sidecar)) << stats.status();
+    EXPECT_EQ(ReadWholeFile(out + sidecar), "mine\n");
+    EXPECT_FALSE(std::filesystem::exists(out));
+    EXPECT_FALSE(HasTempFiles(tmp.path()));
+  }
 }
 
 TEST_F(ExportTest, FailureLeavesNothingBehind) {

@@ -325,6 +325,31 @@ TEST_F(ReportTest, BadInputFailsNamingTheFile) {
   EXPECT_FALSE(std::filesystem::exists(tmp_.Sub("r4")));
 }
 
+// The report's directory is replaced only when the script made it: a
+// folder of the user's is refused and left as it was; an existing report
+// needs --overwrite.
+TEST_F(ReportTest, RefusesADirectoryItDidNotMake) {
+  const std::string mine = tmp_.Sub("mine");
+  std::filesystem::create_directory(mine);
+  std::ofstream(mine + "/notes.txt") << "keep me";
+  ProcessResult r = Report({Run("dim16"), "--out", mine}, tmp_.path());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("not a report directory"));
+  EXPECT_THAT(r.err, HasSubstr("notes.txt"));
+  EXPECT_EQ(ReadWholeFile(mine + "/notes.txt"), "keep me");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(mine),
+                          std::filesystem::directory_iterator()),
+            1);
+
+  const std::string out = RenderTwoRuns("png");
+  r = Report({Run("dim16"), "--out", out}, tmp_.path());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--overwrite"));
+  r = Report({Run("dim16"), "--out", out, "--overwrite"}, tmp_.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ReadJson(out + "/report.json")["runs"].size(), 1u);
+}
+
 // Runs tools/bench/NAME.sh with `args` against this build, from the source
 // root, with WORK under tmp; its stdout, with a failure unless it exits 0.
 std::string RunBench(const std::string &name, const std::string &args,

@@ -180,10 +180,10 @@ class Exporter {
     std::string names_path;
     if (FormatHasNamesSidecar(options_.format)) {
       names_path = options_.out + ".names.tsv";
-      ASSIGN_OR_RETURN(names_, AtomicOutputFile::Create(names_path, /*overwrite=*/true));
+      ASSIGN_OR_RETURN(names_, AtomicOutputFile::Create(names_path, options_.overwrite));
     }
     ASSIGN_OR_RETURN(auto meta,
-                     AtomicOutputFile::Create(options_.out + ".meta.json", /*overwrite=*/true));
+                     AtomicOutputFile::Create(options_.out + ".meta.json", options_.overwrite));
 
     // Header.
     switch (options_.format) {

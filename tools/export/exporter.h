@@ -24,8 +24,9 @@
 // Atomicity: every output is written to a temporary file beside its final
 // path ("<path>.tmp-<pid>-<n>"), fsynced and renamed only after all outputs
 // are complete; PATH itself is renamed last. On failure no temporary is left
-// and nothing is created or replaced at PATH. An existing PATH (or relations
-// file) is refused unless `overwrite`.
+// and nothing is created or replaced at PATH. An existing PATH, sidecar or
+// relations file is refused unless `overwrite`; a directory at any of them
+// is refused always.
 #ifndef EMBER_TOOLS_EXPORT_EXPORTER_H_
 #define EMBER_TOOLS_EXPORT_EXPORTER_H_
 

@@ -3,7 +3,7 @@
 
 Usage:
   tools/report/report.py [LABEL=]RUN... --out DIR [--eval [LABEL=]FILE]...
-                  [--bench FILE]... [--format png|svg] [--title TEXT]
+                  [--bench FILE]... [--format png|svg] [--title TEXT] [--overwrite]
 
 RUN is a graph directory that `ember train` wrote GRAPH/metrics.jsonl into,
 or such a metrics file itself (the lines of `ember train --json` read the
@@ -35,8 +35,12 @@ overview; bench figures hold one panel per figure in rows of at most four,
 each panel 300 px wide and 400 px high; eval_relations is 480 px high and
 60 px wide per relation and eval, rounded up to whole 100s, 800 at least.
 
+DIR must not exist, be empty, or hold a report this script wrote (its
+report.json); a report is replaced only with --overwrite, and a directory of
+anything else is refused, as every ember command treats its outputs.
+
 Exit status: 0 on success, 1 on bad input (a message names the file and
-line), 2 on bad usage. Needs python3-matplotlib (tools/install-deps.sh).
+line) or a refused DIR, 2 on bad usage. Needs python3-matplotlib (tools/install-deps.sh).
 """
 
 import argparse
@@ -599,6 +603,24 @@ def write_index(out_dir, title, runs, benches, plots):
         f.write("\n".join(lines))
 
 
+def check_out_dir(out, overwrite):
+    """None if the report may be written into `out`, else why not."""
+    if not os.path.lexists(out):
+        return None
+    if os.path.islink(out) or not os.path.isdir(out):
+        return "%s is not a directory" % out
+    names = sorted(os.listdir(out))
+    if not names:
+        return None
+    if "report.json" not in names:
+        shown = ", ".join(names[:3]) + (" and %d more" % (len(names) - 3) if len(names) > 3 else "")
+        return ("%s is not a report directory (no report.json; it holds %s): "
+                "choose an empty or new --out" % (out, shown))
+    if not overwrite:
+        return "%s already holds a report (pass --overwrite to replace it)" % out
+    return None
+
+
 def main(argv):
     parser = argparse.ArgumentParser(
         prog="tools/report/report.py", description=__doc__.split("\n")[0],
@@ -612,9 +634,15 @@ def main(argv):
                         help="tools/bench/*.sh --json-out output (repeatable)")
     parser.add_argument("--format", choices=("png", "svg"), default="png")
     parser.add_argument("--title", default="ember report")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the report already in DIR")
     args = parser.parse_args(argv)
     if not args.runs and not args.eval and not args.bench:
         parser.error("nothing to report: give runs, --eval or --bench files")
+    refused = check_out_dir(args.out, args.overwrite)
+    if refused:
+        print("report.py: %s" % refused, file=sys.stderr)
+        return 1
     try:
         runs, benches = load_runs(args)
     except InputError as e:
