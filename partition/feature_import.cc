@@ -250,7 +250,7 @@ absl::Status FeatureImporter::ReadFile(const std::string& path) {
       if (bad.empty()) continue;
       if (!options_.skip_bad_lines) {
         return absl::InvalidArgumentError(
-            absl::StrCat(path, ":", this_line, ": ", bad,
+            absl::StrCat(InputName(path), ":", this_line, ": ", bad,
                          " (--skip-bad-lines counts and skips such lines)"));
       }
       ++summary_.rejected[static_cast<int>(reason)];

@@ -56,6 +56,7 @@ struct InputFile {
 struct FileFormat {
   bool known = false;
   LineFormat line;
+  uint64_t first_data_line = 0;  // 1-based; a header would be here
 };
 
 // One chunk of input lines travelling through the parse pipeline.
@@ -115,7 +116,7 @@ class Importer {
   absl::Status ReadAndParse();
   void ParseChunk(ParseToken* token) const;
   absl::Status AbsorbChunk(ParseToken* token);
-  absl::Status DetectFormat(std::string_view text, bool skip_first,
+  absl::Status DetectFormat(const LineChunk& chunk, const std::string& name, bool skip_first,
                             FileFormat* format);
   absl::Status ChoosePartitions();
   absl::Status AssignNodes();
@@ -161,31 +162,37 @@ class Importer {
   NodeSlotTable slots_;
   uint64_t chunk_id_ = 0;  // names Distribute's spill files
   uint64_t chunk_edges_ = 1 << 20;
+  std::vector<std::string> warnings_;  // ImportSummary::warnings
   uint64_t edges_translated_ = 0;
   std::vector<uint64_t> train_bucket_edges_;
   ImportSummary summary_;
 };
 
-absl::Status Importer::DetectFormat(std::string_view text, bool skip_first,
-                                    FileFormat* format) {
+absl::Status Importer::DetectFormat(const LineChunk& chunk, const std::string& name,
+                                    bool skip_first, FileFormat* format) {
+  const std::string_view text = chunk.text;
   size_t pos = 0;
-  bool first = true;
-  while (pos < text.size()) {
+  uint64_t line_no = chunk.first_line;
+  for (; pos < text.size(); ++line_no) {
     size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
     std::string_view line = text.substr(pos, end - pos);
     pos = end + 1;
-    if (first && skip_first) {
-      first = false;
-      continue;
-    }
-    first = false;
+    if (line_no == 1 && skip_first) continue;
     if (IsSkippableLine(line)) continue;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     LineFormat f;
     f.integer_ids = options_.integer_ids;
     f.delimiter = options_.delimiter != '\0' ? options_.delimiter
                                              : DetectDelimiter(line);
+    const int fields = CountFields(line, f.delimiter);
+    if (options_.columns.empty() && fields > 3) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ":", line_no, ": ", fields, " columns in '", PrintableSnippet(line),
+          "': without --columns ember reads 2 columns as SRC DST and 3 as SRC REL DST; say "
+          "which columns hold the ids with --columns SRC,DST or SRC,REL,DST (0-based; e.g. "
+          "--columns 0,1 for `user item rating timestamp` lines)"));
+    }
     if (!columns_.has_value()) {
       LineFormat cols;
       if (options_.columns.size() == 2) {
@@ -195,7 +202,7 @@ absl::Status Importer::DetectFormat(std::string_view text, bool skip_first,
         cols.src_col = options_.columns[0];
         cols.rel_col = options_.columns[1];
         cols.dst_col = options_.columns[2];
-      } else if (CountFields(line, f.delimiter) >= 3) {
+      } else if (fields >= 3) {
         cols.src_col = 0;
         cols.rel_col = 1;
         cols.dst_col = 2;
@@ -207,6 +214,13 @@ absl::Status Importer::DetectFormat(std::string_view text, bool skip_first,
     f.dst_col = columns_->dst_col;
     format->line = f;
     format->known = true;
+    format->first_data_line = line_no;
+    if (!skip_first && !f.integer_ids && LooksLikeHeader(line, f)) {
+      warnings_.push_back(absl::StrCat(
+          name, ":", line_no, ": '", PrintableSnippet(line),
+          "' looks like a header and was imported as an edge: pass --header to skip each "
+          "file's first line"));
+    }
     return absl::OkStatus();
   }
   return absl::OkStatus();
@@ -237,7 +251,12 @@ void Importer::ParseChunk(ParseToken* t) const {
       if (!t->format.known) reason = RejectReason::kTooFewColumns;
       ++t->rejected[static_cast<int>(reason)];
       if (!options_.skip_bad_lines) {
-        t->bad_line.emplace(line_no, BadLineMessage(reason, line, format));
+        std::string why = BadLineMessage(reason, line, format);
+        if (line_no == t->format.first_data_line && reason == RejectReason::kNonNumericId &&
+            !t->skip_first_line) {
+          absl::StrAppend(&why, " (a header? pass --header to skip each file's first line)");
+        }
+        t->bad_line.emplace(line_no, std::move(why));
         break;
       }
       continue;
@@ -280,7 +299,7 @@ void Importer::ParseChunk(ParseToken* t) const {
 }
 
 absl::Status Importer::AbsorbChunk(ParseToken* t) {
-  const std::string& path = inputs_[t->file_index].path;
+  const std::string path = InputName(inputs_[t->file_index].path);
   if (t->bad_line.has_value()) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ":", t->bad_line->first, ": ", t->bad_line->second));
@@ -362,9 +381,8 @@ absl::Status Importer::ReadAndParse() {
               }
               token->skip_first_line = options_.header;
               if (!format.known) {
-                absl::Status s = DetectFormat(
-                    token->lines.text, options_.header && token->lines.first_line == 1,
-                    &format);
+                absl::Status s = DetectFormat(token->lines, InputName(inputs_[file_index].path),
+                                              options_.header, &format);
                 if (!s.ok()) {
                   fail(s);
                   break;
@@ -425,6 +443,10 @@ absl::Status Importer::AssignNodes() {
   if (options_.partitioner == PartitionerKind::kDegree && graph_ == nullptr) {
     balancer.emplace(num_partitions_);
   }
+  // Degrees below kExactDegrees counted one by one (exact percentiles),
+  // larger ones by their power of two.
+  constexpr uint64_t kExactDegrees = uint64_t{1} << 16;
+  std::vector<uint64_t> exact(kExactDegrees, 0);
   std::array<uint64_t, 65> histogram{};
   uint64_t min_degree = UINT64_MAX, max_degree = 0, degree_sum = 0;
   char digits[24];
@@ -457,7 +479,11 @@ absl::Status Importer::AssignNodes() {
     SlotRecord rec{n.key, PackSlot(p, offset, n.in_train || graph_ != nullptr)};
     RETURN_IF_ERROR(slot_writer->Append(&rec, sizeof(rec)));
     RETURN_IF_ERROR(node_writer->AddNode(n.key, name, {p, static_cast<uint32_t>(offset)}));
-    ++histogram[std::bit_width(n.degree)];
+    if (n.degree < kExactDegrees) {
+      ++exact[n.degree];
+    } else {
+      ++histogram[std::bit_width(n.degree)];
+    }
     min_degree = std::min(min_degree, n.degree);
     max_degree = std::max(max_degree, n.degree);
     degree_sum += n.degree;
@@ -473,9 +499,13 @@ absl::Status Importer::AssignNodes() {
   degree_.mean = num_nodes_ ? static_cast<double>(degree_sum) / num_nodes_ : 0;
   auto percentile = [&](double q) -> uint64_t {
     uint64_t target = static_cast<uint64_t>(std::ceil(q * num_nodes_)), seen = 0;
+    for (uint64_t d = 0; d < kExactDegrees; ++d) {
+      seen += exact[d];
+      if (seen >= target && exact[d] > 0) return d;
+    }
     for (int b = 0; b < 65; ++b) {
       seen += histogram[b];
-      if (seen >= target && histogram[b] > 0) return b == 0 ? 0 : uint64_t{1} << (b - 1);
+      if (seen >= target && histogram[b] > 0) return uint64_t{1} << (b - 1);
     }
     return max_degree;
   };
@@ -753,12 +783,14 @@ absl::StatusOr<ImportSummary> Importer::Run() {
   for (const auto& f : options_.files) inputs_.push_back({f, std::nullopt});
   for (const auto& f : options_.valid_files) inputs_.push_back({f, Split::kValid});
   for (const auto& f : options_.test_files) inputs_.push_back({f, Split::kTest});
+  bool any_stream = false;
   for (const InputFile& in : inputs_) {
-    std::error_code ec;
-    uint64_t size = std::filesystem::file_size(in.path, ec);
-    if (ec) return absl::NotFoundError(absl::StrCat(in.path, ": ", ec.message()));
-    input_bytes_ += size;
+    ASSIGN_OR_RETURN(const std::optional<uint64_t> size, InputBytes(in.path));
+    any_stream |= !size.has_value();
+    input_bytes_ += size.value_or(0);
   }
+  // A stream's size is known only once read: progress shows no total then.
+  if (any_stream) input_bytes_ = 0;
   if (options_.append) {
     RETURN_IF_ERROR(OpenForAppend());
     ASSIGN_OR_RETURN(builder_, GraphBuilder::CreateAppend(graph_.get()));
@@ -825,7 +857,8 @@ absl::StatusOr<ImportSummary> Importer::Run() {
   summary_.nodes = num_nodes_;
   summary_.relations = relations_.size();
   summary_.partitions = num_partitions_;
-  summary_.input_bytes = input_bytes_;
+  summary_.input_bytes = bytes_before_current_;  // streams: what was read
+  summary_.warnings = std::move(warnings_);
   summary_.seconds = Elapsed();
   return summary_;
 }
@@ -865,6 +898,14 @@ absl::Status ImportOptions::Validate() const {
   }
   if (columns.size() != 0 && columns.size() != 2 && columns.size() != 3) {
     return absl::InvalidArgumentError("--columns takes SRC,DST or SRC,REL,DST");
+  }
+  int stdin_inputs = 0;
+  for (const auto* list : {&files, &valid_files, &test_files, &node_feature_files}) {
+    stdin_inputs += std::count(list->begin(), list->end(), std::string(kStdinPath));
+  }
+  if (stdin_inputs > 1) {
+    return absl::InvalidArgumentError(
+        "standard input (-) can be read once: name it as one input only");
   }
   if ((!valid_files.empty() || !test_files.empty()) && split.fraction[0] < 1.0) {
     return absl::InvalidArgumentError(

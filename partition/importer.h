@@ -48,6 +48,8 @@ struct ImportOptions {
   // generation. num_partitions, partitioner and integer_ids come from the
   // graph. The training checkpoint is kept; epochs restart at 0.
   bool append = false;
+  // Inputs (plain or gzip; "-" is standard input and named pipes work,
+  // each read once; "-" may be named once in all).
   std::vector<std::string> files;        // split by `split` fractions
   std::vector<std::string> valid_files;  // all edges -> valid
   std::vector<std::string> test_files;   // all edges -> test
@@ -68,7 +70,7 @@ struct ImportOptions {
   SplitFractions split;                  // Default: all train.
   char delimiter = '\0';                 // '\0': detect per file
   std::vector<int> columns;              // empty: 2 fields -> src dst,
-                                         // 3+ -> src rel dst
+                                         // 3 -> src rel dst, more refused
   bool header = false;                   // skip each file's first line
   bool integer_ids = false;              // ids are non-negative integers
   bool dedupe = false;                   // drop repeated (src, rel, dst)
@@ -114,6 +116,9 @@ struct ImportSummary {
   uint32_t key_ranges = 1;      // >1: the slot table did not fit the budget
   uint64_t new_nodes = 0;       // with append: nodes not in the graph before
   FeatureImportSummary features;  // with node_feature_files
+  // What the import went on past but the user should hear of ("file:line:
+  // ... looks like a header ..."), one sentence each.
+  std::vector<std::string> warnings;
   double seconds = 0;
 };
 

@@ -1,7 +1,9 @@
 #include "partition/line_parser.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
@@ -252,6 +254,47 @@ bool ParseEdgeLine(std::string_view line, const LineFormat& format,
   }
   return ValidateStringId(out->src, reason) &&
          ValidateStringId(out->dst, reason);
+}
+
+namespace {
+
+// Column names that edge-list headers use, lower case, without '_', '-',
+// ' ' and a trailing "id" (so "user_id", "userId" and "user" all match).
+bool IsHeaderWord(std::string_view field) {
+  std::string w;
+  for (char c : field) {
+    if (c == '_' || c == '-' || c == ' ' || c == '"' || c == '\'') continue;
+    w.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  }
+  if (w.size() > 2 && (w.ends_with("id") || w.ends_with("ids"))) {
+    w.resize(w.size() - (w.ends_with("ids") ? 3 : 2));
+  }
+  static constexpr std::string_view kWords[] = {
+      "id",           "src",       "source",  "dst",    "dest",    "destination", "target",
+      "tgt",          "from",      "to",      "head",   "tail",    "rel",         "relation",
+      "relationship", "predicate", "subject", "object", "lhs",     "rhs",         "user",
+      "item",         "node",      "entity",  "edge",   "type",    "label",       "weight",
+      "rating",       "timestamp", "time",    "movie",  "product", "query",       "doc",
+      "customer",     "start",     "end",     "parent", "child",   "follower",    "followee"};
+  for (std::string_view word : kWords) {
+    if (w == word) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool LooksLikeHeader(std::string_view line, const LineFormat& format) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  std::string_view fields[8];
+  const int need = format.min_fields();
+  if (need > 8 || SplitFields(line, format.delimiter, fields, need) < need) return false;
+  std::vector<int> cols = {format.src_col, format.dst_col};
+  if (format.rel_col >= 0) cols.push_back(format.rel_col);
+  for (int c : cols) {
+    if (!IsHeaderWord(fields[c])) return false;
+  }
+  return true;
 }
 
 }  // namespace ember

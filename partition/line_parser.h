@@ -64,6 +64,11 @@ struct ParsedLine {
 bool ParseEdgeLine(std::string_view line, const LineFormat& format,
                    ParsedLine* out, RejectReason* reason);
 
+// Whether a data line reads as a header row: every id column the format
+// reads holds a column name edge lists use ("src", "user_id", "relation",
+// "target", ...). A heuristic for a warning, never for dropping a line.
+bool LooksLikeHeader(std::string_view line, const LineFormat& format);
+
 // At most 60 bytes of `s` for an error message, non-printable bytes as
 // \xNN escapes and "..." when cut.
 std::string PrintableSnippet(std::string_view s);

@@ -29,7 +29,9 @@ struct DegreeStats {
   uint64_t min = 0;
   uint64_t max = 0;
   double mean = 0;
-  uint64_t p50 = 0;  // percentiles are exact to the power of two below them
+  // Percentiles: exact below 65536; above, the power of two below them
+  // (older manifests hold that power of two at every degree).
+  uint64_t p50 = 0;
   uint64_t p90 = 0;
   uint64_t p99 = 0;
 };

@@ -52,14 +52,17 @@ struct ProcessResult {
 };
 
 // A child process running argv[0] (a path, not searched in PATH) with
-// stdout and stderr sent to `<capture_prefix>.stdout` and `.stderr`. The
-// destructor kills and reaps a child still running.
+// stdin read from `stdin_path` (never the test runner's own) and stdout and
+// stderr sent to `<capture_prefix>.stdout` and `.stderr`. The destructor
+// kills and reaps a child still running.
 class ChildProcess {
  public:
-  ChildProcess(const std::vector<std::string>& argv, const std::string& capture_prefix)
+  ChildProcess(const std::vector<std::string>& argv, const std::string& capture_prefix,
+               const std::string& stdin_path = "/dev/null")
       : out_path_(capture_prefix + ".stdout"), err_path_(capture_prefix + ".stderr") {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, stdin_path.c_str(), O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&actions, 1, out_path_.c_str(),
                                      O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&actions, 2, err_path_.c_str(),
@@ -132,10 +135,12 @@ class ChildProcess {
   int status_ = 0;
 };
 
-// Runs argv to completion, capturing into `capture_dir`/child.{stdout,stderr}.
+// Runs argv to completion, capturing into `capture_dir`/child.{stdout,stderr},
+// with stdin read from `stdin_path`.
 inline ProcessResult RunProcess(const std::vector<std::string>& argv,
-                                const std::string& capture_dir) {
-  ChildProcess child(argv, capture_dir + "/child");
+                                const std::string& capture_dir,
+                                const std::string& stdin_path = "/dev/null") {
+  ChildProcess child(argv, capture_dir + "/child", stdin_path);
   return child.Wait();
 }
 

@@ -1,7 +1,11 @@
 // Integration tests of ImportGraph on awkward and bad input: each case
 // either imports as documented (checked edge by edge, by name) or fails with
 // "<file>:<line>: <reason>" and leaves nothing at --out.
+#include <sys/stat.h>
 #include <zlib.h>
+
+#include <cstdio>
+#include <thread>
 
 #include <cstdint>
 #include <random>
@@ -443,11 +447,68 @@ TEST_F(ImportBadInputTest, ExistingOutRefusedWithoutOverwrite) {
   EXPECT_EQ(ReadWholeFile(out_ + "/precious.txt"), "keep me");
   EXPECT_TRUE(StagingDirs(out_).empty());
 
+  // --overwrite replaces only what ember made: a folder of the user's is
+  // refused, naming what it holds, and left as it was.
+  ImportOptions o = Options({f});
+  o.overwrite = true;
+  auto overwrite = ImportGraph(o);
+  ASSERT_FALSE(overwrite.ok());
+  EXPECT_EQ(overwrite.status().code(), absl::StatusCode::kFailedPrecondition) << overwrite.status();
+  EXPECT_TRUE(absl::StrContains(overwrite.status().message(), "precious.txt"))
+      << overwrite.status();
+  EXPECT_TRUE(absl::StrContains(overwrite.status().message(), "not an ember graph"))
+      << overwrite.status();
+  EXPECT_EQ(ReadWholeFile(out_ + "/precious.txt"), "keep me");
+  EXPECT_TRUE(StagingDirs(out_).empty());
+}
+
+TEST_F(ImportBadInputTest, OverwriteRefusesAFileAndAForeignManifest) {
+  const std::string f = Input("e.tsv", "a\tb\n");
+  WriteFile(out_, "a user's file");
+  ImportOptions o = Options({f});
+  o.overwrite = true;
+  auto refused = ImportGraph(o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
+  EXPECT_TRUE(absl::StrContains(refused.status().message(), "is a file")) << refused.status();
+  EXPECT_EQ(ReadWholeFile(out_), "a user's file");
+
+  // A MANIFEST.json that is not ember's does not make a folder a graph.
+  std::filesystem::remove(out_);
+  ASSERT_TRUE(std::filesystem::create_directory(out_));
+  WriteFile(out_ + "/MANIFEST.json", "{\"name\": \"my web app\"}");
+  WriteFile(out_ + "/index.html", "<html/>");
+  refused = ImportGraph(o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
+  EXPECT_EQ(ReadWholeFile(out_ + "/index.html"), "<html/>");
+  EXPECT_TRUE(StagingDirs(out_).empty());
+}
+
+TEST_F(ImportBadInputTest, OverwriteReplacesAnEmptyDirectory) {
+  const std::string f = Input("e.tsv", "a\tb\n");
+  ASSERT_TRUE(std::filesystem::create_directory(out_));
   ImportOptions o = Options({f});
   o.overwrite = true;
   Result r = ImportOk(o);
   EXPECT_EQ(r.split[kTrain], Pairs({{"a", "b"}}));
-  EXPECT_FALSE(std::filesystem::exists(out_ + "/precious.txt"));
+}
+
+TEST_F(ImportBadInputTest, OverwriteDoesNotFollowALinkOutOfTheGraph) {
+  const std::string f = Input("e.tsv", "a\tb\n");
+  ImportOk(Options({f}));
+  // A link inside the old graph to a folder of the user's: replacing the
+  // graph removes the link, not what it points to.
+  const std::string outside = out_ + "-outside";
+  ASSERT_TRUE(std::filesystem::create_directory(outside));
+  WriteFile(outside + "/precious.txt", "keep me");
+  std::filesystem::create_directory_symlink(outside, out_ + "/linked");
+  ImportOptions o = Options({Input("two.tsv", "x\ty\n")});
+  o.overwrite = true;
+  Result r = ImportOk(o);
+  EXPECT_EQ(r.split[kTrain], Pairs({{"x", "y"}}));
+  EXPECT_FALSE(std::filesystem::exists(out_ + "/linked"));
+  EXPECT_EQ(ReadWholeFile(outside + "/precious.txt"), "keep me");
 }
 
 TEST_F(ImportBadInputTest, OverwriteReplacesAnExistingGraph) {
@@ -561,6 +622,116 @@ TEST_F(ImportBadInputTest, ColumnsPickOtherPositions) {
   Result r = ImportOk(o, /*with_relations=*/true);
   EXPECT_EQ(r.split[kTrain], Edges({{"a", "r", "b"}, {"b", "s", "c"}}));
   EXPECT_EQ(r.summary.nodes, 3u);
+}
+
+// A `user item rating timestamp` file used to import as three "relations"
+// named after its ratings: more than 3 columns need --columns, and the
+// refusal names the file, the line and the flag.
+TEST_F(ImportBadInputTest, MoreThanThreeColumnsNeedColumns) {
+  const std::string f = Input("ratings.tsv",
+                              "# MovieLens\n196\t242\t3\t881250949\n"
+                              "186\t302\t3\t891717742\n");
+  auto refused = ImportGraph(Options({f}));
+  ExpectBadLine(refused, f, 2, "4 columns");
+  EXPECT_TRUE(absl::StrContains(refused.status().message(), "--columns 0,1")) << refused.status();
+  ImportOptions o = Options({f});
+  o.columns = {0, 1};
+  Result r = ImportOk(o);
+  EXPECT_EQ(r.split[kTrain], Pairs({{"196", "242"}, {"186", "302"}}));
+  EXPECT_EQ(r.summary.relations, 1u);
+}
+
+// A header row imported as an edge is worth a word: a warning naming
+// --header (string ids), or the error's hint (integer ids, where the row
+// cannot parse). With --header, neither.
+TEST_F(ImportBadInputTest, HeaderLikeFirstLineIsNamed) {
+  const std::string f = Input("hdr.tsv", "user_id\titem_id\nu1\ti1\nu2\ti1\n");
+  Result r = ImportOk(Options({f}));
+  ASSERT_EQ(r.summary.warnings.size(), 1u);
+  EXPECT_TRUE(absl::StartsWith(r.summary.warnings[0], f + ":1: ")) << r.summary.warnings[0];
+  EXPECT_TRUE(absl::StrContains(r.summary.warnings[0], "--header")) << r.summary.warnings[0];
+  ImportOptions o = Options({f});
+  o.overwrite = true;
+  o.header = true;
+  r = ImportOk(o);
+  EXPECT_TRUE(r.summary.warnings.empty());
+  EXPECT_EQ(r.split[kTrain], Pairs({{"u1", "i1"}, {"u2", "i1"}}));
+
+  // Data that merely contains such words is not a header.
+  const std::string g = Input("plain.tsv", "user\tu1\nu2\ti1\n");
+  o = Options({g});
+  o.overwrite = true;
+  EXPECT_TRUE(ImportOk(o).summary.warnings.empty());
+
+  const std::string ints = Input("ints.tsv", "src dst\n1 2\n2 3\n");
+  o = Options({ints});
+  o.overwrite = true;
+  o.integer_ids = true;
+  auto refused = ImportGraph(o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(absl::StartsWith(refused.status().message(), ints + ":1: ")) << refused.status();
+  EXPECT_TRUE(absl::StrContains(refused.status().message(), "--header")) << refused.status();
+}
+
+TEST(LineParserHeaderTest, LooksLikeHeader) {
+  LineFormat two;
+  two.delimiter = '\t';
+  LineFormat three = two;
+  three.rel_col = 1;
+  three.dst_col = 2;
+  EXPECT_TRUE(LooksLikeHeader("src\tdst", two));
+  EXPECT_TRUE(LooksLikeHeader("userId\tmovieId", two));
+  EXPECT_TRUE(LooksLikeHeader("\"head\"\t\"tail\"\r", two));
+  EXPECT_TRUE(LooksLikeHeader("subject\tpredicate\tobject", three));
+  EXPECT_FALSE(LooksLikeHeader("user\tu17", two));
+  EXPECT_FALSE(LooksLikeHeader("/m/027rn\t/location/country\t/m/06cx9", three));
+  EXPECT_FALSE(LooksLikeHeader("src", two));  // too few fields
+}
+
+TEST_F(ImportBadInputTest, StandardInputIsNamedOnce) {
+  const std::string f = Input("e.tsv", "a\tb\n");
+  ImportOptions o = Options({"-", f});
+  o.valid_files = {"-"};
+  o.split = SplitFractions();
+  auto refused = ImportGraph(o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(absl::StrContains(refused.status().message(), "standard input")) << refused.status();
+  ExpectNothingAt(out_);
+}
+
+// A named pipe is read as it comes, in one pass: the same graph as the file.
+TEST_F(ImportBadInputTest, NamedPipeImportsLikeTheFile) {
+  const std::string text = "a\tr\tb\nb\tr\tc\nc\ts\ta\n";
+  const std::string fifo = tmp_.Sub("edges.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] {
+    FILE* w = std::fopen(fifo.c_str(), "w");
+    ASSERT_NE(w, nullptr);
+    std::fwrite(text.data(), 1, text.size(), w);
+    std::fclose(w);
+  });
+  Result piped = ImportOk(Options({fifo}), /*with_relations=*/true);
+  writer.join();
+  EXPECT_EQ(piped.summary.input_bytes, text.size());
+  ImportOptions o = Options({Input("edges.tsv", text)});
+  o.overwrite = true;
+  Result file = ImportOk(o, /*with_relations=*/true);
+  EXPECT_EQ(piped.split[kTrain], file.split[kTrain]);
+  EXPECT_EQ(piped.names, file.names);
+  EXPECT_EQ(piped.summary.relations, 2u);
+}
+
+// Degree percentiles are the degrees themselves, not their power of two.
+TEST_F(ImportBadInputTest, DegreePercentilesAreExact) {
+  std::string text;
+  for (int h = 0; h < 10; ++h) {
+    for (int l = 0; l < 10; ++l) text += absl::StrCat("h", h, "\tl", h, "_", l, "\n");
+  }
+  Result r = ImportOk(Options({Input("stars.tsv", text)}));
+  EXPECT_EQ(r.manifest.degree.max, 10u);
+  EXPECT_EQ(r.manifest.degree.p50, 1u);
+  EXPECT_EQ(r.manifest.degree.p90, 1u);
+  EXPECT_EQ(r.manifest.degree.p99, 10u);  // 10 of 110 nodes: the hubs
 }
 
 TEST_F(ImportBadInputTest, ValidAndTestFiles) {

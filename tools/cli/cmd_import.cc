@@ -28,7 +28,7 @@ ABSL_FLAG(std::string, delimiter, "auto",
           "import: auto, tab, space, comma or one character.");
 ABSL_FLAG(std::string, columns, "",
           "import: 0-based SRC,DST or SRC,REL,DST columns. Default: 2 "
-          "fields are src dst, 3 or more src rel dst.");
+          "fields are src dst, 3 are src rel dst; lines of more fields need --columns.");
 ABSL_FLAG(bool, header, false, "import: skip the first line of each file.");
 ABSL_FLAG(bool, integer_ids, false,
           "import: ids are non-negative 64-bit integers (faster).");
@@ -134,6 +134,7 @@ nlohmann::json SummaryJson(const ImportSummary& s) {
       {"duplicates_dropped", s.duplicates_dropped},
       {"moved_to_train", s.moved_to_train},
       {"new_nodes", s.new_nodes},
+      {"warnings", s.warnings},
       {"input_bytes", s.input_bytes},
       {"seconds", s.seconds},
       {"edges_per_second", s.seconds > 0 ? s.lines / s.seconds : 0.0},
@@ -217,6 +218,9 @@ int ImportMain(const std::vector<std::string>& args) {
   auto summary = ImportGraph(*options);
   progress.Finish();
   if (!summary.ok()) return ReportStatus("import", summary.status());
+  for (const std::string& warning : summary->warnings) {
+    std::fprintf(stderr, "ember import: warning: %s\n", warning.c_str());
+  }
   if (absl::GetFlag(FLAGS_json)) {
     std::printf("%s\n", SummaryJson(*summary).dump().c_str());
   } else {
