@@ -1,4 +1,6 @@
 #include "train/train_loop.h"
+
+#include "train/blas/blas_startup.h"
 #include "train/internal/train_loop_impl.h"
 
 #include <algorithm>
@@ -152,7 +154,11 @@ std::string EpochJsonLine(const EpochStats& s) {
                       {"batch_nnz_cv", s.batch_nnz_cv},
                       {"batch_nnz_max_over_mean", s.batch_nnz_max_over_mean},
                       {"edge_cost", s.edge_cost},
-                      {"idle_share", s.idle_share}};
+                      {"idle_share", s.idle_share},
+                      {"gemm",
+                       {{"backend", BlasBackend()},
+                        {"kernel", BlasKernel()},
+                        {"precision", std::string(PrecisionName(s.precision))}}}};
   if (s.ranks_measure.has_value()) {
     const EpochMeasure& m = *s.ranks_measure;
     j["ranks"] = m.ranks;
@@ -448,6 +454,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     EpochStats stats;
     stats.epoch = epoch + 1;
     stats.lr = options_.optimizer.lr;
+    stats.precision = options_.model.precision;
     {
       MutexLock lock(&progress_mu_);
       stats.edges = progress_.edges_done;

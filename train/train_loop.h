@@ -22,6 +22,9 @@ namespace ember {
 struct EpochStats {
   int epoch = 0;  // 1-based: epochs done after this one
   float lr = 0;   // the step size trained with
+  // The chunk products' precision (ModelOptions::precision); with the GEMM
+  // backend and kernel, the line's "gemm" object.
+  Precision precision = Precision::kFp32;
   double loss = 0;  // mean loss per edge (both sides) over the epoch
   uint64_t edges = 0;
   double seconds = 0;

@@ -10,6 +10,10 @@ docs/cli.md has one `## ember <command>` section per command, whose flag
 tables start each row with the flag(s) in backticks: | `--name ...` | ...
 Every command needs a section, and each section's set of flags must equal the
 binary's, so a flag added without docs (or documented after it is gone) fails.
+A row's second cell is the flag's default and must say what `--help` says
+(`""` for an empty string; `off`/`on` may stand for false/true; a row of
+several flags gives theirs as `a / b`), so a default changed in the code
+fails until the page follows.
 --suggest prints a table row, from the help text, for every missing flag.
 """
 import re
@@ -65,8 +69,16 @@ def binary_flags(binary, command):
     return flags
 
 
-def doc_flags(path):
-    """{command: set of flags} from the `## ember <command>` sections."""
+def norm_default(text):
+    t = text.strip().replace("`", "").replace("\\|", "|").strip()
+    if t in ('""', "''", ""):
+        return ""
+    return {"off": "false", "on": "true"}.get(t, t)
+
+
+def doc_flags(path, defaults=None):
+    """{command: set of flags} from the `## ember <command>` sections; with
+    `defaults` (a dict), also {(command, flag): default cell} into it."""
     sections, current = {}, None
     for line in open(path, encoding="utf-8"):
         if line.startswith("## "):
@@ -83,7 +95,16 @@ def doc_flags(path):
             if m:
                 cell = m.group(1)
                 if cell.strip().startswith("`--"):
-                    sections[current].update(norm(t) for t in TOKEN.findall(cell))
+                    names = [norm(t) for t in TOKEN.findall(cell)]
+                    sections[current].update(names)
+                    cells = [c for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+                    if defaults is not None and len(cells) >= 2 and names:
+                        # `--a` / `--b` | 1 / 2: one default per flag.
+                        parts = cells[1].split(" / ")
+                        if len(parts) != len(names):
+                            parts = [cells[1]] * len(names)
+                        for name, part in zip(names, parts):
+                            defaults[(current, name)] = part
     return sections
 
 
@@ -93,7 +114,8 @@ def main():
     if len(args) != 2:
         sys.exit(__doc__)
     binary, doc = args
-    documented = doc_flags(doc)
+    doc_defaults = {}
+    documented = doc_flags(doc, doc_defaults)
     errors = []
     for command in commands(binary):
         listed = binary_flags(binary, command)
@@ -111,6 +133,15 @@ def main():
             if suggest:
                 default, text = listed[flag]
                 print("%s: | `--%s` | %s | %s |" % (command, flag, default, text))
+        for flag in sorted(set(listed) & documented[command]):
+            if (command, flag) not in doc_defaults:
+                continue
+            want = norm_default(listed[flag][0])
+            got = norm_default(doc_defaults[(command, flag)])
+            if want != got:
+                errors.append("%s: `ember %s` --%s defaults to %s, the page says %s"
+                              % (doc, command, flag, listed[flag][0] or '""',
+                                 doc_defaults[(command, flag)].strip() or "(empty)"))
         for flag in extra:
             errors.append("%s: documents --%s for `ember %s`, which `ember %s --help` does not list"
                           % (doc, flag, command, command))

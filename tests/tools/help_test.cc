@@ -1,5 +1,6 @@
 // `ember --help` and `ember <command> --help`: each command lists the flags
 // it reads (its own and the shared ones), with defaults, and nothing else.
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -114,12 +115,69 @@ TEST(CommandHelpCliTest, FlagsACommandDoesNotReadAreRefusedNamingThem) {
     EXPECT_THAT(r.err, Not(HasSubstr("not a flag"))) << argv[1];
     EXPECT_THAT(r.err, Not(HasSubstr("not flags"))) << argv[1];
   }
-  // gen reads the flags of all its kinds, and --relations-out.
+  // gen reads the flags of the kind it runs, and --relations-out for kg;
+  // another kind's flag is refused, naming the kind.
   r = RunProcess({kEmber, "gen", "kg", "--nodes", "200", "--out", tmp.Sub("k"), "--relations-out",
-                  tmp.Sub("k.rel"), "--valid-fraction", "0", "--test-fraction", "0", "--scale", "3",
-                  "--quiet"},
+                  tmp.Sub("k.rel"), "--valid-fraction", "0", "--test-fraction", "0", "--quiet"},
                  tmp.path());
   EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = RunProcess({kEmber, "gen", "kg", "--nodes", "200", "--out", tmp.Sub("k2"), "--scale", "3"},
+                 tmp.path());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--scale is not a flag of gen kg"));
+  EXPECT_FALSE(std::filesystem::exists(tmp.Sub("k2")));
+}
+
+TEST(CommandHelpCliTest, UnknownFlagExitsTwoNamingTheCommandAndTheNearestFlags) {
+  TempDir tmp;
+  ProcessResult r = RunProcess({kEmber, "train", tmp.Sub("g"), "--epoch", "3"}, tmp.path());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("ember train: unknown flag --epoch (did you mean --epochs"));
+  r = RunProcess({kEmber, "import", "--out", tmp.Sub("g"), "--delimeter=tab", "x.tsv"}, tmp.path());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("ember import: unknown flag --delimeter (did you mean --delimiter"));
+  // Nothing near: no suggestion, still the command's name and exit 2.
+  r = RunProcess({kEmber, "eval", tmp.Sub("g"), "--zzzzzzzzzz"}, tmp.path());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("ember eval: unknown flag --zzzzzzzzzz;"));
+  // A value that starts with '-' is a value, and `-` alone is an input.
+  r = RunProcess({kEmber, "import", "--out", tmp.Sub("g"), "--delimiter", "-", "-"}, tmp.path());
+  EXPECT_THAT(r.err, Not(HasSubstr("unknown flag"))) << r.err;
+}
+
+TEST(CommandHelpCliTest, VersionNamesTheBuild) {
+  TempDir tmp;
+  ProcessResult r = RunProcess({kEmber, "--version"}, tmp.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("^ember [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit "));
+  EXPECT_THAT(r.out, HasSubstr("\nGEMM: "));
+  EXPECT_THAT(r.out, HasSubstr("\nCUDA trainer: "));
+  EXPECT_THAT(r.out, HasSubstr("\nMPI ranks: "));
+  EXPECT_EQ(r.out, tools::VersionText());
+}
+
+TEST(CommandHelpCliTest, GenHelpForOneKindListsThatKindsFlags) {
+  const std::string sbm = tools::CommandHelpText("gen", "sbm");
+  EXPECT_THAT(sbm, HasSubstr("usage: ember gen sbm "));
+  EXPECT_THAT(sbm, HasSubstr("  --mixing="));
+  EXPECT_THAT(sbm, HasSubstr("  --nodes=0\n      number of nodes N (0: 1000).\n"));
+  EXPECT_THAT(sbm, Not(HasSubstr("--scale")));
+  EXPECT_THAT(sbm, Not(HasSubstr("--relations-out")));
+  EXPECT_THAT(sbm, Not(HasSubstr("entities")));
+  TempDir tmp;
+  ProcessResult r = RunProcess({kEmber, "gen", "sbm", "--help"}, tmp.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, sbm);
+  // A flag of two commands shows each only its own part.
+  EXPECT_THAT(tools::CommandHelpText("export"), Not(HasSubstr("gen kg")));
+  EXPECT_THAT(tools::CommandHelpText("export"), HasSubstr("  --relations-out="));
+}
+
+TEST(CommandHelpCliTest, HelpfullShowsNoBuildPath) {
+  TempDir tmp;
+  ProcessResult r = RunProcess({kEmber, "train", "--helpfull"}, tmp.path());
+  EXPECT_THAT(r.out + r.err, HasSubstr("tools/cli/cmd_train.cc"));
+  EXPECT_THAT(r.out + r.err, Not(HasSubstr(EMBER_SOURCE_DIR)));
 }
 
 TEST(CommandHelpCliTest, TopLevelHelpListsCommandsOneLineEach) {

@@ -56,14 +56,18 @@ TEST(BlasDecisionTest, Table) {
   };
   const Case cases[] = {
       {"Cooperlake", kAvx512Bf16, false, false, BlasAction::kKeep, ""},
-      {"Haswell", kAvx512Bf16, true, false, BlasAction::kKeep, ""},  // the user's, and AVX2
+      {"Haswell", kAvx512Bf16, true, false, BlasAction::kWarn, ""},  // the user's: narrower
+      {"Haswell", kAvx512Bf16, false, false, BlasAction::kReexec, "Cooperlake"},
+      {"Zen", kAvx512, false, false, BlasAction::kReexec, "SkylakeX"},
+      {"SkylakeX", kAvx512Bf16, true, false, BlasAction::kWarn, ""},
+      {"Cooperlake", kAvx512, true, false, BlasAction::kKeep, ""},  // wider than needed
       {"Zen", kAvx2Fma, false, false, BlasAction::kKeep, ""},
       {"SKYLAKEX", kAvx512, false, false, BlasAction::kKeep, ""},
       {"Prescott", kSse3, false, false, BlasAction::kKeep, ""},  // nothing better
       {"Sandybridge", kAvx2Fma, false, false, BlasAction::kReexec, "Haswell"},
       {"Nehalem", kAvx512, false, false, BlasAction::kReexec, "SkylakeX"},
-      {"Prescott", kAvx512Bf16, true, false, BlasAction::kWarn, ""},   // the user's wins
-      {"Prescott", kAvx512Bf16, false, true, BlasAction::kWarn, ""},   // did not take: no loop
+      {"Prescott", kAvx512Bf16, true, false, BlasAction::kWarn, ""},  // the user's wins
+      {"Prescott", kAvx512Bf16, false, true, BlasAction::kWarn, ""},  // did not take: no loop
   };
   for (const Case& c : cases) {
     const BlasDecision d = DecideBlasCore(c.reported, c.cpu, c.user_set, c.reexeced);
@@ -73,6 +77,13 @@ TEST(BlasDecisionTest, Table) {
   }
   const BlasDecision user = DecideBlasCore("Prescott", kAvx512Bf16, true, false);
   EXPECT_NE(user.warning.find("OPENBLAS_CORETYPE=Cooperlake"), std::string::npos) << user.warning;
+  // A cluster's OPENBLAS_CORETYPE=Haswell on an AVX-512 CPU: one line that
+  // says what it costs and how to lift it.
+  const BlasDecision pinned = DecideBlasCore("Haswell", kAvx512Bf16, true, false);
+  EXPECT_NE(pinned.warning.find("OPENBLAS_CORETYPE=Haswell is set"), std::string::npos)
+      << pinned.warning;
+  EXPECT_NE(pinned.warning.find("1.5x"), std::string::npos) << pinned.warning;
+  EXPECT_NE(pinned.warning.find("unset it"), std::string::npos) << pinned.warning;
 }
 
 // Item 2: from CPUID and OpenBLAS' own report, not from a timing.

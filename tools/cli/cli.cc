@@ -1,20 +1,27 @@
 #include "tools/cli/cli.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "absl/flags/commandlineflag.h"
 #include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
-#include "train/distributed/launcher.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "tools/cli/build_info.h"
 #include "tools/cli/command_help.h"
+#include "train/blas/blas_startup.h"
+#include "train/distributed/launcher.h"
 
 namespace ember::tools {
 namespace {
@@ -29,7 +36,7 @@ struct Subcommand {
 constexpr Subcommand kSubcommands[] = {
     {"import", "--out GRAPH [flags] FILE...", "import edge lists into a graph", ImportMain},
     {"train", "GRAPH [flags]", "train embeddings", TrainMain},
-    {"eval", "GRAPH [--split test|valid] [flags]", "evaluate link prediction (MRR, Hits@k)",
+    {"eval", "GRAPH [--split test|valid|train] [flags]", "evaluate link prediction (MRR, Hits@k)",
      EvalMain},
     {"export", "GRAPH --format F --out PATH [flags]", "export embeddings (tsv, npy, w2v, fvecs)",
      ExportMain},
@@ -41,6 +48,31 @@ constexpr Subcommand kSubcommands[] = {
     {"gen", "KIND --out FILE [flags]", "generate a synthetic graph (KIND: rmat, sbm, features, kg)",
      GenMain},
 };
+
+// `ember gen <kind>`: what follows `ember gen`, for `ember gen <kind> --help`.
+struct GenKind {
+  const char* name;
+  const char* synopsis;
+};
+constexpr GenKind kGenKinds[] = {
+    {"rmat",
+     "rmat --scale S --edge-factor E [--relations R] [--hubs K [--hub-fraction F]] "
+     "--out FILE[.gz]"},
+    {"sbm", "sbm --nodes N --blocks K --avg-degree D --mixing M --out FILE --labels-out FILE"},
+    {"features",
+     "features --labels LABELS --out FILE [--vocab V] [--nnz-alpha A] "
+     "[--max-nnz M]"},
+    {"kg",
+     "kg --out TRAIN --valid-out VALID --test-out TEST [--relations-out FILE] "
+     "[--nodes N] [--types T] [--relations R]"},
+};
+
+const GenKind* FindGenKind(std::string_view name) {
+  for (const GenKind& k : kGenKinds) {
+    if (name == k.name) return &k;
+  }
+  return nullptr;
+}
 
 const Subcommand* FindSubcommand(std::string_view name) {
   for (const Subcommand& c : kSubcommands) {
@@ -69,6 +101,72 @@ bool AsksForHelp(int argc, char** argv) {
     if (a == "--help" || a == "-help" || a == "-h" || a == "--helpshort") return true;
   }
   return false;
+}
+
+// The first argument after the command that is not a flag (a graph, or
+// gen's kind), skipping the values of flags given as `--name value`; ""
+// when there is none.
+std::string FirstPositional(int argc, char** argv) {
+  for (int i = 2; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--") return i + 1 < argc ? argv[i + 1] : "";
+    if (a.size() < 2 || a[0] != '-') return std::string(a);
+    a.remove_prefix(a[1] == '-' ? 2 : 1);
+    if (a.find('=') != std::string_view::npos) continue;
+    std::string name(a);
+    std::replace(name.begin(), name.end(), '-', '_');
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag != nullptr && !flag->IsOfType<bool>()) ++i;  // its value
+  }
+  return "";
+}
+
+// The first flag of argv (after the command, up to a bare `--`) that names
+// no flag at all, as typed; "" when all do. Flags inside a --flagfile are
+// Abseil's to check.
+// REQUIRES: NormalizeFlagNames has run.
+std::string UnknownFlag(int argc, char** argv) {
+  for (int i = 2; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--") return "";
+    if (a.size() < 2 || a[0] != '-') continue;  // a positional, or "-" (stdin)
+    std::string_view name = a.substr(a[1] == '-' ? 2 : 1);
+    const bool has_value = name.find('=') != std::string_view::npos;
+    name = name.substr(0, name.find('='));
+    // Abseil's own: --helpfull and its kin, --flagfile, --fromenv, ...
+    static constexpr std::string_view kAbseilFlags[] = {
+        "help",    "helpfull",        "helpshort", "helppackage", "helpon",     "helpmatch",
+        "version", "only_check_args", "flagfile",  "fromenv",     "tryfromenv", "undefok"};
+    if (std::find(std::begin(kAbseilFlags), std::end(kAbseilFlags), name) !=
+        std::end(kAbseilFlags)) {
+      if (!has_value && (name == "flagfile" || name == "fromenv" || name == "tryfromenv" ||
+                         name == "undefok" || name == "helpon" || name == "helpmatch")) {
+        ++i;  // its value
+      }
+      continue;
+    }
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(std::string(name));
+    if (flag == nullptr && name.starts_with("no")) {
+      const absl::CommandLineFlag* negated = absl::FindCommandLineFlag(std::string(name.substr(2)));
+      if (negated != nullptr && negated->IsOfType<bool>()) continue;
+    }
+    if (flag == nullptr) return std::string(a.substr(0, a.find('=')));
+    if (!has_value && !flag->IsOfType<bool>()) ++i;  // its value
+  }
+  return "";
+}
+
+// --helpfull names each flag's source file: from the project's top folder
+// (or Abseil's) on, never the path of the tree it was built in.
+std::string SourceRelativePath(absl::string_view path) {
+  for (const char* top : {"absl/", "tools/", "train/", "storage/", "partition/", "tests/"}) {
+    const size_t at = path.rfind(top);
+    if (at != absl::string_view::npos && (at == 0 || path[at - 1] == '/')) {
+      return std::string(path.substr(at));
+    }
+  }
+  const size_t slash = path.rfind('/');
+  return std::string(slash == absl::string_view::npos ? path : path.substr(slash + 1));
 }
 
 // Abseil flag names use '_'; users type `--edge-factor`. Rewrites the name
@@ -117,7 +215,33 @@ std::vector<std::string> JoinRepeatedFlags(int argc, char** argv) {
   return out;
 }
 
+// The flag names (with '_') given on this process's command line.
+std::set<std::string>& NamedFlags() {
+  static auto* names = new std::set<std::string>();
+  return *names;
+}
+
+// Records every `--name[=value]` (and `-name`) of argv, up to a bare `--`.
+// REQUIRES: NormalizeFlagNames has run.
+void RecordNamedFlags(int argc, char** argv) {
+  for (int i = 2; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--") return;
+    if (a.size() < 2 || a[0] != '-') continue;
+    a.remove_prefix(a[1] == '-' ? 2 : 1);
+    a = a.substr(0, a.find('='));
+    NamedFlags().emplace(a);
+    if (a.starts_with("no")) NamedFlags().emplace(a.substr(2));  // --nofoo sets foo
+  }
+}
+
 }  // namespace
+
+bool FlagWasSet(std::string_view name) {
+  if (NamedFlags().count(std::string(name)) > 0) return true;
+  const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(std::string(name));
+  return flag != nullptr && flag->CurrentValue() != flag->DefaultValue();
+}
 
 int ReportStatus(const std::string& command, const absl::Status& status) {
   if (status.ok()) return 0;
@@ -126,11 +250,19 @@ int ReportStatus(const std::string& command, const absl::Status& status) {
   return 1;
 }
 
-std::string CommandHelpText(std::string_view command) {
+std::string CommandHelpText(std::string_view command, std::string_view kind) {
   const Subcommand* c = FindSubcommand(command);
   if (c == nullptr) return "";
-  return absl::StrCat("usage: ember ", c->name, " ", c->synopsis, "\n", c->summary, "\n\n",
-                      CommandFlagsHelp(command));
+  const GenKind* gen = command == "gen" ? FindGenKind(kind) : nullptr;
+  if (gen == nullptr) kind = "";
+  return absl::StrCat("usage: ember ", c->name, " ", gen != nullptr ? gen->synopsis : c->synopsis,
+                      "\n", c->summary, "\n\n", CommandFlagsHelp(command, kind));
+}
+
+std::string VersionText() {
+  return absl::StrCat("ember ", BuildVersion(), " (commit ", BuildCommit(), ")\n", BlasLine(), "\n",
+                      BlasWarning().empty() ? "" : absl::StrCat(BlasWarning(), "\n"),
+                      "CUDA trainer: ", BuildCuda(), "\n", "MPI ranks: ", BuildMpi(), "\n");
 }
 
 std::vector<std::string> CommandNames() {
@@ -145,6 +277,10 @@ int RunCli(int argc, char** argv) {
     std::fputs(Usage().c_str(), argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
+  if (std::strcmp(argv[1], "--version") == 0 || std::strcmp(argv[1], "version") == 0) {
+    std::fputs(VersionText().c_str(), stdout);
+    return 0;
+  }
   const Subcommand* c = FindSubcommand(argv[1]);
   if (c == nullptr) {
     std::fprintf(stderr, "ember: unknown command '%s'\n\n%s", argv[1], Usage().c_str());
@@ -157,23 +293,42 @@ int RunCli(int argc, char** argv) {
                  "mpirun\n", c->name, ranks, c->name);
     return 2;
   }
+  NormalizeFlagNames(argc, argv);
   if (AsksForHelp(argc, argv)) {
-    std::fputs(CommandHelpText(c->name).c_str(), stdout);
+    std::fputs(CommandHelpText(c->name, FirstPositional(argc, argv)).c_str(), stdout);
     return 0;
   }
+  if (const std::string unknown = UnknownFlag(argc, argv); !unknown.empty()) {
+    std::string typed = unknown;
+    std::replace(typed.begin(), typed.end(), '_', '-');
+    const std::vector<std::string> near =
+        NearestFlags(c->name, typed.substr(typed.find_first_not_of('-')));
+    std::fprintf(stderr, "ember %s: unknown flag %s%s; `ember %s --help` lists its flags\n",
+                 c->name, typed.c_str(),
+                 near.empty()
+                     ? ""
+                     : absl::StrCat(" (did you mean ", absl::StrJoin(near, " or "), "?)").c_str(),
+                 c->name);
+    return 2;
+  }
   absl::SetProgramUsageMessage(Usage());
+  absl::FlagsUsageConfig usage_config;
+  usage_config.normalize_filename = SourceRelativePath;
+  absl::SetFlagsUsageConfig(usage_config);
   // Parse the flags after the subcommand; argv[1] stands in as argv[0].
-  NormalizeFlagNames(argc, argv);
+  RecordNamedFlags(argc, argv);
   std::vector<std::string> joined = JoinRepeatedFlags(argc, argv);
   std::vector<char*> joined_argv;
   for (std::string& a : joined) joined_argv.push_back(a.data());
   std::vector<char*> positional =
       absl::ParseCommandLine(static_cast<int>(joined_argv.size()) - 1, joined_argv.data() + 1);
   std::vector<std::string> args(positional.begin() + 1, positional.end());
-  if (const std::vector<std::string> unread = FlagsNotReadBy(c->name); !unread.empty()) {
-    std::fprintf(stderr, "ember %s: %s %s not %s of %s (`ember %s --help` lists them)\n",
-                 c->name, absl::StrJoin(unread, ", ").c_str(), unread.size() == 1 ? "is" : "are",
-                 unread.size() == 1 ? "a flag" : "flags", c->name, c->name);
+  const std::string kind = std::string_view(c->name) == "gen" && !args.empty() ? args[0] : "";
+  if (const std::vector<std::string> unread = FlagsNotReadBy(c->name, kind); !unread.empty()) {
+    const std::string who = kind.empty() ? c->name : absl::StrCat(c->name, " ", kind);
+    std::fprintf(stderr, "ember %s: %s %s not %s of %s (`ember %s --help` lists them)\n", c->name,
+                 absl::StrJoin(unread, ", ").c_str(), unread.size() == 1 ? "is" : "are",
+                 unread.size() == 1 ? "a flag" : "flags", who.c_str(), who.c_str());
     return 2;
   }
   return c->main(args);

@@ -151,7 +151,7 @@ int EvalMain(const std::vector<std::string>& args) {
                     "[--negatives all|N] [--max-edges N] [--by-relation] [--memory-budget B] "
                     "[--json]"));
   }
-  if (!absl::GetFlag(FLAGS_quiet)) std::fprintf(stderr, "%s\n", BlasLine().c_str());
+  PrintGemmStart();
   return ReportStatus("eval", Run(args[0]));
 }
 

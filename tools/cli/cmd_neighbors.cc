@@ -28,7 +28,9 @@ ABSL_FLAG(ember::tools::IndexKind, index, ember::tools::IndexKind::kFlat,
           "neighbors: FAISS index: flat (exact), ivf (IndexIVFFlat) or hnsw "
           "(IndexHNSWFlat). The index holds ALL embeddings in memory "
           "(n x dim floats), unlike export and train.");
-ABSL_FLAG(int, nlist, 0, "neighbors: IVF lists (0: 4 sqrt(n)).");
+ABSL_FLAG(
+    int, nlist, 0,
+    "neighbors: IVF lists (0: 4 sqrt(n), at most n/39 so that k-means has the points it needs).");
 ABSL_FLAG(int, nprobe, 0, "neighbors: IVF lists probed per query (0: max(8, nlist/8)).");
 ABSL_FLAG(int, ef_search, 0, "neighbors: HNSW search beam (0: 256).");
 ABSL_FLAG(std::string, save_index, "",
@@ -67,7 +69,7 @@ int NeighborsMain(const std::vector<std::string>& args) {
   if (!budget.ok()) return ReportStatus("neighbors", budget.status());
   options.memory_budget = *budget;
   const bool quiet = absl::GetFlag(FLAGS_quiet);
-  if (!quiet) std::fprintf(stderr, "%s\n", BlasLine().c_str());
+  PrintGemmStart();
   ProgressPrinter progress = ProgressFromFlags();
   options.progress = [&](std::string_view phase, uint64_t done, uint64_t total) {
     progress.Update(std::string(phase), done, total, "partitions");

@@ -1,26 +1,30 @@
 // ember train GRAPH [flags]
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/str_join.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
+#include "storage/base/progress.h"
 #include "storage/base/status_macros.h"
+#include "storage/manifest.h"
+#include "tools/bench/hooks/slowed_trainer.h"
 #include "tools/cli/cli.h"
-#include "train/blas/blas_startup.h"
-#include "tools/cli/train_flags.h"
 #include "tools/cli/common_flags.h"
 #include "tools/cli/eval_flags.h"
-#include "storage/base/progress.h"
+#include "tools/cli/round_watchdog.h"
+#include "tools/cli/train_flags.h"
+#include "train/blas/blas_startup.h"
+#include "train/distributed/launcher.h"
+#include "train/model/train_state.h"
 #include "train/train_loop.h"
 #include "train/tune/auto_lr.h"
 #include "train/tune/probe.h"
-#include "tools/bench/hooks/slowed_trainer.h"
-#include "tools/cli/round_watchdog.h"
-#include "train/distributed/launcher.h"
 #ifdef EMBER_HAVE_MPI
 #include "train/distributed/mpi/mpi_cluster.h"
 #endif
@@ -122,6 +126,12 @@ absl::StatusOr<TrainOptions> TrainOptionsFromFlags() {
   o.pipeline.relation_batching = absl::GetFlag(FLAGS_relation_batching);
   o.pipeline.endpoint_negatives = absl::GetFlag(FLAGS_endpoint_negatives);
   o.epochs = absl::GetFlag(FLAGS_epochs);
+  if (o.epochs < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--epochs ", o.epochs,
+        ": give the total number of epochs to reach, at least 1 (a "
+        "resumed run trains the ones missing; `ember inspect GRAPH` shows how many are done)"));
+  }
   const std::string lr = absl::GetFlag(FLAGS_lr);
   o.optimizer.lr_auto = lr == "auto";
   if (!o.optimizer.lr_auto && (!absl::SimpleAtof(lr, &o.optimizer.lr) || !(o.optimizer.lr > 0))) {
@@ -239,6 +249,44 @@ float BaselineLr(Graph& graph, const TrainOptions& o) {
   return LrCandidates(static_cast<uint32_t>(graph.manifest().relations.size()), o.model).baseline;
 }
 
+// A checkpoint's model options, for the model flags this run left unset:
+// `ember train G` alone resumes the model G holds. A flag set to another
+// value is kept, and refused at restore as before. Returns the flags taken
+// ("--dim 32", ...) where they differ from the flag's default; empty when
+// there is no checkpoint to resume (or --from-scratch).
+absl::StatusOr<std::vector<std::string>> AdoptCheckpointModel(const std::string& graph_dir,
+                                                              TrainOptions* o) {
+  std::vector<std::string> adopted;
+  if (o->from_scratch) return adopted;
+  const std::string manifest_path = absl::StrCat(graph_dir, "/MANIFEST.json");
+  absl::StatusOr<Manifest> m = ReadManifest(manifest_path);
+  // A graph that cannot be read is reported by the run itself.
+  if (!m.ok() || m->training.checkpoint_version == 0) return adopted;
+  ASSIGN_OR_RETURN(const TrainState state, ReadTrainState(*m, manifest_path));
+  const ModelOptions& saved = state.model;
+  const ModelOptions defaults;
+  auto adopt = [&](const char* flag, auto saved_value, auto default_value, auto* field,
+                   std::string text) {
+    if (FlagWasSet(flag)) return;
+    *field = saved_value;
+    if (saved_value != default_value) {
+      std::string dashed = flag;
+      std::replace(dashed.begin(), dashed.end(), '_', '-');
+      adopted.push_back(absl::StrCat("--", dashed, " ", text));
+    }
+  };
+  adopt("dim", saved.dim, defaults.dim, &o->model.dim, absl::StrCat(saved.dim));
+  adopt("operator", saved.op, defaults.op, &o->model.op, std::string(OperatorName(saved.op)));
+  adopt("comparator", saved.comparator, defaults.comparator, &o->model.comparator,
+        std::string(ComparatorName(saved.comparator)));
+  adopt("loss", saved.loss, defaults.loss, &o->model.loss, std::string(LossName(saved.loss)));
+  adopt("margin", saved.margin, defaults.margin, &o->model.margin, absl::StrCat(saved.margin));
+  adopt("featurized", saved.featurized, defaults.featurized, &o->model.featurized,
+        std::string(FeaturizedModeName(saved.featurized)));
+  RETURN_IF_ERROR(o->Validate());
+  return adopted;
+}
+
 }  // namespace
 
 int TrainMain(const std::vector<std::string>& args) {
@@ -247,16 +295,21 @@ int TrainMain(const std::vector<std::string>& args) {
   }
   auto options = TrainOptionsFromFlags();
   if (!options.ok()) return ReportStatus("train", options.status());
+  absl::StatusOr<std::vector<std::string>> adopted = AdoptCheckpointModel(args[0], &*options);
+  if (!adopted.ok()) return ReportStatus("train", adopted.status());
   absl::StatusOr<std::unique_ptr<Cluster>> started = ClusterFromLauncher();
   if (!started.ok()) return ReportStatus("train", started.status());
   std::unique_ptr<Cluster> cluster = std::move(*started);
   // Across ranks, rank 0 alone prints progress and results.
   const bool speaker = cluster == nullptr || cluster->rank() == 0;
-  if (speaker && !absl::GetFlag(FLAGS_quiet)) {
-    std::fprintf(stderr, "%s%s\n", BlasLine().c_str(),
-                 options->model.precision == Precision::kBf16
-                     ? "; chunk products in bf16 (AVX512-BF16), fp32 sums"
-                     : "");
+  if (speaker) {
+    PrintGemmStart(options->model.precision == Precision::kBf16
+                       ? "; chunk products in bf16 (AVX512-BF16), fp32 sums"
+                       : "");
+  }
+  if (speaker && !adopted->empty() && !absl::GetFlag(FLAGS_quiet)) {
+    std::fprintf(stderr, "resuming with the checkpoint's %s\n",
+                 absl::StrJoin(*adopted, " ").c_str());
   }
   if (cluster != nullptr) {
     if (absl::Status s = PrintRanks(*cluster, *options, absl::GetFlag(FLAGS_quiet)); !s.ok()) {
@@ -329,12 +382,8 @@ int TrainMain(const std::vector<std::string>& args) {
   }
   for (const EpochStats& e : summary->epochs) {
     if (absl::GetFlag(FLAGS_json)) {
-      // Each epoch line names the GEMM backend and kernel it ran on.
-      nlohmann::ordered_json line = nlohmann::ordered_json::parse(EpochJsonLine(e));
-      line["gemm"] = {{"backend", BlasBackend()},
-                      {"kernel", BlasKernel()},
-                      {"precision", PrecisionName(options->model.precision)}};
-      std::printf("%s\n", line.dump().c_str());
+      // Each epoch line names the GEMM backend, kernel and precision.
+      std::printf("%s\n", EpochJsonLine(e).c_str());
     } else {
       std::string line = absl::StrFormat(
           "epoch %d: loss %.4f, %s edges in %.2f s (%s edges/s), %llu partition loads", e.epoch,

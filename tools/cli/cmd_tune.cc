@@ -220,6 +220,7 @@ int TuneMain(const std::vector<std::string>& args) {
     return ReportStatus("tune", absl::InvalidArgumentError(
                                     "usage: ember tune GRAPH --grid FLAG=V1,V2,... [flags]"));
   }
+  PrintGemmStart();
   return ReportStatus("tune", Tune(args[0]));
 }
 

@@ -1,6 +1,7 @@
 #include "tools/cli/common_flags.h"
 
 #include <cmath>
+#include <cstdio>
 #include <thread>
 
 #include "absl/flags/flag.h"
@@ -8,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "partition/importer.h"
 #include "partition/train_memory.h"
+#include "train/blas/blas_startup.h"
 #include "train/model/model_options.h"
 
 ABSL_FLAG(std::string, out, "", "Output path (graph directory or file).");
@@ -19,6 +21,8 @@ ABSL_FLAG(ember::tools::PartitionCount, partitions, ember::tools::PartitionCount
           "Number of node partitions P (1 to 4096), or auto: the fewest that "
           "`ember train --memory-budget` at --dim can train with.");
 ABSL_FLAG(bool, quiet, false, "No progress output.");
+ABSL_FLAG(bool, verbose, false,
+          "Also print what the run is built on: the GEMM backend, its kernel and threads.");
 ABSL_FLAG(
     std::string, relations_out, "",
     "export: also write relation parameters (name<TAB>p1..pk) here; "
@@ -62,6 +66,14 @@ bool AbslParseFlag(absl::string_view text, ProgressInterval* out, std::string* e
 }
 
 std::string AbslUnparseFlag(const ProgressInterval& p) { return absl::StrCat(p.seconds); }
+
+void PrintGemmStart(std::string_view detail) {
+  PrintBlasWarning();
+  if (absl::GetFlag(FLAGS_verbose)) {
+    std::fprintf(stderr, "%s%.*s\n", BlasLine().c_str(), static_cast<int>(detail.size()),
+                 detail.data());
+  }
+}
 
 ProgressPrinter ProgressFromFlags() {
   return ProgressPrinter(!absl::GetFlag(FLAGS_quiet),

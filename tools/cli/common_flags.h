@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "absl/flags/declare.h"
 #include "absl/status/statusor.h"
@@ -36,6 +37,7 @@ ABSL_DECLARE_FLAG(bool, overwrite);
 ABSL_DECLARE_FLAG(bool, json);
 ABSL_DECLARE_FLAG(ember::tools::PartitionCount, partitions);
 ABSL_DECLARE_FLAG(bool, quiet);
+ABSL_DECLARE_FLAG(bool, verbose);
 ABSL_DECLARE_FLAG(std::string, relations_out);
 ABSL_DECLARE_FLAG(int, dim);
 ABSL_DECLARE_FLAG(ember::tools::ProgressInterval, progress_interval);
@@ -51,6 +53,11 @@ int ThreadCount();
 double FloatFlagDefault(float value);
 // --memory-budget in bytes; ParseByteSize's error for a malformed value.
 absl::StatusOr<uint64_t> MemoryBudget();
+// Before a command's GEMMs: the GEMM start-up's warning, when the
+// environment holds the kernel back (always, --quiet or not), and under
+// --verbose the line naming the backend, kernel and threads, followed by
+// `detail`.
+void PrintGemmStart(std::string_view detail = "");
 // Progress lines on stderr unless --quiet, every --progress-interval
 // seconds when stderr is not a terminal.
 ProgressPrinter ProgressFromFlags();

@@ -18,8 +18,12 @@
 // OPENBLAS_CORETYPE is set, and the guard variable EMBER_BLAS_REEXEC (the core
 // we chose) tells our setting from a user's, so a correction that did not take
 // (e.g. an OpenBLAS built without DYNAMIC_ARCH) gets its own warning and we go
-// on. Child processes inherit both variables, and so the corrected kernel. A user's OPENBLAS_CORETYPE always wins: we never override
-// it, only warn when it names a pre-AVX2 kernel on an AVX2+FMA CPU.
+// on. Child processes inherit both variables, and so the corrected kernel.
+// A user's OPENBLAS_CORETYPE always wins: we never override it, only warn,
+// once per process and whatever --quiet says, when it names a kernel
+// narrower than the CPU allows (Haswell on an AVX-512 CPU costs training
+// about 1.5x; clusters set it so for old OpenBLAS builds), saying what it
+// costs and how to lift it.
 //
 // Threads: ember parallelises over its own trainer threads (TBB) and its
 // GEMMs are small chunk products; OpenBLAS' own threads would only
@@ -65,28 +69,35 @@ struct BlasDecision {
   std::string warning;  // kWarn: what to print, with how to fix it
 };
 
-// The pure decision. reported_core: openblas_get_corename(); user_set: the
-// user (not our re-exec) set OPENBLAS_CORETYPE; reexeced: this process is our
-// own re-exec (the guard variable is set).
+// The pure decision: keep a kernel as wide as DeservedCore (AVX2+FMA,
+// AVX-512, AVX-512 with BF16); else re-exec with the deserved core, or warn
+// when the user pinned the narrower one or our re-exec did not take.
+// reported_core: openblas_get_corename(); user_set: the user (not our
+// re-exec) set OPENBLAS_CORETYPE; reexeced: this process is our own re-exec
+// (the guard variable is set).
 BlasDecision DecideBlasCore(std::string_view reported_core, const CpuFeatures& cpu,
                             bool user_set, bool reexeced);
 
 // The start-up path: call first in main(), before any thread. May not return
-// (re-execs /proc/self/exe with argv). Prints a warning on stderr when the
-// kernel is a fallback that could not be corrected. Sets the thread count
-// (see above). Idempotent.
-void BlasStartup(int argc, char** argv);
+// (re-execs /proc/self/exe with argv). With `print_warning`, prints the
+// warning (BlasWarning) on stderr when the kernel is narrower than the CPU
+// allows and could not be corrected; without, the caller prints it where
+// GEMMs matter (PrintBlasWarning: `ember train`, `eval`, `neighbors`,
+// `tune`). Sets the thread count (see above). Idempotent.
+void BlasStartup(int argc, char** argv, bool print_warning = true);
 
 // "OpenBLAS 0.3.21 DYNAMIC_ARCH ..." (openblas_get_config()).
 std::string BlasBackend();
 // The kernel in use, e.g. "Cooperlake" (openblas_get_corename()).
 std::string BlasKernel();
-// One line for a command's start: "GEMM: OpenBLAS 0.3.21 ..., kernel
-// Cooperlake, 1 thread". (BlasStartup already printed the warning, if any,
-// in every binary, --quiet or not.)
+// One line for a command's start under --verbose: "GEMM: OpenBLAS 0.3.21
+// ..., kernel Cooperlake, 1 thread".
 std::string BlasLine();
 // The start-up's warning ("" when none).
 const std::string& BlasWarning();
+// BlasWarning() and a newline on stderr, when there is one: always, --quiet
+// or not, since it says what the environment costs the run.
+void PrintBlasWarning();
 
 }  // namespace ember
 
