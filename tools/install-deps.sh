@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git
-  librocksdb-dev libtbb-dev libabsl-dev libgtest-dev libgmock-dev
+  clang-format librocksdb-dev libtbb-dev libabsl-dev libgtest-dev libgmock-dev
   libbenchmark-dev libopenblas-dev libopenmpi-dev libfaiss-dev
   libxxhash-dev nlohmann-json3-dev zlib1g-dev
   python3 python3-numpy python3-matplotlib time bc
