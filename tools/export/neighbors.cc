@@ -71,10 +71,18 @@ absl::Status NeighborIndexOptions::Validate() const {
 
 namespace {
 
+// FAISS's k-means wants at least this many training points per list (and
+// says so on stderr when it has fewer).
+constexpr uint64_t kMinPointsPerList = 39;
+
+// The default: 4·sqrt(n) lists, as FAISS's guidelines suggest, but no more
+// than k-means can train on n points (small graphs).
 int IvfLists(uint64_t n, const NeighborIndexOptions& options) {
-  const int nlist = options.nlist > 0
-                        ? options.nlist
-                        : std::max(1, static_cast<int>(std::lround(4 * std::sqrt(double(n)))));
+  const int nlist =
+      options.nlist > 0
+          ? options.nlist
+          : std::max<int>(1, std::min<int64_t>(std::lround(4 * std::sqrt(double(n))),
+                                               static_cast<int64_t>(n / kMinPointsPerList)));
   return static_cast<int>(std::min<uint64_t>(nlist, n));
 }
 
@@ -135,7 +143,7 @@ struct NeighborIndex::Rep {
   }
 
   absl::Status TrainIvf() {
-    // 64 points per centroid (FAISS wants >= 39): k-means cost is what
+    // 64 points per centroid (FAISS wants >= kMinPointsPerList): k-means cost is what
     // dominates an IVF build.
     const uint64_t max_sample = uint64_t{64} * nlist;
     std::vector<uint64_t> ids;

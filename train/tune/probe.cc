@@ -176,6 +176,8 @@ absl::StatusOr<LrChoice> ChooseLr(Graph& graph, const TrainOptions& train) {
     metrics.push_back(r.valid.filtered);
     choice.probes.push_back(std::move(r));
   }
+  // What the probes ranked: the split may hold fewer edges than planned.
+  choice.eval_edges = choice.probes.front().valid.edges;
   const size_t pick = PickBeyondIntervals(metrics, baseline);
   choice.lr = choice.candidates[pick];
   choice.significant = pick != baseline;
