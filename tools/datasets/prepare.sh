@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Prepares a public benchmark for ember: downloads it (resumable, checksum
-# checked), converts only what `ember import` cannot read as it comes,
-# imports it into DIR/graph, and prints the training and evaluation commands
-# of the standard configuration from the literature, with the published
-# figure to compare against and where it comes from.
+# Prepares a public benchmark for ember: downloads it (resumable; its sha256
+# recorded on first use and checked after), converts only what `ember import`
+# cannot read as it comes, imports it into DIR/graph, and prints the training
+# and evaluation commands of the standard configuration from the literature,
+# with the published figure to compare against and where it comes from.
 #
 # Usage (from the repo root, on a built tree):
 #   tools/datasets/prepare.sh [--offline] NAME DIR [IMPORT_FLAG...]
@@ -18,11 +18,12 @@
 # --offline (or EMBER_DATASETS_OFFLINE=1) downloads nothing: DIR must hold
 # the downloaded file or the files extracted from it, laid out as published.
 #
-# Checksums: none of these hosts publishes one. A file's sha256 is looked up
-# in tools/datasets/SHA256SUMS (pinned; EMBER_DATASETS_SUMS names another
-# file) and then in DIR/SHA256SUMS (recorded). When neither has it, the first
-# complete download is trusted and its sha256 recorded in DIR/SHA256SUMS;
-# every later run verifies against it, and a mismatch is refused.
+# Checksums: none of these hosts publishes one, and none is pinned here. The
+# first complete download is trusted and its sha256 recorded in
+# DIR/SHA256SUMS; every later run, and any download made once that record
+# exists (resumed or not), is verified against it, and a mismatch is refused.
+# EMBER_DATASETS_SUMS=FILE names a sums file (sha256sum format) consulted
+# first, for sums you have checked yourself.
 #
 # Environment:
 #   EMBER=path/to/ember    the binary (default: build/ember, else ember on PATH)
@@ -60,7 +61,7 @@ else
 fi
 command -v "$ember" >/dev/null || die "no ember binary at '$ember' (build first, or set EMBER=...)"
 budget=${MEMORY_BUDGET:-8G}
-pinned=${EMBER_DATASETS_SUMS:-$here/SHA256SUMS}
+pinned=${EMBER_DATASETS_SUMS:-}
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 recorded=$dir/SHA256SUMS
@@ -71,8 +72,8 @@ sum_in() {
   awk -v f="$2" '!/^#/ && NF == 2 && ($2 == f || $2 == "*" f) { print $1; exit }' "$1"
 }
 
-# Verifies $dir/$1 against the pinned, else the recorded, sha256; records it
-# when neither knows the file.
+# Verifies $dir/$1 against EMBER_DATASETS_SUMS's sha256, else the recorded one;
+# records it when neither knows the file.
 verify() {
   local file=$1 path=$dir/$1 want source got
   want=$(sum_in "$pinned" "$file") source=$pinned
