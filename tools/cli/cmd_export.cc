@@ -20,6 +20,10 @@ ABSL_FLAG(ember::tools::ExportFormat, format, ember::tools::ExportFormat::kTsv,
           "Rows in global-id order; PATH.meta.json describes the model. "
           "Memory: one partition of embeddings at a time.");
 
+ABSL_FLAG(std::string, type, "",
+          "export: only the nodes of this type of a typed graph (imported with --schema); "
+          "empty: every node.");
+
 namespace ember::tools {
 namespace {
 
@@ -29,6 +33,7 @@ absl::StatusOr<ExportOptions> OptionsFromFlags() {
   o.format = absl::GetFlag(FLAGS_format);
   o.relations_out = absl::GetFlag(FLAGS_relations_out);
   o.overwrite = absl::GetFlag(FLAGS_overwrite);
+  o.type = absl::GetFlag(FLAGS_type);
   o.threads = ThreadCount();
   ASSIGN_OR_RETURN(o.memory_budget, MemoryBudget());
   RETURN_IF_ERROR(o.Validate());

@@ -20,10 +20,6 @@
 ABSL_FLAG(std::string, node, "", "neighbors: the query node's name.");
 ABSL_FLAG(std::string, queries, "",
           "neighbors: file of query node names, one a line (with or instead of --node).");
-ABSL_FLAG(std::string, relation, "",
-          "neighbors: apply this relation's operator to the query: what would NODE "
-          "link to through it.");
-ABSL_FLAG(int, k, 10, "neighbors: neighbours per query (the query itself excluded).");
 ABSL_FLAG(ember::tools::IndexKind, index, ember::tools::IndexKind::kFlat,
           "neighbors: FAISS index: flat (exact), ivf (IndexIVFFlat) or hnsw "
           "(IndexHNSWFlat). The index holds ALL embeddings in memory "
@@ -55,7 +51,11 @@ int NeighborsMain(const std::vector<std::string>& args) {
   if (queries.empty() && save_path.empty()) {
     return ReportStatus("neighbors", absl::InvalidArgumentError(usage));
   }
-  const int k = absl::GetFlag(FLAGS_k);
+  if (absl::GetFlag(FLAGS_k).values.size() != 1) {
+    return ReportStatus("neighbors",
+                        absl::InvalidArgumentError("--k takes one number of neighbours"));
+  }
+  const int k = static_cast<int>(absl::GetFlag(FLAGS_k).values.front());
   if (k < 1) return ReportStatus("neighbors", absl::InvalidArgumentError("--k must be >= 1"));
 
   NeighborIndexOptions options;

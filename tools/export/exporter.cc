@@ -119,8 +119,11 @@ absl::Status ExportOptions::Validate() const {
 }
 
 std::string MetaJson(const Graph& graph, const StoredModel& model, std::string_view format,
-                     const std::string& file, const std::string& names_file) {
+                     const std::string& file, const std::string& names_file,
+                     const std::string& type) {
   const Manifest& m = graph.manifest();
+  const absl::StatusOr<uint32_t> type_index =
+      type.empty() ? absl::StatusOr<uint32_t>(0) : m.FindType(type);
   nlohmann::json relations = nlohmann::json::array();
   for (uint32_t r = 0; r < m.relations.size(); ++r) {
     nlohmann::json params = nlohmann::json::array();
@@ -135,7 +138,7 @@ std::string MetaJson(const Graph& graph, const StoredModel& model, std::string_v
       {"file", file},
       {"names_file", names_file.empty() ? nlohmann::json(nullptr) : nlohmann::json(names_file)},
       {"dimension", model.model.dim},
-      {"count", m.num_nodes},
+      {"count", type.empty() || !type_index.ok() ? m.num_nodes : m.NodesOf(*type_index)},
       {"operator", std::string(OperatorName(model.model.op))},
       // Featurized models export their composed rows (id and/or features).
       {"featurized", std::string(FeaturizedModeName(model.model.featurized))},
@@ -149,6 +152,10 @@ std::string MetaJson(const Graph& graph, const StoredModel& model, std::string_v
       {"graph", graph.dir()},
       {"relations", relations},
   };
+  if (!type.empty() && type_index.ok()) {
+    j["type"] = type;
+    j["first_global_id"] = m.PartitionBase(m.FirstPartitionOf(*type_index));
+  }
   return j.dump(2) + "\n";
 }
 
@@ -169,7 +176,17 @@ class Exporter {
     const auto start = std::chrono::steady_clock::now();
     const Manifest& m = graph_.manifest();
     stats_.dim = dim_;
-    stats_.partitions = m.num_partitions;
+    if (!options_.type.empty()) {
+      ASSIGN_OR_RETURN(const uint32_t t, m.FindType(options_.type));
+      first_partition_ = m.FirstPartitionOf(t);
+      end_partition_ = first_partition_ + m.PartitionsOf(t);
+      rows_total_ = m.NodesOf(t);
+    } else {
+      first_partition_ = 0;
+      end_partition_ = m.num_partitions;
+      rows_total_ = m.num_nodes;
+    }
+    stats_.partitions = end_partition_ - first_partition_;
     stats_.checkpoint_version = model_.version;
 
     ASSIGN_OR_RETURN(main_, AtomicOutputFile::Create(options_.out, options_.overwrite));
@@ -188,26 +205,28 @@ class Exporter {
     // Header.
     switch (options_.format) {
       case ExportFormat::kNpy:
-        RETURN_IF_ERROR(main_->Append(NpyHeader(m.num_nodes, dim_)));
+        RETURN_IF_ERROR(main_->Append(NpyHeader(rows_total_, dim_)));
         break;
       case ExportFormat::kW2v:
-        RETURN_IF_ERROR(main_->Append(absl::StrCat(m.num_nodes, " ", dim_, "\n")));
+        RETURN_IF_ERROR(main_->Append(absl::StrCat(rows_total_, " ", dim_, "\n")));
         break;
       default:
         break;
     }
 
-    for (uint32_t p = 0; p < m.num_partitions; ++p) RETURN_IF_ERROR(ExportPartition(p));
-    if (rows_done_ != m.num_nodes) {
-      return absl::DataLossError(absl::StrFormat(
-          "graph %s: exported %d rows but the manifest counts %d nodes", graph_.dir(),
-          rows_done_, m.num_nodes));
+    for (uint32_t p = first_partition_; p < end_partition_; ++p) {
+      RETURN_IF_ERROR(ExportPartition(p));
+    }
+    if (rows_done_ != rows_total_) {
+      return absl::DataLossError(
+          absl::StrFormat("graph %s: exported %d rows but the manifest counts %d nodes",
+                          graph_.dir(), rows_done_, rows_total_));
     }
 
     if (rels) RETURN_IF_ERROR(WriteRelations(rels.get()));
     RETURN_IF_ERROR(meta->Append(MetaJson(graph_, model_, ExportFormatName(options_.format),
                                           BaseName(options_.out),
-                                          names_ ? BaseName(names_path) : "")));
+                                          names_ ? BaseName(names_path) : "", options_.type)));
     // Everything complete on disk before anything becomes visible; PATH last.
     RETURN_IF_ERROR(main_->Close());
     if (names_) RETURN_IF_ERROR(names_->Close());
@@ -355,8 +374,8 @@ class Exporter {
     }
     rows_done_ += n;
     if (options_.progress) {
-      options_.progress({p, graph_.manifest().num_partitions, rows_done_,
-                         graph_.manifest().num_nodes, main_->bytes()});
+      options_.progress({p - first_partition_, end_partition_ - first_partition_, rows_done_,
+                         rows_total_, main_->bytes()});
     }
     if (options_.fail_after_rows > 0 && rows_done_ >= options_.fail_after_rows) {
       return absl::AbortedError(
@@ -395,6 +414,9 @@ class Exporter {
   std::vector<std::string> pieces_;
   uint64_t rows_done_ = 0;
   uint64_t rows_held_ = 0;
+  // The partitions exported (a type's, or all) and their rows.
+  uint32_t first_partition_ = 0, end_partition_ = 0;
+  uint64_t rows_total_ = 0;
   ExportStats stats_;
 };
 

@@ -94,6 +94,10 @@ struct ExportOptions {
   std::string relations_out;
   // Replace existing outputs. Default: false.
   bool overwrite = false;
+  // Only the nodes of this type of a typed graph, in global-id order (its
+  // partitions are consecutive); the meta file names it. NotFound for a type
+  // the graph has not. Default: "" (every node).
+  std::string type;
   // Threads formatting text rows (tsv, w2v); 0: all cores. Default: 0.
   int threads = 0;
   // Peak-memory target in bytes (ExportMemoryBytes); 0: none. An export
@@ -141,9 +145,11 @@ absl::StatusOr<ExportStats> ExportEmbeddings(const Graph& graph,
 // "partition_versions" (the table version each partition's rows were read
 // from: the checkpoint's), "epochs", "graph", "relations": [{"name",
 // "parameters": [...]}]}.
-std::string MetaJson(const Graph& graph, const StoredModel& model,
-                     std::string_view format, const std::string& file,
-                     const std::string& names_file);
+// With a `type` (ExportOptions::type), "count" is its nodes and "type" and
+// "first_global_id" say which rows the file holds.
+std::string MetaJson(const Graph& graph, const StoredModel& model, std::string_view format,
+                     const std::string& file, const std::string& names_file,
+                     const std::string& type = "");
 
 }  // namespace ember::tools
 
