@@ -1,5 +1,7 @@
 #include "train/eval/recommender.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <memory>
 #include <optional>
@@ -15,42 +17,21 @@
 namespace ember {
 namespace {
 
-// Better: a higher score, then a lower id (deterministic ties).
-bool Better(const Scored& a, const Scored& b) {
-  return a.score > b.score || (a.score == b.score && a.id < b.id);
-}
-
-// The best `k` candidates seen, as a heap whose front is the worst kept.
-class TopK {
- public:
-  explicit TopK(uint32_t k) : k_(k) { heap_.reserve(k); }
-
-  // Whether a candidate of this score could enter (ids aside).
-  bool Admits(float score) const { return heap_.size() < k_ || score >= heap_.front().score; }
-  void Offer(Scored s) {
-    if (heap_.size() < k_) {
-      heap_.push_back(s);
-      std::push_heap(heap_.begin(), heap_.end(), Better);
-    } else if (Better(s, heap_.front())) {
-      std::pop_heap(heap_.begin(), heap_.end(), Better);
-      heap_.back() = s;
-      std::push_heap(heap_.begin(), heap_.end(), Better);
-    }
+// Better: a higher score, then a lower id (deterministic ties). A function
+// object, so that the standard algorithms inline it.
+struct BetterFn {
+  bool operator()(const Scored& a, const Scored& b) const {
+    return a.score > b.score || (a.score == b.score && a.id < b.id);
   }
-  // Best first.
-  std::vector<Scored> Sorted() && {
-    std::sort(heap_.begin(), heap_.end(), Better);
-    return std::move(heap_);
-  }
-
- private:
-  uint32_t k_;
-  std::vector<Scored> heap_;  // a heap under Better: front is the worst
 };
+constexpr BetterFn Better;
 
 struct Scratch {
   CandidateWorkspace ws;
   std::vector<float> queries, scores;
+  std::vector<Scored> passed;     // one row's candidates at or above its bar
+  std::vector<float> sample;      // FirstBar's
+  std::vector<uint32_t> columns;  // a row's columns at or above its bar
 };
 
 // Candidate rows: partition q's, held once loaded (all of them when they
@@ -77,6 +58,130 @@ class CandidateRows {
 };
 
 }  // namespace
+
+void TopKHeap::OfferAll(std::span<const Scored> candidates) {
+  if (kept_.capacity() < 2 * size_t{k_}) kept_.reserve(2 * size_t{k_});
+  for (const Scored& c : candidates) {
+    kept_.push_back(c);
+    if (kept_.size() == 2 * size_t{k_}) Cut();
+  }
+}
+
+void TopKHeap::Cut() {
+  std::nth_element(kept_.begin(), kept_.begin() + (k_ - 1), kept_.end(), Better);
+  kept_.resize(k_);
+  threshold_ = kept_[k_ - 1].score;
+  for (const Scored& s : kept_) threshold_ = std::min(threshold_, s.score);
+}
+
+std::vector<Scored> TopKHeap::TakeSorted() {
+  std::sort(kept_.begin(), kept_.end(), Better);
+  if (kept_.size() > k_) kept_.resize(k_);
+  std::vector<Scored> out;
+  out.swap(kept_);
+  return out;
+}
+
+namespace {
+
+// A score that at least `need` of the row's scores reach, estimated from a
+// strided sample (about 1.5 `need` of them reach it), or -inf when the row
+// has fewer than 4 `need` scores or the estimate leaves fewer than `need`:
+// a first bar for a fresh heap, so that its first row does not offer
+// everything. (With `need` = k plus the candidates the source may not
+// take, at least k candidates it may take reach the bar, so nothing below
+// it can be among the best k.)
+float FirstBar(const float* row, int n, uint64_t need, std::vector<float>* sample) {
+  constexpr int kStride = 8;
+  const float none = -std::numeric_limits<float>::infinity();
+  const uint64_t k = need;
+  if (n < 4 * int64_t(k)) return none;
+  sample->clear();
+  for (int j = 0; j < n; j += kStride) sample->push_back(row[j]);
+  const size_t rank = std::min(sample->size() - 1, size_t(k) * 3 / (2 * kStride) + 4);
+  std::nth_element(sample->begin(), sample->begin() + rank, sample->end(), std::greater<float>());
+  const float bar = (*sample)[rank];
+  int reach = 0;
+  for (int j = 0; j < n; ++j) reach += row[j] >= bar;
+  return reach >= int64_t(k) ? bar : none;
+}
+
+// Writes the columns j < n with row[j] >= bar to `out`, ascending; their
+// count. AVX-512: 16 compares and one compressed store a step.
+size_t ColumnsReaching(const float* row, int n, float bar, uint32_t* out) {
+  size_t passed = 0;
+  int j = 0;
+#if defined(__AVX512F__)
+  const __m512 b = _mm512_set1_ps(bar);
+  __m512i columns = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i step = _mm512_set1_epi32(16);
+  for (; j + 16 <= n; j += 16) {
+    const __mmask16 reach = _mm512_cmp_ps_mask(_mm512_loadu_ps(row + j), b, _CMP_GE_OQ);
+    _mm512_mask_compressstoreu_epi32(out + passed, reach, columns);
+    passed += __builtin_popcount(reach);
+    columns = _mm512_add_epi32(columns, step);
+  }
+#endif
+  // Without branches: every column is written, the count advances for
+  // those at or above the bar.
+  for (; j < n; ++j) {
+    out[passed] = j;
+    passed += row[j] >= bar;
+  }
+  return passed;
+}
+
+}  // namespace
+
+void RankCandidates(const ModelOptions& model, const float* rel, std::span<const RankQuery> queries,
+                    const float* candidates, uint64_t count, uint64_t first_id,
+                    std::span<TopKHeap> heaps) {
+  tbb::enumerable_thread_specific<Scratch> scratch;
+  const int dim = model.dim;
+  const size_t blocks = (queries.size() + kRecommendSources - 1) / kRecommendSources;
+  ParallelFor(0, blocks, [&](size_t b) {
+    Scratch& s = scratch.local();
+    const size_t first = b * kRecommendSources;
+    const int n = static_cast<int>(std::min<size_t>(kRecommendSources, queries.size() - first));
+    s.queries.resize(size_t(n) * dim);
+    for (int i = 0; i < n; ++i) {
+      std::copy_n(queries[first + i].row, dim, s.queries.data() + size_t(i) * dim);
+    }
+    for (uint64_t lo = 0; lo < count; lo += kRecommendCandidates) {
+      const int c = static_cast<int>(std::min<uint64_t>(kRecommendCandidates, count - lo));
+      s.scores.resize(size_t(n) * c);
+      ScoreCandidates(model, rel, CorruptSide::kTail, s.queries.data(), n, candidates + lo * dim, c,
+                      s.scores.data(), &s.ws);
+      s.passed.resize(c);
+      s.columns.resize(c);
+      for (int i = 0; i < n; ++i) {
+        const RankQuery& q = queries[first + i];
+        TopKHeap& top = heaps[first + i];
+        const float* row = s.scores.data() + size_t(i) * c;
+        float bar = top.threshold();
+        if (bar == -std::numeric_limits<float>::infinity()) {
+          const uint64_t excluded = 1 + (q.skip != nullptr ? q.skip->size() : 0);
+          bar = FirstBar(row, c, top.k() + excluded, &s.sample);
+        }
+        const size_t passed = ColumnsReaching(row, c, bar, s.columns.data());
+        // The source itself and what it already has never pass.
+        size_t kept = 0;
+        const uint64_t id0 = first_id + lo;
+        for (size_t t = 0; t < passed; ++t) {
+          const uint64_t id = id0 + s.columns[t];
+          if (id == q.id ||
+              (q.skip != nullptr && std::binary_search(q.skip->begin(), q.skip->end(), id))) {
+            continue;
+          }
+          s.passed[kept++] = {id, row[s.columns[t]]};
+        }
+        if (kept > 0) top.OfferAll(std::span<const Scored>(s.passed.data(), kept));
+        // FirstBar's bar was reached by k candidates the source may take.
+        if (bar > top.threshold()) top.RaiseThreshold(bar);
+      }
+    }
+  });
+}
 
 absl::Status RecommendOptions::Validate() const {
   if (k == 0) return absl::InvalidArgumentError("recommend: k must be at least 1");
@@ -132,7 +237,6 @@ absl::Status Recommend(
 
   internal::OneBlasThread one_blas_thread;
   tbb::task_arena arena(options.threads > 0 ? options.threads : tbb::task_arena::automatic);
-  tbb::enumerable_thread_specific<Scratch> scratch;
   uint64_t done = 0;
   size_t next_source = 0;  // into options.sources
   for (uint32_t p = src_first; p < src_end; ++p) {
@@ -168,51 +272,23 @@ absl::Status Recommend(
     }
     ASSIGN_OR_RETURN(const std::vector<float> source_rows,
                      LoadPartitionEmbeddings(graph, model, p));
-    std::vector<TopK> tops(offsets.size(), TopK(options.k));
-    const size_t blocks = (offsets.size() + kRecommendSources - 1) / kRecommendSources;
+    std::vector<RankQuery> queries(offsets.size());
+    for (size_t i = 0; i < offsets.size(); ++i) {
+      queries[i].row = source_rows.data() + uint64_t(offsets[i]) * dim;
+      queries[i].id = base + offsets[i];
+      queries[i].skip = options.exclude_known ? &known[offsets[i]] : nullptr;
+    }
+    std::vector<TopKHeap> tops(offsets.size(), TopKHeap(options.k));
     for (uint32_t q = dst_first; q < dst_end; ++q) {
-      const uint64_t rows = m.partition_sizes[q];
-      if (rows == 0) continue;
+      if (m.partition_sizes[q] == 0) continue;
       ASSIGN_OR_RETURN(const std::vector<float>* candidate_rows, candidates.Get(q));
-      const uint64_t dst_base = m.PartitionBase(q);
       arena.execute([&] {
-        ParallelFor(0, blocks, [&](size_t b) {
-          Scratch& s = scratch.local();
-          const size_t first = b * kRecommendSources;
-          const int n =
-              static_cast<int>(std::min<size_t>(kRecommendSources, offsets.size() - first));
-          s.queries.resize(size_t(n) * dim);
-          for (int i = 0; i < n; ++i) {
-            std::copy_n(source_rows.data() + uint64_t(offsets[first + i]) * dim, dim,
-                        s.queries.data() + size_t(i) * dim);
-          }
-          for (uint64_t lo = 0; lo < rows; lo += kRecommendCandidates) {
-            const int c = static_cast<int>(std::min<uint64_t>(kRecommendCandidates, rows - lo));
-            s.scores.resize(size_t(n) * c);
-            ScoreCandidates(model.model, rel, CorruptSide::kTail, s.queries.data(), n,
-                            candidate_rows->data() + lo * dim, c, s.scores.data(), &s.ws);
-            for (int i = 0; i < n; ++i) {
-              TopK& top = tops[first + i];
-              const float* row = s.scores.data() + size_t(i) * c;
-              const std::vector<uint64_t>* skip =
-                  options.exclude_known ? &known[offsets[first + i]] : nullptr;
-              const uint64_t self = base + offsets[first + i];
-              for (int j = 0; j < c; ++j) {
-                if (!top.Admits(row[j])) continue;
-                const uint64_t id = dst_base + lo + j;
-                if (id == self ||
-                    (skip != nullptr && std::binary_search(skip->begin(), skip->end(), id))) {
-                  continue;
-                }
-                top.Offer({id, row[j]});
-              }
-            }
-          }
-        });
+        RankCandidates(model.model, rel, queries, candidate_rows->data(), m.partition_sizes[q],
+                       m.PartitionBase(q), tops);
       });
     }
     for (size_t i = 0; i < offsets.size(); ++i) {
-      const std::vector<Scored> best = std::move(tops[i]).Sorted();
+      const std::vector<Scored> best = tops[i].TakeSorted();
       RETURN_IF_ERROR(sink(base + offsets[i], best));
     }
     done += offsets.size();

@@ -26,8 +26,10 @@
 #ifndef EMBER_TRAIN_EVAL_RECOMMENDER_H_
 #define EMBER_TRAIN_EVAL_RECOMMENDER_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -82,6 +84,51 @@ absl::Status Recommend(
 
 // The relation's source and destination types (0, 0 for untyped graphs).
 RelationTypes TypesOfRelation(const Manifest& m, uint32_t relation);
+
+// The best `k` candidates offered (a higher score, then a lower id). It
+// keeps up to 2k candidates unsorted and cuts them back to the best k by
+// one selection (nth_element) when they reach 2k, so that an offer costs
+// O(1) amortized; threshold() is then the least score kept, which a
+// candidate must reach to be offered at all (-inf until the first cut).
+class TopKHeap {
+ public:
+  explicit TopKHeap(uint32_t k) : k_(k) {}
+  uint32_t k() const { return k_; }
+  float threshold() const { return threshold_; }
+  // Offers candidates (each at least threshold()); `candidates` is left
+  // as it was.
+  void OfferAll(std::span<const Scored> candidates);
+  // Raises threshold() to `bar` once at least k candidates offered reach
+  // it (the caller knows): nothing below can be among the best k.
+  void RaiseThreshold(float bar) { threshold_ = std::max(threshold_, bar); }
+  // The best min(k, offered), best first; the heap is left empty.
+  std::vector<Scored> TakeSorted();
+
+ private:
+  void Cut();
+  uint32_t k_;
+  float threshold_ = -std::numeric_limits<float>::infinity();
+  std::vector<Scored> kept_;
+};
+
+// One source of RankCandidates: its row (the operator not applied), its
+// global id (never its own candidate) and the candidates to leave out
+// (sorted global ids; null: none).
+struct RankQuery {
+  const float* row = nullptr;
+  uint64_t id = 0;
+  const std::vector<uint64_t>* skip = nullptr;
+};
+
+// The core of Recommend, on rows in memory: offers every candidate (`count`
+// rows of model.dim floats, global ids first_id, first_id + 1, ...) to each
+// query's heap, scored by GEMM blocks of kRecommendSources x
+// kRecommendCandidates on the calling thread's task arena (ParallelFor over
+// blocks of queries). REQUIRES: heaps.size() == queries.size(); OpenBLAS at
+// one thread (the caller's OneBlasThread).
+void RankCandidates(const ModelOptions& model, const float* rel, std::span<const RankQuery> queries,
+                    const float* candidates, uint64_t count, uint64_t first_id,
+                    std::span<TopKHeap> heaps);
 
 }  // namespace ember
 
