@@ -23,10 +23,6 @@ ABSL_FLAG(ember::tools::ExportFormat, format, ember::tools::ExportFormat::kTsv,
           "Rows in global-id order; PATH.meta.json describes the model. "
           "Memory: one partition of embeddings at a time.");
 
-ABSL_FLAG(std::string, type, "",
-          "export: only the nodes of this type of a typed graph (imported with --schema); "
-          "empty: every node.");
-
 namespace ember::tools {
 namespace {
 
