@@ -76,7 +76,11 @@ const std::vector<CommandFlags>& Table() {
         {"verbose"},
         {"progress_interval"}}},
       {"export",
-       {{"out"},
+       {{"type",
+         "export: only the nodes of this type of a typed graph (imported with --schema), in "
+         "global-id order; PATH.meta.json names the type and its first global id. Empty: every "
+         "node (h5: every type, each in its own files)."},
+        {"out"},
         {"memory_budget",
          "export: memory the export may hold (the largest partition's rows, "
          "a batch of text, RocksDB's cache); a bigger one is refused before "
@@ -91,6 +95,13 @@ const std::vector<CommandFlags>& Table() {
          "neighbors: apply this relation's operator to the query: what would NODE "
          "link to through it."},
         {"k", "neighbors: neighbours per query (the query itself excluded)."},
+        {"type",
+         "neighbors: rank only the nodes of this type of a typed graph (the index holds that "
+         "type's rows; queries may be of any type). Empty: every node."},
+        {"exclude_known",
+         "neighbors: with --relation, leave out the nodes the query already links to through "
+         "it in the train split; off unless given.",
+         "false"},
         {"memory_budget",
          "neighbors: memory the index may take (every vector, as FAISS "
          "holds them, plus its links or lists); a bigger index is refused "

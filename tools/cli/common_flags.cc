@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/internal/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -34,6 +35,9 @@ ABSL_FLAG(ember::tools::ProgressInterval, progress_interval, ember::tools::Progr
           "at every update. On a terminal one line is redrawn in place.");
 ABSL_FLAG(ember::tools::CutOffs, k, ember::tools::CutOffs{},
           "Results per query (neighbors, recommend); cut-offs of eval --protocol recommend.");
+ABSL_FLAG(std::string, type, "",
+          "Only the nodes of this type of a typed graph (export, neighbors); empty: every "
+          "node.");
 ABSL_FLAG(std::string, relation, "",
           "The relation whose operator scores a query (neighbors, recommend, eval --protocol "
           "recommend).");
@@ -116,6 +120,13 @@ double FloatFlagDefault(float value) {
     return value;
   }
   return out;
+}
+
+bool FlagGiven(std::string_view name) {
+  // This Abseil's public CommandLineFlag keeps "specified on the command
+  // line" private; the parser's own record answers it (flags read from a
+  // --flagfile included).
+  return absl::flags_internal::WasPresentOnCommandLine(absl::string_view(name.data(), name.size()));
 }
 
 int ThreadCount() {

@@ -13,8 +13,9 @@
 #include "oneapi/tbb/task_arena.h"
 #include "storage/base/file_system.h"
 #include "storage/base/parallel.h"
-#include "storage/base/status_macros.h"
 #include "storage/base/progress.h"
+#include "storage/base/status_macros.h"
+#include "tools/export/pbg_export.h"
 
 namespace ember::tools {
 namespace {
@@ -108,7 +109,13 @@ std::string_view NearestNeighborMetric(Comparator comparator) {
 
 absl::Status ExportOptions::Validate() const {
   if (out.empty()) return absl::InvalidArgumentError("export needs an output path (--out)");
-  if (out.back() == '/') {
+  if (format == ExportFormat::kH5) {
+    if (!relations_out.empty()) {
+      return absl::InvalidArgumentError(
+          "--relations-out is not for --format h5: the relation parameters are in the "
+          "export's meta.json");
+    }
+  } else if (out.back() == '/') {
     return absl::InvalidArgumentError(absl::StrCat("output path ", out, " names a directory"));
   }
   if (!relations_out.empty() && relations_out == out) {
@@ -371,6 +378,8 @@ class Exporter {
         RETURN_IF_ERROR(main_->Append(text_));
         break;
       }
+      case ExportFormat::kH5:  // tools/export/pbg_export.cc
+        return absl::InternalError("the h5 export does not write through Exporter");
     }
     rows_done_ += n;
     if (options_.progress) {
@@ -432,6 +441,7 @@ uint64_t ExportMemoryBytes(const Manifest& manifest, int dim) {
 
 absl::StatusOr<ExportStats> ExportEmbeddings(const Graph& graph, const ExportOptions& options) {
   RETURN_IF_ERROR(options.Validate());
+  if (options.format == ExportFormat::kH5) RETURN_IF_ERROR(PbgExportAvailable());
   ASSIGN_OR_RETURN(StoredModel model, LoadStoredModel(graph));
   if (const uint64_t need = ExportMemoryBytes(graph.manifest(), model.model.dim);
       options.memory_budget > 0 && need > options.memory_budget) {
@@ -447,6 +457,7 @@ absl::StatusOr<ExportStats> ExportEmbeddings(const Graph& graph, const ExportOpt
         "graph %s: checkpoint %d lists %d partition versions for %d partitions", graph.dir(),
         model.version, model.partition_versions.size(), graph.manifest().num_partitions));
   }
+  if (options.format == ExportFormat::kH5) return ExportPbgCheckpoint(graph, model, options);
   Exporter exporter(graph, model, options);
   return exporter.Run();
 }
