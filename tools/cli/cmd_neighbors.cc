@@ -59,7 +59,7 @@ int NeighborsMain(const std::vector<std::string>& args) {
   const int k = static_cast<int>(absl::GetFlag(FLAGS_k).values.front());
   if (k < 1) return ReportStatus("neighbors", absl::InvalidArgumentError("--k must be >= 1"));
   // recommend's flag, on by default there; here off unless given.
-  const bool exclude_known = FlagGiven("exclude_known") && absl::GetFlag(FLAGS_exclude_known);
+  const bool exclude_known = FlagWasSet("exclude_known") && absl::GetFlag(FLAGS_exclude_known);
   if (exclude_known && absl::GetFlag(FLAGS_relation).empty()) {
     return ReportStatus("neighbors", absl::InvalidArgumentError(
                                          "--exclude-known needs --relation: it leaves out what "

@@ -5,7 +5,6 @@
 #include <thread>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/internal/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -120,13 +119,6 @@ double FloatFlagDefault(float value) {
     return value;
   }
   return out;
-}
-
-bool FlagGiven(std::string_view name) {
-  // This Abseil's public CommandLineFlag keeps "specified on the command
-  // line" private; the parser's own record answers it (flags read from a
-  // --flagfile included).
-  return absl::flags_internal::WasPresentOnCommandLine(absl::string_view(name.data(), name.size()));
 }
 
 int ThreadCount() {

@@ -54,7 +54,7 @@ ABSL_DECLARE_FLAG(std::string, relation);
 // --type: export and neighbors.
 ABSL_DECLARE_FLAG(std::string, type);
 // Defined by recommend (cmd_recommend.cc); neighbors reads it too, only
-// when given (FlagGiven).
+// when given (FlagWasSet, cli.h).
 ABSL_DECLARE_FLAG(bool, exclude_known);
 ABSL_DECLARE_FLAG(ember::tools::ProgressInterval, progress_interval);
 // Defined by import (cmd_import.cc); train, tune, eval, export and neighbors
@@ -64,11 +64,6 @@ ABSL_DECLARE_FLAG(std::string, memory_budget);
 namespace ember::tools {
 // --threads, with 0 meaning "all hardware threads".
 int ThreadCount();
-// Whether the flag `name` (as registered, "exclude_known") was given on the
-// command line or in a --flagfile, whatever its value: for a flag whose
-// default differs between the commands that read it.
-// REQUIRES: the command line has been parsed (absl::ParseCommandLine).
-bool FlagGiven(std::string_view name);
 // A float option's default as the default of a double flag: the float's
 // shortest decimal, so that --help shows 0.1 for 0.1f, not 0.100000001.
 double FloatFlagDefault(float value);
