@@ -22,7 +22,8 @@ ABSL_FLAG(std::string, queries, "",
           "neighbors: file of query node names, one a line (with or instead of --node).");
 ABSL_FLAG(std::string, relation, "",
           "neighbors: apply this relation's operator to the query: what would NODE "
-          "link to through it.");
+          "link to through it (a --reciprocal model also takes NAME_inv: what links to NODE "
+          "through NAME).");
 ABSL_FLAG(int, k, 10, "neighbors: neighbours per query (the query itself excluded).");
 ABSL_FLAG(ember::tools::IndexKind, index, ember::tools::IndexKind::kFlat,
           "neighbors: FAISS index: flat (exact), ivf (IndexIVFFlat) or hnsw "

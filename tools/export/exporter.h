@@ -90,7 +90,9 @@ struct ExportOptions {
   std::string out;
   // Default: kTsv.
   ExportFormat format = ExportFormat::kTsv;
-  // Also write relation parameters here (tsv). Empty: none. Default: "".
+  // Also write relation parameters here (tsv: name, then the operator's
+  // parameters; a reciprocal model's inverse relations follow as
+  // name_inv lines). Empty: none. Default: "".
   std::string relations_out;
   // Replace existing outputs. Default: false.
   bool overwrite = false;

@@ -298,10 +298,24 @@ absl::StatusOr<std::vector<NeighborList>> NeighborIndex::Search(
   const float* param = nullptr;
   if (!relation.empty()) {
     auto it = std::find(m.relations.begin(), m.relations.end(), relation);
+    // A reciprocal model's inverse relation: NAME_inv, unless the graph has
+    // a relation of that name.
+    bool inverse = false;
+    if (it == m.relations.end() && r.model.model.reciprocal &&
+        relation.ends_with(kInverseRelationSuffix)) {
+      const std::string forward =
+          relation.substr(0, relation.size() - std::string_view(kInverseRelationSuffix).size());
+      it = std::find(m.relations.begin(), m.relations.end(), forward);
+      inverse = it != m.relations.end();
+    }
     if (it == m.relations.end()) {
-      return absl::NotFoundError(absl::StrCat("unknown relation '", relation, "' in graph ",
-                                              r.graph->dir(), " (relations: ",
-                                              absl::StrJoin(m.relations, ", "), ")"));
+      return absl::NotFoundError(absl::StrCat(
+          "unknown relation '", relation, "' in graph ", r.graph->dir(),
+          " (relations: ", absl::StrJoin(m.relations, ", "),
+          r.model.model.reciprocal
+              ? absl::StrCat("; the inverse of each: its name and ", kInverseRelationSuffix)
+              : "",
+          ")"));
     }
     const uint32_t rel = static_cast<uint32_t>(it - m.relations.begin());
     if (r.model.relations.param_size > 0) {
@@ -309,7 +323,8 @@ absl::StatusOr<std::vector<NeighborList>> NeighborIndex::Search(
         return absl::DataLossError(absl::StrCat("checkpoint has no parameters for relation '",
                                                 relation, "'"));
       }
-      param = r.model.relations.Of(rel);
+      param = r.model.relations.Of(rel) +
+              (inverse ? RelationParamSize(r.model.model.op, r.model.model.dim) : 0);
     }
   }
 
