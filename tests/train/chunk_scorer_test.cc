@@ -509,13 +509,26 @@ TEST_P(ReciprocalGradientTest, MixedChunkWithEndpointNegatives) {
   ExpectGradientsMatchReference(o, f);
 }
 
-// With w_{r⁻¹} set to the adjoint's parameters J·w_r (where the model has
-// an adjoint), the reciprocal model scores every edge as the model does:
-// the same loss and row gradients, and w_r's gradient is the sum of the
-// two halves' (J mapping the inverse's back).
-TEST_P(ReciprocalGradientTest, AdjointInverseIsTheModelItself) {
+INSTANTIATE_TEST_SUITE_P(OperatorModels, ReciprocalGradientTest,
+                         testing::ValuesIn(OperatorModels()), ParamName);
+
+// With w_{r⁻¹} set to the adjoint's parameters J·w_r (the models with an
+// adjoint and an operator), the reciprocal model scores every edge as the
+// model does: the same loss and row gradients, and w_r's gradient is the
+// sum of the two halves' (J mapping the inverse's back).
+class ReciprocalAdjointTest : public testing::TestWithParam<ModelParam> {};
+
+std::vector<ModelParam> AdjointOperatorModels() {
+  std::vector<ModelParam> out;
+  for (const ModelParam& m : AllModels(true)) {
+    if (std::get<0>(m) != Operator::kNone) out.push_back(m);
+  }
+  return out;
+}
+
+TEST_P(ReciprocalAdjointTest, AdjointInverseIsTheModelItself) {
   ModelOptions plain = SmallModel(GetParam());
-  if (!SupportsMixedChunks(plain)) GTEST_SKIP() << "no adjoint form";
+  ASSERT_TRUE(SupportsMixedChunks(plain));
   const ModelOptions recip = ReciprocalModel(GetParam());
   const int p = RelationParamSize(plain.op, plain.dim);
   for (const int slots : {0, 2}) {
@@ -553,8 +566,8 @@ TEST_P(ReciprocalGradientTest, AdjointInverseIsTheModelItself) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(OperatorModels, ReciprocalGradientTest,
-                         testing::ValuesIn(OperatorModels()), ParamName);
+INSTANTIATE_TEST_SUITE_P(AdjointModels, ReciprocalAdjointTest,
+                         testing::ValuesIn(AdjointOperatorModels()), ParamName);
 
 // N3 (Regularizer::kN3) in the loss and its gradients, for every model,
 // grouped and mixed (where it mixes), reciprocal or not, with endpoint
