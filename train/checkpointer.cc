@@ -19,13 +19,15 @@ Checkpointer::Checkpointer(Graph* graph, const TrainOptions& options, const RunS
 absl::Status Checkpointer::CheckResumable(const StoredModel& stored) const {
   const ModelOptions& s = stored.model;
   if (s.dim != options_.model.dim || s.op != options_.model.op ||
-      s.comparator != options_.model.comparator || s.featurized != options_.model.featurized) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        graph_->dir(), " holds a checkpoint trained with --dim ", s.dim, " --operator ",
-        std::string(OperatorName(s.op)), " --comparator ",
-        std::string(ComparatorName(s.comparator)), " --featurized ",
-        std::string(FeaturizedModeName(s.featurized)),
-        "; pass the same options to resume, or --from-scratch to start over"));
+      s.comparator != options_.model.comparator || s.featurized != options_.model.featurized ||
+      s.reciprocal != options_.model.reciprocal) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(graph_->dir(), " holds a checkpoint trained with --dim ", s.dim,
+                     " --operator ", std::string(OperatorName(s.op)), " --comparator ",
+                     std::string(ComparatorName(s.comparator)), " --featurized ",
+                     std::string(FeaturizedModeName(s.featurized)),
+                     " --reciprocal=", s.reciprocal ? "true" : "false",
+                     "; pass the same options to resume, or --from-scratch to start over"));
   }
   const TrainPosition& saved = stored.position;
   if (saved.next_round == 0) return absl::OkStatus();

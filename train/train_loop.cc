@@ -34,7 +34,7 @@ namespace ember {
 
 absl::Status TrainLoop::RestoreOrInit() {
   const Manifest& m = graph_->manifest();
-  const int param_size = RelationParamSize(options_.model.op, options_.model.dim);
+  const int param_size = RelationRecordSize(options_.model);
   checkpointer_ = std::make_unique<Checkpointer>(
       graph_, options_, RunShape{capacity_, round_size_, world_size()}, writer());
   ASSIGN_OR_RETURN(RestoredCheckpoint restored, checkpointer_->Restore());
@@ -52,7 +52,7 @@ absl::Status TrainLoop::RestoreOrInit() {
     relations_.param_size = param_size;
     relations_.params.resize(size_t{relations_.num_relations} * param_size);
     for (uint32_t r = 0; r < relations_.num_relations; ++r) {
-      InitRelationParams(options_.model.op, options_.model.dim, relations_.Of(r));
+      InitRelationRecord(options_.model, relations_.Of(r));
     }
     relations_.state.assign(relations_.params.size(), 0.0f);
   }
@@ -64,8 +64,7 @@ absl::Status TrainLoop::RestoreOrInit() {
     relations_.params.resize(relations_.params.size() + param_size);
     relations_.state.resize(relations_.params.size(), 0.0f);
     ++relations_.num_relations;
-    InitRelationParams(options_.model.op, options_.model.dim,
-                       relations_.Of(relations_.num_relations - 1));
+    InitRelationRecord(options_.model, relations_.Of(relations_.num_relations - 1));
   }
   const FeaturizedMode mode = options_.model.featurized;
   if (mode != FeaturizedMode::kOff) {

@@ -207,6 +207,40 @@ TEST_F(CliInputTest, TrainAloneResumesWithTheCheckpointsOptions) {
   EXPECT_THAT(r.err, HasSubstr("--operator translation"));
 }
 
+// Reciprocal relations are part of the model: `ember train G` alone resumes
+// them (and the N3 regularizer with its weight), a run with the other
+// value is refused, and --reg-weight without a regularizer is refused
+// unless the checkpoint has one.
+TEST_F(CliInputTest, TrainAloneResumesReciprocalRelationsAndN3) {
+  const std::string graph = tmp_.Sub("g");
+  ASSERT_EQ(Ember({"import", "--out", graph, Write("l.tsv", LikesText()), "--quiet"}).exit_code, 0);
+  ProcessResult r = Ember({"train", graph, "--epochs", "1", "--dim", "8", "--reg-weight", "0.05",
+                           "--lr", "0.1", "--threads", "1"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--regularizer n3"));
+  r = Ember({"train", graph, "--epochs", "1", "--dim", "8", "--reciprocal", "--lr", "0.1",
+             "--threads", "1"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("operator none"));
+  r = Ember({"train", graph, "--epochs", "1", "--dim", "8", "--operator", "diagonal",
+             "--reciprocal", "--regularizer", "n3", "--reg-weight", "0.05", "--lr", "0.1",
+             "--threads", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = Ember({"train", graph, "--epochs", "2", "--threads", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("resuming with the checkpoint's --dim 8 --operator diagonal "
+                               "--reciprocal --regularizer n3 --reg-weight 0.05"));
+  EXPECT_THAT(r.out, HasSubstr("epoch 2:"));
+  // Another weight is a choice of the objective, not of the model.
+  r = Ember({"train", graph, "--epochs", "3", "--reg-weight", "0.1", "--threads", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = Ember({"train", graph, "--epochs", "4", "--reciprocal=false", "--threads", "1"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--reciprocal=true"));
+  r = Ember({"eval", graph, "--split", "train", "--max-edges", "50"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 // The happy path prints no GEMM line (--verbose does), and the JSON still
 // names the backend.
 TEST_F(CliInputTest, QuietByDefaultVerboseOnRequest) {

@@ -370,6 +370,56 @@ TEST_F(ExportTest, MetaJsonAndRelations) {
   bool trained = false;
   for (float x : e.model.relations.params) trained |= x != 1.0f;
   EXPECT_TRUE(trained);
+  EXPECT_EQ(meta["reciprocal"], false);
+  EXPECT_FALSE(meta["relations"][0].contains("inverse_parameters"));
+}
+
+// A reciprocal model: --relations-out writes each relation's w_r, then
+// each inverse's w_{r⁻¹} as name_inv (line R + r), and the meta file
+// carries both.
+TEST(ReciprocalExportTest, InverseRelationsFollowTheirRelations) {
+  TempDir tmp;
+  const std::string edges = tmp.Sub("edges.tsv");
+  {
+    std::ofstream out(edges);
+    for (int i = 0; i < 600; ++i) {
+      out << "n" << i % 97 << "\tr" << i % 2 << "\tn" << (i * 7 + 3) % 97 << "\n";
+    }
+  }
+  const std::string graph = tmp.Sub("g");
+  const std::string bin = EMBER_BINARY;
+  ASSERT_EQ(RunShell(bin + " import --quiet --out " + graph + " " + edges + " > /dev/null"), 0);
+  ASSERT_EQ(RunShell(bin + " train " + graph + " --quiet --epochs 1 --dim 6 --lr 0.1 " +
+                     "--operator diagonal --reciprocal > /dev/null"),
+            0);
+  const Expected e = ReadExpected(graph);
+  ASSERT_TRUE(e.model.model.reciprocal);
+  ASSERT_EQ(e.model.relations.param_size, 12);
+  const std::string out = tmp.Sub("emb.tsv"), rels = tmp.Sub("rels.tsv");
+  ASSERT_EQ(RunShell(bin + " export " + graph + " --quiet --out " + out + " --relations-out " +
+                     rels + " > /dev/null"),
+            0);
+  const std::vector<std::string> lines = Lines(ReadWholeFile(rels));
+  ASSERT_EQ(lines.size(), 4u);
+  const nlohmann::json meta = nlohmann::json::parse(ReadWholeFile(out + ".meta.json"));
+  EXPECT_EQ(meta["reciprocal"], true);
+  for (size_t line = 0; line < 4; ++line) {
+    const size_t r = line % 2;
+    const bool inverse = line >= 2;
+    const std::vector<std::string> f = Split(lines[line], '\t');
+    ASSERT_EQ(f.size(), 7u) << lines[line];
+    EXPECT_EQ(f[0], e.manifest.relations[r] + (inverse ? "_inv" : ""));
+    const nlohmann::json& params =
+        meta["relations"][r][inverse ? "inverse_parameters" : "parameters"];
+    ASSERT_EQ(params.size(), 6u);
+    for (int j = 0; j < 6; ++j) {
+      const float want = e.model.relations.Of(r)[(inverse ? 6 : 0) + j];
+      ExpectFloatText(f[j + 1], want, f[0]);
+      EXPECT_EQ(params[j].get<float>(), want);
+    }
+  }
+  // The inverses trained apart from their relations.
+  EXPECT_NE(lines[0].substr(3), lines[2].substr(7));
 }
 
 bool HasTempFiles(const std::string& dir) {

@@ -98,12 +98,15 @@ double Score(Comparator cmp, const std::vector<double>& q, const float* x) {
   return 0;
 }
 
-// op_r(e) written out from the operator definitions in model_options.h.
+// op_r(e) written out from the operator definitions in model_options.h;
+// rel R + r (R relations) is r's inverse in a reciprocal model.
 std::vector<double> ApplyOp(const Table& t, int rel, const float* e) {
   const int d = t.dim, h = d / 2;
   std::vector<double> q(e, e + d);
   if (rel < 0) return q;
-  const float* w = t.model.relations.Of(rel);
+  const int relations = static_cast<int>(t.model.relations.num_relations);
+  const float* w =
+      rel < relations ? t.model.relations.Of(rel) : t.model.relations.Of(rel - relations) + d;
   switch (t.model.model.op) {
     case Operator::kNone:
       break;
@@ -652,6 +655,57 @@ TEST(NeighborsTypedTest, OneTypeAndKnownLinksLeftOut) {
   EXPECT_EQ(meta["first_global_id"], first);
   std::unique_ptr<faiss::Index> read(faiss::read_index(saved.c_str()));
   EXPECT_EQ(uint64_t(read->ntotal), items);
+}
+
+// A reciprocal model's inverse relations answer head queries: --relation
+// r_inv applies w_{r⁻¹}, as brute force does; a model without them, or a
+// name that is no relation's inverse, is an unknown relation.
+TEST(NeighborsRelationTest, ReciprocalInverseRelations) {
+  TempDir tmp;
+  const std::string edges = tmp.Sub("edges.tsv");
+  {
+    std::ofstream out(edges);
+    uint64_t x = 7;
+    for (int i = 0; i < 1200; ++i) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      const int src = (x >> 33) % 200, rel = (x >> 20) % 2;
+      out << "v" << src << "\tr" << rel << "\tv" << (src + 11 * (rel + 1)) % 200 << "\n";
+    }
+  }
+  const std::string bin = EMBER_BINARY;
+  const std::string g = tmp.Sub("g");
+  ASSERT_EQ(RunShell(bin + " import --quiet --out " + g + " " + edges + " > /dev/null"), 0);
+  ASSERT_EQ(RunShell(bin + " train " + g + " --quiet --epochs 2 --dim 16 --lr 0.1 " +
+                     "--operator complex_diagonal --reciprocal > /dev/null"),
+            0);
+  auto graph = Graph::Open(g);
+  ASSERT_TRUE(graph.ok());
+  const Table t = LoadTable(**graph);
+  ASSERT_TRUE(t.model.model.reciprocal);
+  ASSERT_EQ(t.model.relations.param_size, 2 * t.dim);
+  auto index = NeighborIndex::Build(**graph, NeighborIndexOptions{});
+  ASSERT_TRUE(index.ok()) << index.status();
+  std::vector<std::string> queries;
+  for (uint64_t i = 0; i < t.n; i += 7) queries.push_back(t.names[i]);
+  for (int rel = 0; rel < 2; ++rel) {
+    const std::string name = (*graph)->manifest().relations[rel];
+    auto forward = (*index)->Search(queries, name, 5);
+    auto inverse = (*index)->Search(queries, name + "_inv", 5);
+    ASSERT_TRUE(forward.ok()) << forward.status();
+    ASSERT_TRUE(inverse.ok()) << inverse.status();
+    uint64_t differs = 0;
+    for (size_t i = 0; i < inverse->size(); ++i) {
+      ExpectMatchesBruteForce(t, (*inverse)[i], 2 + rel, 5);
+      differs += (*inverse)[i].neighbors[0].global_id != (*forward)[i].neighbors[0].global_id;
+    }
+    EXPECT_GT(differs, 0u);
+  }
+  // Known links run source to destination: an inverse cannot leave them out.
+  auto inverse_known = (*index)->Search(queries, "r0_inv", 5, /*exclude_known=*/true);
+  EXPECT_EQ(inverse_known.status().code(), absl::StatusCode::kInvalidArgument);
+  auto unknown = (*index)->Search(queries, "r7_inv", 5);
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(unknown.status().message()), ::testing::HasSubstr("_inv"));
 }
 
 }  // namespace

@@ -142,6 +142,15 @@ TEST_P(CudaStepTest, MatchesHostStepForEveryDeviceModel) {
   }
 }
 
+// Reciprocal models and N3 (RegularizeRows, and side 1 with w_{r⁻¹}).
+TEST_P(CudaStepTest, MatchesHostStepWithReciprocalRelationsAndN3) {
+  CUDA_OPS_OR_SKIP(cuda, GetParam());
+  for (const StepCase& c : device_test::ReciprocalAndN3Cases(8)) {
+    SCOPED_TRACE(c.Name());
+    ExpectSameStep(*cuda, c, MakeStepBatch(c, 5, 3, 13, 9, 7, 3, 11), 1e-3f);
+  }
+}
+
 // The benchmark's shape: dim 100, chunk 50, 50 negatives, 1000 edges over
 // many rows (grids of many blocks, few repeated rows).
 TEST_P(CudaStepTest, MatchesHostStepAtTheBenchmarkShape) {

@@ -108,9 +108,7 @@ Expected ScoreWithChunkScorer(const StepCase& c, const StepBatch& b) {
   return want;
 }
 
-TEST(DeviceStepTest, MatchesChunkScorerForEveryDeviceModel) {
-  const std::vector<StepCase> cases = DeviceCases(kDim);
-  ASSERT_EQ(cases.size(), 18u * 4);  // the 18 mixed-form models
+void ExpectStepsMatchChunkScorer(const std::vector<StepCase>& cases) {
   std::unique_ptr<DeviceOps> ops = MakeHostDeviceOps(2);
   constexpr uint64_t kFrozen = 2;  // rows 0 and 1 of each table stay put
   constexpr float kLr = 0.1f;
@@ -141,6 +139,23 @@ TEST(DeviceStepTest, MatchesChunkScorerForEveryDeviceModel) {
     ExpectNear(want_src.state, got.src.state, "src state after the step");
     if (c.two_partitions) ExpectNear(want_dst.emb, got.dst.emb, "dst rows after the step");
   }
+}
+
+TEST(DeviceStepTest, MatchesChunkScorerForEveryDeviceModel) {
+  const std::vector<StepCase> cases = DeviceCases(kDim);
+  ASSERT_EQ(cases.size(), 18u * 4);  // the 18 mixed-form models
+  ExpectStepsMatchChunkScorer(cases);
+}
+
+// Reciprocal models (side 1 queries op_{r⁻¹}(R_i) with the inverse's own
+// parameters, for every operator and comparator) and N3 (its loss in the
+// rows' losses, its gradients in dX and in both halves of the relation
+// records): the step as the chunk scorer computes it.
+TEST(DeviceStepTest, ReciprocalAndN3MatchChunkScorer) {
+  const std::vector<StepCase> cases = device_test::ReciprocalAndN3Cases(kDim);
+  // 27 reciprocal models with and without N3, 18 mixed-form ones with it.
+  ASSERT_EQ(cases.size(), 27u * 2 + 18);
+  ExpectStepsMatchChunkScorer(cases);
 }
 
 // Every node's row as a featurized model composes it (featurized.h).

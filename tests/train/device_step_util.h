@@ -168,13 +168,15 @@ struct StepCase {
   bool endpoints = false;
   bool two_partitions = false;
   std::string Name() const {
-    return absl::StrCat(std::string(OperatorName(model.op)), "/",
-                        std::string(ComparatorName(model.comparator)), "/",
-                        std::string(LossName(model.loss)), endpoints ? "/endpoints" : "",
-                        two_partitions ? "/two partitions" : "",
-                        model.featurized != FeaturizedMode::kOff
-                            ? "/" + std::string(FeaturizedModeName(model.featurized))
-                            : "");
+    return absl::StrCat(
+        std::string(OperatorName(model.op)), "/", std::string(ComparatorName(model.comparator)),
+        "/", std::string(LossName(model.loss)), endpoints ? "/endpoints" : "",
+        two_partitions ? "/two partitions" : "",
+        model.featurized != FeaturizedMode::kOff
+            ? "/" + std::string(FeaturizedModeName(model.featurized))
+            : "",
+        model.reciprocal ? "/reciprocal" : "",
+        model.regularizer == Regularizer::kN3 ? absl::StrCat("/n3 ", model.reg_weight) : "");
   }
 };
 
@@ -195,6 +197,41 @@ inline std::vector<StepCase> DeviceCases(int dim) {
           for (bool two : {false, true}) {
             c.endpoints = endpoints;
             c.two_partitions = two;
+            out.push_back(c);
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// Reciprocal relations and N3 (model_options.h): every model with an
+// operator, reciprocal (all of them train on the device), with and without
+// N3, and the 18 mixed-form models with N3; with endpoint negatives on one
+// partition or on two, by turns.
+inline std::vector<StepCase> ReciprocalAndN3Cases(int dim) {
+  std::vector<StepCase> out;
+  int turn = 0;
+  for (int op = 0; op < kNumOperators; ++op) {
+    for (int cmp = 0; cmp < kNumComparators; ++cmp) {
+      for (int loss = 0; loss < kNumLosses; ++loss) {
+        for (const bool reciprocal : {true, false}) {
+          if (reciprocal && op == 0) continue;  // op none has no inverse
+          for (const bool n3 : {false, true}) {
+            StepCase c;
+            c.model.op = static_cast<Operator>(op);
+            c.model.comparator = static_cast<Comparator>(cmp);
+            c.model.loss = static_cast<Loss>(loss);
+            c.model.dim = dim;
+            c.model.reciprocal = reciprocal;
+            if (n3) {
+              c.model.regularizer = Regularizer::kN3;
+              c.model.reg_weight = 0.05f;
+            }
+            if (!SupportsMixedChunks(c.model) || (!reciprocal && !n3)) continue;
+            c.endpoints = true;
+            c.two_partitions = turn++ % 2 == 1;
             out.push_back(c);
           }
         }
@@ -233,7 +270,7 @@ inline StepBatch MakeStepBatch(const StepCase& c, int chunk, int negs, int edges
                        uint32_t(rng() % dst_count)});
   }
   b.edges[1].dst = b.edges[1].src % dst_count;  // a self loop when one table
-  b.rel_size = RelationParamSize(c.model.op, dim);
+  b.rel_size = RelationRecordSize(c.model);
   std::vector<float> params(size_t(relations) * b.rel_size);
   std::normal_distribution<float> normal(0.5f, 0.5f);
   for (float& x : params) x = normal(rng);
@@ -264,8 +301,9 @@ inline StepBatch MakeStepBatch(const StepCase& c, int chunk, int negs, int edges
   }
   DeviceBatchPlanner planner;
   b.plan = planner.Plan(b.edges, b.in);
-  b.sh = ShapeOf(b.plan, b.in, dim, int(c.model.op), int(c.model.comparator),
-                 int(c.model.loss), c.model.margin, b.rel_size);
+  b.sh = ShapeOf(b.plan, b.in, dim, int(c.model.op), int(c.model.comparator), int(c.model.loss),
+                 c.model.margin, b.rel_size, c.model.reciprocal,
+                 c.model.regularizer == Regularizer::kN3 ? c.model.reg_weight : 0.0f);
   for (uint32_t r : b.plan.slot_relation) {
     b.slot_rel.insert(b.slot_rel.end(), params.begin() + size_t{r} * b.rel_size,
                       params.begin() + size_t{r + 1} * b.rel_size);

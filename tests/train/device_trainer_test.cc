@@ -118,6 +118,37 @@ TEST_F(DeviceTrainerTest, MatchesCpuTrainerInMemoryOutOfCoreAndBesideIt) {
   }
 }
 
+// A reciprocal model trained with N3: the device trainer (whose side 1
+// uses the inverse relation's parameters, and which adds N3 in its own
+// kernel) reaches the CPU trainer's quality; a reciprocal model without an
+// adjoint form (diagonal with cos) trains on it too.
+TEST_F(DeviceTrainerTest, ReciprocalWithN3MatchesCpuTrainer) {
+  TrainOptions cpu = SmallOptions(kEpochs, 1);
+  cpu.pipeline.deterministic = true;
+  cpu.model.op = Operator::kComplexDiagonal;
+  cpu.model.reciprocal = true;
+  cpu.model.regularizer = Regularizer::kN3;
+  cpu.model.reg_weight = 0.001f;
+  const TrainedRun reference = TrainAndEvaluate(1, cpu);
+  TrainOptions emulated = cpu;
+  emulated.devices.list = "emulated";
+  const TrainedRun device = TrainAndEvaluate(1, emulated);
+  std::printf("[ MRR ] reciprocal complex_diagonal with N3: cpu %.4f, emulated %.4f\n",
+              reference.mrr(), device.mrr());
+  EXPECT_GT(device.mrr(), train_test::kMinSbmMrr);
+  EXPECT_NEAR(device.mrr(), reference.mrr(), train_test::kMrrNoise);
+  ASSERT_EQ(device.summary.epochs.size(), size_t{kEpochs});
+  for (size_t e = 1; e < device.summary.epochs.size(); ++e) {
+    EXPECT_LT(device.summary.epochs[e].loss, device.summary.epochs[e - 1].loss);
+  }
+
+  TrainOptions cos = SmallOptions(1);
+  cos.model.op = Operator::kDiagonal;
+  cos.model.comparator = Comparator::kCos;
+  cos.model.reciprocal = true;
+  EXPECT_TRUE(CheckDeviceModel(cos).ok());
+}
+
 TEST_F(DeviceTrainerTest, RefusesWhatItCannotTrain) {
   RelationParams relations;
   TrainOptions cos_diagonal = SmallOptions(1);

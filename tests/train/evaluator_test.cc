@@ -1,5 +1,6 @@
 #include "train/eval/evaluator.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -234,7 +235,7 @@ std::unique_ptr<Graph> RandomRowGraph(const TempDir& tmp, const TinyGraphSpec& s
                                       const ModelOptions& model, const std::string& name = "g") {
   auto row = [&](std::string_view n, float* r) { RandomRow(model.dim, n, r); };
   auto rel = [&](std::string_view n, float* p) {  // p: null for op none
-    if (p != nullptr) RandomRow(model.dim, absl::StrCat("rel:", std::string(n)), p);
+    if (p != nullptr) RandomRow(RelationRecordSize(model), absl::StrCat("rel:", std::string(n)), p);
   };
   return MakeGraph(tmp, spec, model, row, rel, name);
 }
@@ -312,27 +313,33 @@ struct Triple {
 std::pair<RankMetrics, RankMetrics> ReferenceRanks(const ModelOptions& model, int nodes,
                                                    const std::set<Triple>& edges,
                                                    const std::vector<Triple>& test) {
-  // The rows and relation parameters RandomRowGraph stores.
-  auto random_row = [&](const std::string& name) {
-    std::vector<float> r(model.dim);
-    RandomRow(model.dim, name, r.data());
+  // The rows and relation records RandomRowGraph stores.
+  auto random_row = [&](const std::string& name, int size) {
+    std::vector<float> r(size);
+    RandomRow(size, name, r.data());
     return r;
   };
   std::vector<std::vector<float>> rows;
-  for (int n = 0; n < nodes; ++n) rows.push_back(random_row(absl::StrCat("n", n)));
+  for (int n = 0; n < nodes; ++n) rows.push_back(random_row(absl::StrCat("n", n), model.dim));
   RankSums filtered, raw;
   for (const Triple& t : test) {
     QueryRank f[2], w[2];
-    const std::vector<float> p = random_row(absl::StrCat("rel:r", t.rel));
-    auto score = [&](int s, int d) {
+    const std::vector<float> p =
+        random_row(absl::StrCat("rel:r", t.rel), std::max(1, RelationRecordSize(model)));
+    // Side 0 scores (s, r, d); side 1 (a head query) the same, but for a
+    // reciprocal model, which scores (?, r, d) as (d, r⁻¹, ?) with w_{r⁻¹}.
+    auto score = [&](int side, int s, int d) {
+      if (side == 1 && model.reciprocal) {
+        return ScorePair(model, p.data() + model.dim, rows[d].data(), rows[s].data());
+      }
       return ScorePair(model, p.data(), rows[s].data(), rows[d].data());
     };
     for (int side = 0; side < 2; ++side) {  // 0: tail query, 1: head query
-      const float truth = score(t.src, t.dst);
+      const float truth = score(side, t.src, t.dst);
       for (int x = 0; x < nodes; ++x) {
         const Triple other = side == 0 ? Triple{t.src, t.rel, x} : Triple{x, t.rel, t.dst};
         if (x == (side == 0 ? t.dst : t.src)) continue;
-        const float v = side == 0 ? score(t.src, x) : score(x, t.dst);
+        const float v = side == 0 ? score(side, t.src, x) : score(side, x, t.dst);
         for (QueryRank* q : {&w[side], &f[side]}) {
           if (q == &f[side] && edges.contains(other)) continue;
           q->greater += v > truth;
@@ -351,7 +358,9 @@ TEST(EvaluatorTest, RanksMatchAReferenceForEveryOperatorAndComparator) {
   // Queries of several relations and both sides: where the model has an
   // adjoint form they share GEMMs (head queries map through the adjoint),
   // elsewhere they are grouped by side and relation; both must rank as the
-  // definition does.
+  // definition does. Reciprocal models (every operator and comparator)
+  // share GEMMs too, and rank a head query (?, r, d) as (d, r⁻¹, ?) with
+  // the inverse relation's own parameters.
   constexpr int kNodes = 40, kRelations = 3;
   std::mt19937 rng(5);
   std::set<Triple> edges;
@@ -376,29 +385,33 @@ TEST(EvaluatorTest, RanksMatchAReferenceForEveryOperatorAndComparator) {
   }
   spec.partitions = 2;
   TempDir tmp;
-  for (int op = 0; op < kNumOperators; ++op) {
-    for (int cmp = 0; cmp < kNumComparators; ++cmp) {
-      ModelOptions model;
-      model.op = static_cast<Operator>(op);
-      model.comparator = static_cast<Comparator>(cmp);
-      model.dim = 8;
-      SCOPED_TRACE(absl::StrCat(std::string(OperatorName(model.op)), " ",
-                                std::string(ComparatorName(model.comparator))));
-      auto graph = RandomRowGraph(tmp, spec, model, absl::StrCat("m", op, cmp));
-      ASSERT_NE(graph, nullptr);
-      EvalOptions options;
-      options.batch_edges = 25;  // batches of mixed relations, partial chunks
-      const EvalResult got = EvalStored(*graph, options);
-      ASSERT_EQ(got.edges, test.size());
-      const auto [filtered, raw] = ReferenceRanks(model, kNodes, edges, test);
-      // Float GEMMs against double sums: a near-tie may flip (one rank of
-      // 120 queries moves MRR by at most 1 / 240).
-      for (const auto& [a, b] : {std::pair{got.filtered, filtered}, std::pair{got.raw, raw}}) {
-        EXPECT_NEAR(a.mrr, b.mrr, 0.005);
-        EXPECT_NEAR(a.hits10, b.hits10, 0.01);
-        EXPECT_NEAR(a.mr, b.mr, 0.02);
+  for (int reciprocal = 0; reciprocal < 2; ++reciprocal) {
+    for (int op = reciprocal; op < kNumOperators; ++op) {
+      for (int cmp = 0; cmp < kNumComparators; ++cmp) {
+        ModelOptions model;
+        model.op = static_cast<Operator>(op);
+        model.comparator = static_cast<Comparator>(cmp);
+        model.dim = 8;
+        model.reciprocal = reciprocal == 1;
+        SCOPED_TRACE(absl::StrCat(std::string(OperatorName(model.op)), " ",
+                                  std::string(ComparatorName(model.comparator)),
+                                  reciprocal ? " reciprocal" : ""));
+        auto graph = RandomRowGraph(tmp, spec, model, absl::StrCat("m", reciprocal, op, cmp));
+        ASSERT_NE(graph, nullptr);
+        EvalOptions options;
+        options.batch_edges = 25;  // batches of mixed relations, partial chunks
+        const EvalResult got = EvalStored(*graph, options);
+        ASSERT_EQ(got.edges, test.size());
+        const auto [filtered, raw] = ReferenceRanks(model, kNodes, edges, test);
+        // Float GEMMs against double sums: a near-tie may flip (one rank of
+        // 120 queries moves MRR by at most 1 / 240).
+        for (const auto& [a, b] : {std::pair{got.filtered, filtered}, std::pair{got.raw, raw}}) {
+          EXPECT_NEAR(a.mrr, b.mrr, 0.005);
+          EXPECT_NEAR(a.hits10, b.hits10, 0.01);
+          EXPECT_NEAR(a.mr, b.mr, 0.02);
+        }
+        EXPECT_GT(raw.mr, filtered.mr);  // the filter removed true answers
       }
-      EXPECT_GT(raw.mr, filtered.mr);  // the filter removed true answers
     }
   }
 }

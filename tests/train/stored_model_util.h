@@ -63,12 +63,13 @@ inline absl::Status ImportTinyGraph(const std::string& out,
 
 // Fills `row` (model.dim floats) with the embedding of node `name`.
 using NodeRowFn = std::function<void(std::string_view name, float* row)>;
-// Fills `params` (RelationParamSize floats) for relation `name`.
+// Fills `params` (RelationRecordSize floats: w_r, then w_{r⁻¹} for a
+// reciprocal model) for relation `name`.
 using RelationFn = std::function<void(std::string_view name, float* params)>;
 
 // Stores checkpoint `version` of `model` in the graph at `dir`: every
 // partition's embeddings from `row_of`, relation parameters from `rel_of`
-// (null: InitRelationParams, the identity), and a manifest naming it.
+// (null: InitRelationRecord, the identity), and a manifest naming it.
 inline absl::Status WriteStoredModel(const std::string& dir,
                                      const ModelOptions& model,
                                      const NodeRowFn& row_of,
@@ -90,13 +91,13 @@ inline absl::Status WriteStoredModel(const std::string& dir,
   }
   RelationParams rel;
   rel.num_relations = static_cast<uint32_t>(m.relations.size());
-  rel.param_size = RelationParamSize(model.op, dim);
+  rel.param_size = RelationRecordSize(model);
   rel.params.assign(size_t{rel.num_relations} * rel.param_size, 0.0f);
   for (uint32_t r = 0; r < rel.num_relations; ++r) {
     if (rel_of) {
       rel_of(m.relations[r], rel.Of(r));
     } else {
-      InitRelationParams(model.op, dim, rel.Of(r));
+      InitRelationRecord(model, rel.Of(r));
     }
   }
   RETURN_IF_ERROR(

@@ -388,10 +388,19 @@ TEST_F(TrainLoopTest, StopWithoutCheckpointLeavesPreviousCheckpointIntact) {
 // Stops at several points (mid-epoch, between checkpoints, across an epoch
 // boundary), resuming each time, end bit-identical to an uninterrupted run
 // with the same flags. Translation gives the relations parameters and
-// Adagrad state, which must survive the checkpoint too.
-TEST_F(TrainLoopTest, StoppedAndResumedIsBitIdentical) {
+// Adagrad state, which must survive the checkpoint too; so must a
+// reciprocal model's inverse relations (trained with N3).
+class StoppedAndResumedTest : public TrainLoopTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(StoppedAndResumedTest, IsBitIdentical) {
   TrainOptions o = BufferedOptions(2);
   o.model.op = Operator::kTranslation;
+  if (GetParam()) {
+    o.model.op = Operator::kComplexDiagonal;
+    o.model.reciprocal = true;
+    o.model.regularizer = Regularizer::kN3;
+    o.model.reg_weight = 0.01f;
+  }
   o.schedule.checkpoint_every = 3;
   o.pipeline.deterministic = true;
   o.devices.threads = 1;
@@ -436,6 +445,54 @@ TEST_F(TrainLoopTest, StoppedAndResumedIsBitIdentical) {
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(train_test::EpochsDone(*m), 2u);
   EXPECT_EQ(MetricsLines(dir).size(), 2u);
+  EXPECT_EQ(got->model.reciprocal, GetParam());
+  EXPECT_EQ(got->relation_params.size(), size_t{m->relations.size()} * RelationRecordSize(o.model));
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, StoppedAndResumedTest, ::testing::Bool(), [](const auto& info) {
+  return info.param ? "ReciprocalComplexN3" : "Translation";
+});
+
+// Reciprocal relations change the model: a run with the other value is
+// refused, naming the checkpoint's, and changes nothing; the regularizer
+// is part of the objective only and may change between runs.
+TEST_F(TrainLoopTest, ReciprocalIsPartOfTheModel) {
+  const std::string dir = NewGraph(2);
+  TrainOptions o = Options(1);
+  o.model.op = Operator::kDiagonal;
+  o.model.reciprocal = true;
+  ASSERT_TRUE(TrainGraph(dir, o).ok());
+  auto m = ManifestOf(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+
+  TrainOptions plain = o;
+  plain.epochs = 2;
+  plain.model.reciprocal = false;
+  auto s = TrainGraph(dir, plain);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition) << s.status();
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("--reciprocal=true"));
+  auto after = ManifestOf(dir);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->training.checkpoint_version, m->training.checkpoint_version);
+
+  TrainOptions regularized = o;
+  regularized.epochs = 2;
+  regularized.model.regularizer = Regularizer::kN3;
+  s = TrainGraph(dir, regularized);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(s->resumed);
+  auto snapshot = LoadSnapshot(dir);
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  EXPECT_TRUE(snapshot->model.reciprocal);
+  EXPECT_EQ(snapshot->model.regularizer, Regularizer::kN3);
+
+  // And the other way round: a plain checkpoint refuses a reciprocal run.
+  const std::string other = NewGraph(2);
+  ASSERT_TRUE(TrainGraph(other, plain).ok());
+  s = TrainGraph(other, regularized);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("--reciprocal=false"));
 }
 
 // Rows of each partition of the stored model still exactly at their seeded
@@ -515,11 +572,9 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 // Every operator x comparator trains an epoch of a 3-relation graph (the
-// 3-column input) to finite embeddings and relation parameters.
-class TrainModelMatrixTest : public ::testing::TestWithParam<std::tuple<Operator, Comparator>> {};
-
-TEST_P(TrainModelMatrixTest, TrainsOneEpochToFiniteValues) {
-  const auto [op, cmp] = GetParam();
+// 3-column input) to finite embeddings and relation parameters, and so
+// does every reciprocal one (both halves of each relation record trained).
+void TrainOneEpochOfThreeRelations(Operator op, Comparator cmp, bool reciprocal) {
   TempDir tmp;
   std::mt19937 rng(5);
   std::string text;
@@ -540,6 +595,7 @@ TEST_P(TrainModelMatrixTest, TrainsOneEpochToFiniteValues) {
   o.model.op = op;
   o.model.comparator = cmp;
   o.model.dim = 8;
+  o.model.reciprocal = reciprocal;
   o.schedule.buffer_partitions = 2;
   auto s = TrainGraph(dir, o);
   ASSERT_TRUE(s.ok()) << s.status();
@@ -556,19 +612,47 @@ TEST_P(TrainModelMatrixTest, TrainsOneEpochToFiniteValues) {
   }
   ExpectEveryEntityRowTrained(dir, o);
   const int size = RelationParamSize(op, o.model.dim);
-  ASSERT_EQ(snapshot->relation_params.size(), size_t{3} * size);
+  const int halves = reciprocal ? 2 : 1;
+  ASSERT_EQ(snapshot->relation_params.size(), size_t{3} * size * halves);
   EXPECT_TRUE(train_test::AllFinite(snapshot->relation_params));
   if (size > 0) {  // trained away from the identity
     std::vector<float> identity(size);
     InitRelationParams(op, o.model.dim, identity.data());
-    for (int r = 0; r < 3; ++r) {
-      EXPECT_NE(std::vector<float>(snapshot->relation_params.begin() + r * size,
-                                   snapshot->relation_params.begin() + (r + 1) * size),
+    for (int h = 0; h < 3 * halves; ++h) {
+      EXPECT_NE(std::vector<float>(snapshot->relation_params.begin() + h * size,
+                                   snapshot->relation_params.begin() + (h + 1) * size),
                 identity)
-          << "relation " << r << " was not trained";
+          << "relation " << h / halves << (h % halves == 1 ? "'s inverse" : "")
+          << " was not trained";
     }
   }
 }
+
+class TrainModelMatrixTest : public ::testing::TestWithParam<std::tuple<Operator, Comparator>> {};
+
+TEST_P(TrainModelMatrixTest, TrainsOneEpochToFiniteValues) {
+  const auto [op, cmp] = GetParam();
+  TrainOneEpochOfThreeRelations(op, cmp, false);
+}
+
+// Reciprocal: every operator with parameters (none has no inverse).
+class ReciprocalModelMatrixTest
+    : public ::testing::TestWithParam<std::tuple<Operator, Comparator>> {};
+
+TEST_P(ReciprocalModelMatrixTest, TrainsOneEpochToFiniteValues) {
+  const auto [op, cmp] = GetParam();
+  TrainOneEpochOfThreeRelations(op, cmp, true);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    TrainModels, ReciprocalModelMatrixTest,
+    ::testing::Combine(::testing::Values(Operator::kTranslation, Operator::kDiagonal,
+                                         Operator::kComplexDiagonal),
+                       ::testing::Values(Comparator::kDot, Comparator::kCos, Comparator::kL2)),
+    [](const auto& info) {
+      return absl::StrCat(std::string(OperatorName(std::get<0>(info.param))), "_",
+                          std::string(ComparatorName(std::get<1>(info.param))));
+    });
 
 INSTANTIATE_TEST_SUITE_P(
     TrainModels, TrainModelMatrixTest,

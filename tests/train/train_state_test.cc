@@ -29,6 +29,9 @@ TrainState Sample() {
   s.model.dim = 24;
   s.model.op = Operator::kTranslation;
   s.model.comparator = Comparator::kCos;
+  s.model.reciprocal = true;
+  s.model.regularizer = Regularizer::kN3;
+  s.model.reg_weight = 0.05f;
   s.partition_versions = {5, 4};
   s.position.epoch = 3;
   s.position.next_round = 2;
@@ -49,6 +52,9 @@ void ExpectSame(const TrainState& a, const TrainState& b) {
   EXPECT_EQ(a.model.loss, b.model.loss);
   EXPECT_EQ(a.model.featurized, b.model.featurized);
   EXPECT_FLOAT_EQ(a.model.margin, b.model.margin);
+  EXPECT_EQ(a.model.reciprocal, b.model.reciprocal);
+  EXPECT_EQ(a.model.regularizer, b.model.regularizer);
+  EXPECT_FLOAT_EQ(a.model.reg_weight, b.model.reg_weight);
   EXPECT_EQ(a.partition_versions, b.partition_versions);
   EXPECT_EQ(a.position.epoch, b.position.epoch);
   EXPECT_EQ(a.position.next_round, b.position.next_round);
@@ -113,6 +119,10 @@ TEST(TrainStateTest, ReadsUnversionedState) {
   EXPECT_EQ(s->position.bucket_order, "inside-out");
   EXPECT_EQ(s->position.buffer_partitions, 2u);
   EXPECT_FLOAT_EQ(static_cast<float>(s->position.lr), 0.1f);
+  // Written before reciprocal relations and regularizers: neither.
+  EXPECT_FALSE(s->model.reciprocal);
+  EXPECT_EQ(s->model.regularizer, Regularizer::kNone);
+  EXPECT_EQ(s->model.reg_weight, ModelOptions().reg_weight);
 
   // Without a trainer object (older still), the position reads zeros.
   m.training.state = R"({"epochs_done": 2, "state": {
@@ -175,6 +185,12 @@ TEST(TrainStateTest, ErrorsNameTheManifestAndTheField) {
   ExpectError(edited("/state", "x"), absl::StatusCode::kDataLoss, "'training.state'");
   ExpectError(edited("/state/model/dim", "24"), absl::StatusCode::kDataLoss,
               "training.state.model.dim");
+  ExpectError(edited("/state/model/reciprocal", "yes"), absl::StatusCode::kDataLoss,
+              "training.state.model.reciprocal");
+  ExpectError(edited("/state/model/regularizer", "n2"), absl::StatusCode::kDataLoss,
+              "training.state.model");
+  ExpectError(edited("/state/model/reg_weight", -1.0), absl::StatusCode::kDataLoss,
+              "training.state.model");
   ExpectError(edited("/state/partition_versions", {1, 2, 3}), absl::StatusCode::kDataLoss,
               "training.state.partition_versions");
   ExpectError(edited("/state/trainer", 7), absl::StatusCode::kDataLoss, "training.state.trainer");
@@ -193,6 +209,9 @@ TEST(TrainStateTest, ModelOptionsJsonRoundTrips) {
   EXPECT_EQ(back->dim, model.dim);
   EXPECT_EQ(back->op, model.op);
   EXPECT_EQ(back->comparator, model.comparator);
+  EXPECT_TRUE(back->reciprocal);
+  EXPECT_EQ(back->regularizer, Regularizer::kN3);
+  EXPECT_FLOAT_EQ(back->reg_weight, 0.05f);
   EXPECT_EQ(ModelOptionsFromJson("{}").status().code(), absl::StatusCode::kDataLoss);
 }
 

@@ -101,7 +101,7 @@ struct Measured {
 absl::StatusOr<std::unique_ptr<Trainer>> MakeOne(const DeviceSpec& spec, const TrainOptions& o) {
   RelationParams relations;
   relations.num_relations = 1;
-  relations.param_size = RelationParamSize(o.model.op, o.model.dim);
+  relations.param_size = RelationRecordSize(o.model);
   if (absl::GetFlag(FLAGS_skip_device_step) && spec.kind != "cpu") {  // not the CPU reference
     if (spec.kind != "emulated") {
       return absl::InvalidArgumentError("--skip_device_step needs --devices emulated[:SLOTS]");

@@ -65,6 +65,16 @@ ABSL_FLAG(ember::Operator, operator, kTrainDefaults.model.op,
           "train: relation operator: none, translation, diagonal, complex_diagonal.");
 ABSL_FLAG(ember::Comparator, comparator, kTrainDefaults.model.comparator, "train: dot, cos or l2.");
 ABSL_FLAG(ember::Loss, loss, kTrainDefaults.model.loss, "train: ranking, logistic or softmax.");
+ABSL_FLAG(bool, reciprocal, kTrainDefaults.model.reciprocal,
+          "train: reciprocal relations: each relation gets an inverse with its own parameters, "
+          "and an edge h r t trains h r t predicting t and t r_inv h predicting h (eval ranks a "
+          "head query ? r t as t r_inv ?); part of the model (needs an --operator).");
+ABSL_FLAG(ember::Regularizer, regularizer, kTrainDefaults.model.regularizer,
+          "train: none, or n3: --reg-weight times the sum of |x|^3 over the rows and relation "
+          "parameters of each trained edge (complex moduli under complex_diagonal), added to "
+          "the loss.");
+ABSL_FLAG(double, reg_weight, ember::tools::FloatFlagDefault(kTrainDefaults.model.reg_weight),
+          "train: weight of --regularizer n3, per edge and side.");
 ABSL_FLAG(ember::Precision, precision, kTrainDefaults.model.precision,
           "train: fp32, or bf16: the chunk step's products on operands rounded to bfloat16 and "
           "summed in fp32 (rows, gradients and Adagrad stay fp32), about 1.4x faster steps on "
@@ -122,6 +132,9 @@ absl::StatusOr<TrainOptions> TrainOptionsFromFlags() {
   o.model.dim = absl::GetFlag(FLAGS_dim);
   o.model.featurized = absl::GetFlag(FLAGS_featurized);
   o.model.precision = absl::GetFlag(FLAGS_precision);
+  o.model.reciprocal = absl::GetFlag(FLAGS_reciprocal);
+  o.model.regularizer = absl::GetFlag(FLAGS_regularizer);
+  o.model.reg_weight = static_cast<float>(absl::GetFlag(FLAGS_reg_weight));
   o.pipeline.batching = absl::GetFlag(FLAGS_batching);
   o.pipeline.relation_batching = absl::GetFlag(FLAGS_relation_batching);
   o.pipeline.endpoint_negatives = absl::GetFlag(FLAGS_endpoint_negatives);
@@ -171,6 +184,14 @@ absl::StatusOr<TrainOptions> TrainOptionsFromFlags() {
   }
   RETURN_IF_ERROR(o.Validate());
   return o;
+}
+
+absl::Status CheckRegWeightFlag(const TrainOptions& o) {
+  if (FlagWasSet("reg_weight") && o.model.regularizer == Regularizer::kNone) {
+    return absl::InvalidArgumentError(
+        "--reg-weight weighs a regularizer, and none is chosen: add --regularizer n3");
+  }
+  return absl::OkStatus();
 }
 
 namespace {
@@ -272,7 +293,7 @@ absl::StatusOr<std::vector<std::string>> AdoptCheckpointModel(const std::string&
     if (saved_value != default_value) {
       std::string dashed = flag;
       std::replace(dashed.begin(), dashed.end(), '_', '-');
-      adopted.push_back(absl::StrCat("--", dashed, " ", text));
+      adopted.push_back(absl::StrCat("--", dashed, text.empty() ? "" : " ", text));
     }
   };
   adopt("dim", saved.dim, defaults.dim, &o->model.dim, absl::StrCat(saved.dim));
@@ -283,6 +304,12 @@ absl::StatusOr<std::vector<std::string>> AdoptCheckpointModel(const std::string&
   adopt("margin", saved.margin, defaults.margin, &o->model.margin, absl::StrCat(saved.margin));
   adopt("featurized", saved.featurized, defaults.featurized, &o->model.featurized,
         std::string(FeaturizedModeName(saved.featurized)));
+  adopt("reciprocal", saved.reciprocal, defaults.reciprocal, &o->model.reciprocal,
+        "");  // a bool flag adopted only when true: --reciprocal
+  adopt("regularizer", saved.regularizer, defaults.regularizer, &o->model.regularizer,
+        std::string(RegularizerName(saved.regularizer)));
+  adopt("reg_weight", saved.reg_weight, defaults.reg_weight, &o->model.reg_weight,
+        absl::StrCat(saved.reg_weight));
   RETURN_IF_ERROR(o->Validate());
   return adopted;
 }
@@ -297,6 +324,7 @@ int TrainMain(const std::vector<std::string>& args) {
   if (!options.ok()) return ReportStatus("train", options.status());
   absl::StatusOr<std::vector<std::string>> adopted = AdoptCheckpointModel(args[0], &*options);
   if (!adopted.ok()) return ReportStatus("train", adopted.status());
+  if (absl::Status s = CheckRegWeightFlag(*options); !s.ok()) return ReportStatus("train", s);
   absl::StatusOr<std::unique_ptr<Cluster>> started = ClusterFromLauncher();
   if (!started.ok()) return ReportStatus("train", started.status());
   std::unique_ptr<Cluster> cluster = std::move(*started);

@@ -41,10 +41,24 @@ namespace {
 
 // The train flags a flagfile carries besides the grid's: those that shape
 // the model and its optimisation, when the command line set them.
-constexpr const char* kModelFlags[] = {
-    "operator",     "comparator",      "loss",      "margin",     "dim",
-    "featurized",   "relation_batching", "endpoint_negatives", "batch_size", "chunk_size",
-    "num_uniform_negs", "init_scale",  "lr",        "relation_lr_scale", "batching"};
+constexpr const char* kModelFlags[] = {"operator",
+                                       "comparator",
+                                       "loss",
+                                       "margin",
+                                       "dim",
+                                       "featurized",
+                                       "relation_batching",
+                                       "endpoint_negatives",
+                                       "batch_size",
+                                       "chunk_size",
+                                       "num_uniform_negs",
+                                       "init_scale",
+                                       "lr",
+                                       "relation_lr_scale",
+                                       "batching",
+                                       "reciprocal",
+                                       "regularizer",
+                                       "reg_weight"};
 
 struct GridAxis {
   std::string flag;  // absl name ('_')
@@ -156,6 +170,7 @@ absl::Status Tune(const std::string& graph_dir) {
     TuneRun run;
     run.values = ApplyCombination(grid, c);
     ASSIGN_OR_RETURN(TrainOptions options, TrainOptionsFromFlags());
+    RETURN_IF_ERROR(CheckRegWeightFlag(options));
     ASSIGN_OR_RETURN(run.result, RunProbe(*graph, options, probe));
     if (!quiet) {
       std::string settings;

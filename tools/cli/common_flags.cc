@@ -39,7 +39,8 @@ ABSL_FLAG(std::string, type, "",
           "node.");
 ABSL_FLAG(std::string, relation, "",
           "The relation whose operator scores a query (neighbors, recommend, eval --protocol "
-          "recommend).");
+          "recommend); neighbors on a --reciprocal model also takes NAME_inv: what links to "
+          "NODE through NAME.");
 ABSL_FLAG(int, dim, ember::ModelOptions{}.dim,
           "Embedding dimension (train); import --partitions auto: the --dim "
           "you will train with.");

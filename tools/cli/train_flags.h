@@ -11,6 +11,10 @@ namespace ember::tools {
 // TrainOptions from the current flag values (threads resolved), validated.
 absl::StatusOr<TrainOptions> TrainOptionsFromFlags();
 
+// InvalidArgument when --reg-weight was given and `o` has no regularizer
+// (after a resumed run adopted its checkpoint's, train/cmd_train.cc).
+absl::Status CheckRegWeightFlag(const TrainOptions& o);
+
 }  // namespace ember::tools
 
 #endif  // EMBER_TOOLS_CLI_TRAIN_FLAGS_H_

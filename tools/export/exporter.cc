@@ -131,14 +131,23 @@ std::string MetaJson(const Graph& graph, const StoredModel& model, std::string_v
   const Manifest& m = graph.manifest();
   const absl::StatusOr<uint32_t> type_index =
       type.empty() ? absl::StatusOr<uint32_t>(0) : m.FindType(type);
+  const bool reciprocal = model.model.reciprocal;
+  const int op_size = RelationParamSize(model.model.op, model.model.dim);
   nlohmann::json relations = nlohmann::json::array();
   for (uint32_t r = 0; r < m.relations.size(); ++r) {
-    nlohmann::json params = nlohmann::json::array();
+    nlohmann::json params = nlohmann::json::array(), inverse = nlohmann::json::array();
     if (r < model.relations.num_relations) {
       const float* p = model.relations.Of(r);
-      for (int j = 0; j < model.relations.param_size; ++j) params.push_back(p[j]);
+      for (int j = 0; j < op_size; ++j) params.push_back(p[j]);
+      if (reciprocal) {
+        for (int j = 0; j < op_size; ++j) inverse.push_back(p[op_size + j]);
+      }
     }
-    relations.push_back({{"name", m.relations[r]}, {"parameters", params}});
+    nlohmann::json entry = {{"name", m.relations[r]}, {"parameters", params}};
+    // A reciprocal model's head query (?, r, d) is the tail query
+    // (d, r_inv, ?) with these.
+    if (reciprocal) entry["inverse_parameters"] = inverse;
+    relations.push_back(std::move(entry));
   }
   nlohmann::json j = {
       {"format", std::string(format)},
@@ -157,6 +166,7 @@ std::string MetaJson(const Graph& graph, const StoredModel& model, std::string_v
       {"partition_versions", model.partition_versions},
       {"epochs", model.epochs_done},
       {"graph", graph.dir()},
+      {"reciprocal", reciprocal},
       {"relations", relations},
   };
   if (!type.empty() && type_index.ok()) {
@@ -393,20 +403,28 @@ class Exporter {
     return absl::OkStatus();
   }
 
+  // One line per relation: name<TAB>p1..pk. A reciprocal model's inverse
+  // relations follow, in the same order, as name_inv<TAB>p1..pk (line
+  // R + r is relation r's inverse, whatever the names).
   absl::Status WriteRelations(AtomicOutputFile* out) {
     const Manifest& m = graph_.manifest();
+    const int op_size = RelationParamSize(model_.model.op, model_.model.dim);
     std::string text;
-    for (uint32_t r = 0; r < m.relations.size(); ++r) {
-      RETURN_IF_ERROR(CheckName(m.relations[r], ExportFormat::kTsv, r));
-      text.append(m.relations[r]);
-      if (r < model_.relations.num_relations) {
-        const float* p = model_.relations.Of(r);
-        for (int j = 0; j < model_.relations.param_size; ++j) {
-          text.push_back('\t');
-          text.append(FormatFloat(p[j]));
+    for (const bool inverse : {false, true}) {
+      if (inverse && !model_.model.reciprocal) break;
+      for (uint32_t r = 0; r < m.relations.size(); ++r) {
+        RETURN_IF_ERROR(CheckName(m.relations[r], ExportFormat::kTsv, r));
+        text.append(m.relations[r]);
+        if (inverse) text.append(kInverseRelationSuffix);
+        if (r < model_.relations.num_relations) {
+          const float* p = model_.relations.Of(r) + (inverse ? op_size : 0);
+          for (int j = 0; j < op_size; ++j) {
+            text.push_back('\t');
+            text.append(FormatFloat(p[j]));
+          }
         }
+        text.push_back('\n');
       }
-      text.push_back('\n');
     }
     return out->Append(text);
   }

@@ -97,8 +97,10 @@ struct ExportOptions {
   std::string out;
   // Default: kTsv.
   ExportFormat format = ExportFormat::kTsv;
-  // Also write relation parameters here (tsv). Empty: none. Not with kH5,
-  // whose meta.json holds them. Default: "".
+  // Also write relation parameters here (tsv: name, then the operator's
+  // parameters; a reciprocal model's inverse relations follow as
+  // name_inv lines). Empty: none. Not with kH5, whose meta.json holds them.
+  // Default: "".
   std::string relations_out;
   // Replace existing outputs. Default: false.
   bool overwrite = false;

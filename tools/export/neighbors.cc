@@ -327,18 +327,38 @@ absl::StatusOr<std::vector<NeighborList>> NeighborIndex::Search(
   uint32_t rel = 0;
   if (!relation.empty()) {
     auto it = std::find(m.relations.begin(), m.relations.end(), relation);
+    // A reciprocal model's inverse relation: NAME_inv, unless the graph has
+    // a relation of that name.
+    bool inverse = false;
+    if (it == m.relations.end() && r.model.model.reciprocal &&
+        relation.ends_with(kInverseRelationSuffix)) {
+      const std::string forward =
+          relation.substr(0, relation.size() - std::string_view(kInverseRelationSuffix).size());
+      it = std::find(m.relations.begin(), m.relations.end(), forward);
+      inverse = it != m.relations.end();
+    }
     if (it == m.relations.end()) {
-      return absl::NotFoundError(absl::StrCat("unknown relation '", relation, "' in graph ",
-                                              r.graph->dir(), " (relations: ",
-                                              absl::StrJoin(m.relations, ", "), ")"));
+      return absl::NotFoundError(absl::StrCat(
+          "unknown relation '", relation, "' in graph ", r.graph->dir(),
+          " (relations: ", absl::StrJoin(m.relations, ", "),
+          r.model.model.reciprocal
+              ? absl::StrCat("; the inverse of each: its name and ", kInverseRelationSuffix)
+              : "",
+          ")"));
     }
     rel = static_cast<uint32_t>(it - m.relations.begin());
+    if (inverse && exclude_known) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("leaving out known links takes a forward relation, not the inverse '",
+                       relation, "': the train split's links run from source to destination"));
+    }
     if (r.model.relations.param_size > 0) {
       if (rel >= r.model.relations.num_relations) {
         return absl::DataLossError(absl::StrCat("checkpoint has no parameters for relation '",
                                                 relation, "'"));
       }
-      param = r.model.relations.Of(rel);
+      param = r.model.relations.Of(rel) +
+              (inverse ? RelationParamSize(r.model.model.op, r.model.model.dim) : 0);
     }
   }
 

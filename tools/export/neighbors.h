@@ -8,9 +8,11 @@
 // proposes candidates, which are then rescored exactly against the stored
 // vectors. With a relation r the query vector is op_r(e_NAME) (normalised
 // for cos), i.e. "what would NAME link to through r", compared against all
-// nodes as destinations. The query node itself is never among its results;
-// with exclude_known, neither is what it already links to through r in the
-// train split (what `ember recommend` leaves out).
+// nodes as destinations; for a reciprocal model, r may also be an inverse
+// relation r_inv (kInverseRelationSuffix), whose operator answers "what
+// links to NAME through r". The query node itself is never among its
+// results; with exclude_known, neither is what it already links to through
+// r in the train split (what `ember recommend` leaves out).
 //
 // Memory: the index holds all n x d embedding floats (FAISS keeps its
 // vectors in memory); this is the one ember tool not bounded by a

@@ -119,8 +119,9 @@ const DeviceBatchPlan& DeviceBatchPlanner::Plan(std::span<const Edge> edges,
   return plan_;
 }
 
-device::StepShape ShapeOf(const DeviceBatchPlan& plan, const DeviceBatchInput& in, int dim,
-                          int op, int cmp, int loss, float margin, int rel_size) {
+device::StepShape ShapeOf(const DeviceBatchPlan& plan, const DeviceBatchInput& in, int dim, int op,
+                          int cmp, int loss, float margin, int rel_size, bool reciprocal,
+                          float n3) {
   device::StepShape sh;
   sh.dim = dim;
   sh.chunk = in.chunk;
@@ -133,6 +134,8 @@ device::StepShape ShapeOf(const DeviceBatchPlan& plan, const DeviceBatchInput& i
   sh.loss = loss;
   sh.margin = margin;
   sh.rel_size = rel_size;
+  sh.reciprocal = reciprocal ? 1 : 0;
+  sh.n3 = n3;
   sh.featurized = in.featurized;
   return sh;
 }

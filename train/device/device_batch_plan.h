@@ -73,9 +73,11 @@ class DeviceBatchPlanner {
   std::vector<uint32_t> src_negs_, dst_negs_;
 };
 
-// The shape that `plan` fills, for `options`-like fields.
-device::StepShape ShapeOf(const DeviceBatchPlan& plan, const DeviceBatchInput& in, int dim,
-                          int op, int cmp, int loss, float margin, int rel_size);
+// The shape that `plan` fills, for `options`-like fields (StepShape's:
+// rel_size the floats of a relation record, RelationRecordSize; n3 the
+// weight of N3, 0 for none).
+device::StepShape ShapeOf(const DeviceBatchPlan& plan, const DeviceBatchInput& in, int dim, int op,
+                          int cmp, int loss, float margin, int rel_size, bool reciprocal, float n3);
 
 }  // namespace ember
 

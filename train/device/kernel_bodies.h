@@ -11,6 +11,8 @@
 // scoring destinations and side 1 sources (chunk_scorer.h, mixed chunks):
 //   side 0: Q_i = op_{r_i}(L_i),   K = [R; Ud; L if endpoints]
 //   side 1: Q_i = op*_{r_i}(R_i),  K = [L; Us; R if endpoints]
+// (a reciprocal model's side 1: Q_i = op_{r_i⁻¹}(R_i), with the inverse's
+// own parameters, the second half of each relation record).
 // All rows come from X, the batch's distinct rows, through index arrays
 // (q_row: one per query row, k_row: one per candidate row, -1 for padding);
 // gradients are added to dX, the same shape as X, and to dRel, one row of
@@ -53,12 +55,18 @@ struct StepShape {
   int last_valid = 0;  // real rows of the last chunk, in [1, chunk]
   int op = kOpNone, cmp = kCmpDot, loss = kLossSoftmax;
   float margin = 0.1f;
-  int rel_size = 0;  // floats per relation (0 for op none)
+  // Floats per relation record (RelationRecordSize: 0 for op none; w_r,
+  // then w_{r⁻¹} for a reciprocal model).
+  int rel_size = 0;
+  int reciprocal = 0;  // 1: side 1 queries use w_{r⁻¹} (model_options.h)
+  float n3 = 0.0f;     // weight of the N3 regularizer (0: none)
   // FeaturizedMode (featurized.h): 0 id rows, 1 feature mean, 2 id row plus
   // feature mean.
   int featurized = 0;
 
   EMBER_HD bool has_id_rows() const { return featurized != 1; }
+  // Floats of one operator's parameters (w_r or w_{r⁻¹}).
+  EMBER_HD int op_size() const { return reciprocal ? rel_size / 2 : rel_size; }
   EMBER_HD bool has_features() const { return featurized != 0; }
   EMBER_HD int candidates() const { return chunk + negs + endpoints; }
   EMBER_HD int64_t matrices() const { return 2 * int64_t{chunks}; }
@@ -191,12 +199,22 @@ EMBER_HD inline void OpBackwardElement(int op, bool adjoint, const float* p, con
   *dp_k = adjoint ? AdjointSign(op, k, dim) * dp : dp;
 }
 
-// Query row r's relation slot, and whether it applies the adjoint (side 1).
+// Query row r's relation slot; whether it is on side 1 (scoring sources);
+// whether it applies the adjoint (side 1 of a model that is not
+// reciprocal); and where its operator's parameters start in the slots'
+// records (a.rel, a.drel): w_r, or w_{r⁻¹} on side 1 of a reciprocal model.
 EMBER_HD inline int64_t QuerySlot(const StepShape& sh, const StepArgs& a, int64_t r) {
   return sh.rel_size > 0 ? a.q_slot[r % (int64_t{sh.chunks} * sh.chunk)] : 0;
 }
-EMBER_HD inline bool QueryIsAdjoint(const StepShape& sh, int64_t r) {
+EMBER_HD inline bool QueryIsSourceSide(const StepShape& sh, int64_t r) {
   return r >= int64_t{sh.chunks} * sh.chunk;
+}
+EMBER_HD inline bool QueryIsAdjoint(const StepShape& sh, int64_t r) {
+  return !sh.reciprocal && QueryIsSourceSide(sh, r);
+}
+EMBER_HD inline int64_t QueryParamOffset(const StepShape& sh, const StepArgs& a, int64_t r) {
+  return QuerySlot(sh, a, r) * sh.rel_size +
+         (sh.reciprocal && QueryIsSourceSide(sh, r) ? sh.op_size() : 0);
 }
 
 // Two independent kernels as one launch: First over [0, first.size()),
@@ -238,7 +256,8 @@ struct GatherDistinct {
   int64_t size() const { return a.distinct * sh.dim; }
 };
 
-// Q rows: op (side 0) or op* (side 1) of their X rows; size query_rows · dim.
+// Q rows: op (side 0) or op* (side 1; op_{r⁻¹} when reciprocal) of their X
+// rows; size query_rows · dim.
 struct GatherQueries {
   StepShape sh;
   StepArgs a;
@@ -250,7 +269,7 @@ struct GatherQueries {
       a.q[i] = 0.0f;
       return;
     }
-    const float* p = sh.rel_size > 0 ? a.rel + QuerySlot(sh, a, r) * sh.rel_size : nullptr;
+    const float* p = sh.rel_size > 0 ? a.rel + QueryParamOffset(sh, a, r) : nullptr;
     a.q[i] = OpElement(sh.op, QueryIsAdjoint(sh, r), p, a.x + int64_t{xr} * sh.dim, k, sh.dim);
   }
   EMBER_HD int64_t size() const { return sh.query_rows() * sh.dim; }
@@ -436,15 +455,63 @@ struct ScatterQueries {
     const int k = static_cast<int>(i % sh.dim);
     const int32_t xr = a.q_row[r];
     if (xr < 0) return;
-    const int64_t slot = QuerySlot(sh, a, r);
-    const float* p = sh.rel_size > 0 ? a.rel + slot * sh.rel_size : nullptr;
+    const int64_t offset = sh.rel_size > 0 ? QueryParamOffset(sh, a, r) : 0;
+    const float* p = sh.rel_size > 0 ? a.rel + offset : nullptr;
     float dx_k, dp_k;
     OpBackwardElement(sh.op, QueryIsAdjoint(sh, r), p, a.x + int64_t{xr} * sh.dim, a.dq + r * sh.dim, k,
                       sh.dim, &dx_k, &dp_k);
     AtomicAddFloat(&a.dx[int64_t{xr} * sh.dim + k], dx_k);
-    if (sh.rel_size > 0) AtomicAddFloat(&a.drel[slot * sh.rel_size + k], dp_k);
+    if (sh.rel_size > 0) AtomicAddFloat(&a.drel[offset + k], dp_k);
   }
   EMBER_HD int64_t size() const { return sh.query_rows() * sh.dim; }
+};
+
+// N3 (model_options.h) of every query row's positive (q, r, a): adds
+// n3 · (N3(x_q) + N3(w) + N3(x_a)) to the row's loss (after ScoreRows wrote
+// it), and its gradients to dX and dRel; w is the parameters the row's
+// operator is made of as stored (w_r, or w_{r⁻¹} on side 1 of a reciprocal
+// model; the adjoint's J·w_r has the same N3). Size: query_rows (launched
+// when n3 > 0).
+struct RegularizeRows {
+  StepShape sh;
+  StepArgs a;
+  EMBER_HD void operator()(int64_t r) const {
+    const int32_t xq = a.q_row[r];
+    if (xq < 0) return;
+    const int d = sh.dim;
+    const int32_t xa = a.k_row[r / sh.chunk * sh.candidates() + r % sh.chunk];
+    float total = N3Row(a.x + int64_t{xq} * d, a.dx + int64_t{xq} * d, d) +
+                  N3Row(a.x + int64_t{xa} * d, a.dx + int64_t{xa} * d, d);
+    if (sh.rel_size > 0) {
+      const int64_t offset = QueryParamOffset(sh, a, r);
+      total += N3Row(a.rel + offset, a.drel + offset, sh.op_size());
+    }
+    a.row_loss[r] += sh.n3 * total;
+  }
+  // Σ_k |x_k|³ of `size` floats (moduli of (x_k, x_{k+size/2}) under
+  // complex_diagonal), adding n3 · 3 |x_k| x_k to g.
+  EMBER_HD float N3Row(const float* x, float* g, int size) const {
+    const float scale = 3.0f * sh.n3;
+    float total = 0.0f;
+    if (sh.op == kOpComplexDiagonal) {
+      const int h = size / 2;
+      for (int k = 0; k < h; ++k) {
+        const float re = x[k], im = x[k + h];
+        const float m = sqrtf(re * re + im * im);
+        total += m * m * m;
+        AtomicAddFloat(&g[k], scale * m * re);
+        AtomicAddFloat(&g[k + h], scale * m * im);
+      }
+      return total;
+    }
+    for (int k = 0; k < size; ++k) {
+      const float m = fabsf(x[k]);
+      total += m * m * m;
+      AtomicAddFloat(&g[k], scale * m * x[k]);
+    }
+    return total;
+  }
+  int64_t size() const { return sh.query_rows(); }
 };
 
 // dK into dX; size candidate_rows · dim.

@@ -32,6 +32,7 @@ void RunStepSequence(Launcher& launch, const StepShape& sh, const StepArgs& a) {
   launch.Gemm(false, true, c, n, d, a.q, d, int64_t{c} * d, a.k, d, int64_t{n} * d, a.s, n,
               int64_t{c} * n, count);
   launch.ForEach(ScoreRows{sh, a});
+  if (sh.n3 > 0) launch.ForEach(RegularizeRows{sh, a});
   // dQ_b = G_b K_b (c × d); dK_b = G_bᵀ Q_b (n × d).
   launch.Gemm(false, false, c, d, n, a.s, n, int64_t{c} * n, a.k, d, int64_t{n} * d, a.dq, d,
               int64_t{c} * d, count);

@@ -107,9 +107,8 @@ std::vector<uint64_t> SamplePositions(uint64_t total, uint64_t count,
 
 class EvalRun {
  public:
-  EvalRun(const Graph& graph, const ModelOptions& model,
-          const RelationParams& relations, const EmbeddingFn& embeddings,
-          const EvalOptions& options, tbb::task_arena* arena)
+  EvalRun(const Graph& graph, const ModelOptions& model, const RelationParams& relations,
+          const EmbeddingFn& embeddings, const EvalOptions& options, tbb::task_arena* arena)
       : graph_(graph),
         manifest_(graph.manifest()),
         model_(model),
@@ -118,6 +117,7 @@ class EvalRun {
         options_(options),
         arena_(arena),
         dim_(model.dim),
+        op_size_(RelationParamSize(model.op, model.dim)),
         adjoint_(SupportsMixedChunks(model)) {
     for (uint32_t p = 0; p < manifest_.num_partitions; ++p) {
       bases_.push_back(manifest_.PartitionBase(p));
@@ -132,11 +132,14 @@ class EvalRun {
       // Queries carry their relation (LoadQueries): candidates are scored
       // as plain tail candidates.
       scoring_model_.op = Operator::kNone;
-      const size_t p = relations_.param_size;
-      adjoint_params_.resize(relations_.params.size());
-      for (uint32_t r = 0; r < relations_.num_relations; ++r) {
-        AdjointRelationParams(model.op, relations_.Of(r), static_cast<int>(p),
-                              adjoint_params_.data() + r * p);
+      scoring_model_.reciprocal = false;
+      if (!model.reciprocal) {
+        const size_t p = op_size_;
+        adjoint_params_.resize(size_t{relations_.num_relations} * p);
+        for (uint32_t r = 0; r < relations_.num_relations; ++r) {
+          AdjointRelationParams(model.op, relations_.Of(r), static_cast<int>(p),
+                                adjoint_params_.data() + r * p);
+        }
       }
     }
   }
@@ -235,8 +238,10 @@ class EvalRun {
   }
   // Writes the rows of queries order_[begin, end) to `out` as ScoreChunk
   // scores them: with adjoint_, query q's row with its relation applied
-  // (op_r(e_s) for a tail query, op*_r(e_d) for a head query), so that
-  // score = cmp(row, candidate) on either side; otherwise the query rows.
+  // (op_r(e_s) for a tail query; op*_r(e_d) for a head query, or
+  // op_{r⁻¹}(e_d) for a reciprocal model: (?, r, d) as (d, r⁻¹, ?)), so
+  // that score = cmp(row, candidate) on either side (every comparator is
+  // symmetric); otherwise the query rows.
   void LoadQueries(size_t begin, size_t end, float* out) const;
   // Scores the queries of `rows` (LoadQueries of order_ from `begin`, nq
   // of them) against nc candidates into `scores` (nq × nc).
@@ -265,11 +270,13 @@ class EvalRun {
   const EvalOptions& options_;
   tbb::task_arena* arena_;
   const int dim_;
-  // Where the model has an adjoint form (SupportsMixedChunks), queries of
-  // every relation and side share each GEMM: scoring_model_ is the model
-  // with op none, and adjoint_params_ the relations' adjoint parameters.
-  // Otherwise chunks hold queries of one side and relation, scored with
-  // the model itself.
+  const int op_size_;  // RelationParamSize: floats of w_r (and of w_{r⁻¹})
+  // Where the model has an adjoint form or is reciprocal
+  // (SupportsMixedChunks), queries of every relation and side share each
+  // GEMM: scoring_model_ is the model with op none, and adjoint_params_
+  // the relations' adjoint parameters (none for a reciprocal model, whose
+  // head queries take w_{r⁻¹} from its relation records). Otherwise chunks
+  // hold queries of one side and relation, scored with the model itself.
   const bool adjoint_;
   ModelOptions scoring_model_;
   std::vector<float> adjoint_params_;
@@ -414,9 +421,9 @@ void EvalRun::LoadQueries(size_t begin, size_t end, float* out) const {
       continue;
     }
     const uint32_t rel = batch_[q / 2].rel;
-    const float* params = SideOf(q) == CorruptSide::kTail
-                              ? relations_.Of(rel)
-                              : adjoint_params_.data() + size_t(rel) * relations_.param_size;
+    const float* params = SideOf(q) == CorruptSide::kTail ? relations_.Of(rel)
+                          : model_.reciprocal             ? relations_.Of(rel) + op_size_
+                                              : adjoint_params_.data() + size_t(rel) * op_size_;
     ApplyOperator(model_.op, params, QueryRow(q), 1, dim_, out);
   }
 }
@@ -714,9 +721,8 @@ absl::StatusOr<EvalResult> Evaluate(const Graph& graph,
   RETURN_IF_ERROR(model.Validate());
   const Manifest& m = graph.manifest();
   if (relations.num_relations != m.relations.size() ||
-      relations.param_size != RelationParamSize(model.op, model.dim) ||
-      relations.params.size() !=
-          size_t{relations.num_relations} * relations.param_size) {
+      relations.param_size != RelationRecordSize(model) ||
+      relations.params.size() != size_t{relations.num_relations} * relations.param_size) {
     return absl::InvalidArgumentError(absl::StrCat(
         "eval: relation parameters (", relations.num_relations, " x ",
         relations.param_size, ") do not match ", graph.dir(), " (",

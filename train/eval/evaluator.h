@@ -1,6 +1,8 @@
 // Link-prediction evaluation: ranks every evaluated edge (s, r, d) of a split
 // twice, d among tail candidates (s, r, ?) and s among head candidates
-// (?, r, d), and reports MRR, MR, Hits@{1,3,10} and AUC, filtered and raw,
+// (?, r, d) (for a reciprocal model, ModelOptions::reciprocal: as the tail
+// query (d, r⁻¹, ?) with the inverse relation's parameters, which is how
+// it trained), and reports MRR, MR, Hits@{1,3,10} and AUC, filtered and raw,
 // with 95 % confidence intervals (rank_metrics.h), overall and optionally
 // per relation.
 //

@@ -70,7 +70,7 @@ absl::StatusOr<StoredModel> LoadStoredModel(const Graph& graph) {
   ASSIGN_OR_RETURN(out.relations, DecodeRelationBlob(blob));
   // An append may have added relations since (the trainer extends them).
   if (out.relations.num_relations > graph.manifest().relations.size() ||
-      out.relations.param_size != RelationParamSize(out.model.op, out.model.dim)) {
+      out.relations.param_size != RelationRecordSize(out.model)) {
     return absl::DataLossError(absl::StrCat(graph.dir(), ": relation parameters of checkpoint ",
                                             out.version, " do not match the model"));
   }
@@ -79,7 +79,7 @@ absl::StatusOr<StoredModel> LoadStoredModel(const Graph& graph) {
   while (out.relations.num_relations < graph.manifest().relations.size()) {
     out.relations.params.resize(out.relations.params.size() + size);
     if (!out.relations.state.empty()) out.relations.state.resize(out.relations.params.size(), 0.0f);
-    InitRelationParams(out.model.op, out.model.dim, out.relations.Of(out.relations.num_relations++));
+    InitRelationRecord(out.model, out.relations.Of(out.relations.num_relations++));
   }
   if (out.model.featurized != FeaturizedMode::kOff) {
     ASSIGN_OR_RETURN(out.features,

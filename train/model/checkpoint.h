@@ -28,7 +28,9 @@ namespace ember {
 
 struct RelationParams {
   uint32_t num_relations = 0;
-  int param_size = 0;         // floats per relation (RelationParamSize)
+  // Floats per relation (RelationRecordSize): its operator parameters and,
+  // for a reciprocal model, its inverse's after them.
+  int param_size = 0;
   std::vector<float> params;  // num_relations x param_size
   std::vector<float> state;   // Adagrad state, same shape (may be empty)
   const float* Of(uint32_t r) const { return params.data() + size_t{r} * param_size; }

@@ -520,20 +520,31 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
   const int nks = in.src_candidates();
   const int p = RelationParamSize(kOp, d);
   const bool mixed = in.rel_slot != nullptr;
+  // Reciprocal: each slot holds the record [w_r, w_{r⁻¹}] (rec floats), and
+  // the src side's queries are op_{r⁻¹}(R_i) against K = [L; Us; R if E],
+  // as a mixed chunk's are op*_r(R_i), grouped or not.
+  const bool recip = options.reciprocal;
+  const int rec = recip ? 2 * p : p;
+  const bool query_op_src = mixed || recip;
   const int64_t cd = int64_t{c} * d;
   Side& dst = ws->dst_;
   Side& src = ws->src_;
   auto row = [d](auto* x, int i) { return x + int64_t{i} * d; };
+  // Row i's record in `params` (rec floats per slot), and its adjoint
+  // parameters (p floats per slot, mixed chunks of non-reciprocal models).
   auto slot_rel = [&](auto* params, int i) {
-    return params + int64_t{in.rel_slot[i]} * p;
+    return params + (mixed ? int64_t{in.rel_slot[i]} * rec : 0);
   };
+  auto slot_conj = [&](auto* params, int i) { return params + int64_t{in.rel_slot[i]} * p; };
 
   // Mixed chunks: the adjoint parameters of every slot in use.
   int slots = 1;
   if (mixed) {
     slots = 1 + *std::max_element(in.rel_slot, in.rel_slot + c);
-    for (int r = 0; r < slots; ++r) {
-      AdjointRelationParams(kOp, rel + int64_t{r} * p, p, ws->conj_rel_.data() + int64_t{r} * p);
+    if (!recip) {
+      for (int r = 0; r < slots; ++r) {
+        AdjointRelationParams(kOp, rel + int64_t{r} * p, p, ws->conj_rel_.data() + int64_t{r} * p);
+      }
     }
   }
 
@@ -550,13 +561,18 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
   const float* kd = Stack({{in.rhs, c}, {in.dst_negs, nd}, {in.lhs, e}}, d, dst.k.data());
 
   // Src side. Grouped: Q = R, K = op_r([L; Us; R if E]). Mixed: Q = op*(R),
-  // K = [L; Us; R if E].
+  // K = [L; Us; R if E]. Reciprocal: Q = op_{r⁻¹}(R), K = [L; Us; R if E].
   const float* qs = in.rhs;
   const float* ks;
-  if (mixed) {
+  if (query_op_src) {
     if constexpr (kOp != Operator::kNone) {
-      for (int i = 0; i < c; ++i) {
-        OpForward<kOp>(slot_rel(ws->conj_rel_.data(), i), row(in.rhs, i), 1, d, row(src.q.data(), i));
+      if (recip && !mixed) {
+        OpForward<kOp>(rel + p, in.rhs, c, d, src.q.data());
+      } else {
+        for (int i = 0; i < c; ++i) {
+          const float* params = recip ? slot_rel(rel, i) + p : slot_conj(ws->conj_rel_.data(), i);
+          OpForward<kOp>(params, row(in.rhs, i), 1, d, row(src.q.data(), i));
+        }
       }
       qs = src.q.data();
     }
@@ -590,7 +606,7 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
   // block instead of multiplying it, and its gradient joins the dst side's
   // (G_d(j, i) += G_s(i, j)), whose products then carry it to L and R. A
   // quarter of the chunk's FLOPs at chunk 50 with 50 negatives.
-  const bool mirrored = kCmp == Comparator::kDot && !mixed;
+  const bool mirrored = kCmp == Comparator::kDot && !query_op_src;
   const float *qdh, *kdh, *qsh, *ksh;
   const Products prod{options.precision == Precision::kBf16, ws->pack_a_.data(),
                       ws->pack_b_.data()};
@@ -601,7 +617,29 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
   loss += SideForward<kCmp, kLoss>(qs, c, ks, nks, d, prod, options.margin, e > 0 ? c + ns : -1,
                                    excluded_src.empty() ? nullptr : &excluded_src, &src,
                                    &qsh, &ksh, mirrored ? &dst : nullptr, nkd);
-  if (grads == nullptr) return loss;
+  // N3 (model_options.h) of each row's positives, (s, r, d) and (d, r⁻¹ or
+  // r, s): e_s and e_d twice, each side's relation parameters once. Its
+  // gradients are added once the products have written theirs.
+  const bool n3 = options.regularizer == Regularizer::kN3 && options.reg_weight > 0;
+  auto add_n3 = [&](const ChunkGrads* g) {
+    constexpr bool kComplex = kOp == Operator::kComplexDiagonal;
+    const float w = options.reg_weight;
+    float total = 0.0f;
+    for (int i = 0; i < c; ++i) {
+      total += 2.0f * N3Penalty(row(in.lhs, i), d, kComplex, 2.0f * w,
+                                g != nullptr ? row(g->lhs, i) : nullptr);
+      total += 2.0f * N3Penalty(row(in.rhs, i), d, kComplex, 2.0f * w,
+                                g != nullptr ? row(g->rhs, i) : nullptr);
+      if (p > 0) {
+        const float* r = slot_rel(rel, i);
+        float* gr = g != nullptr ? slot_rel(g->rel, i) : nullptr;
+        total += N3Penalty(r, p, kComplex, w, gr);
+        total += N3Penalty(recip ? r + p : r, p, kComplex, w, gr != nullptr && recip ? gr + p : gr);
+      }
+    }
+    return w * total;
+  };
+  if (grads == nullptr) return n3 ? loss + add_n3(nullptr) : loss;
   if (mirrored) {
     // The src block's gradient, transposed, added to the dst block row by row.
     float* block_t = ws->block_transposed_.data();
@@ -617,10 +655,10 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
   // Dst side: K's rows are inputs; Q's went through op_{r_i}.
   const bool dst_k_direct = kDot;
   const bool dst_q_direct = kDot && kOp == Operator::kNone;
-  // Src side: grouped, Q's rows are inputs and K's went through op_r; mixed,
-  // the reverse (through op*_{r_i}).
-  const bool src_q_direct = kDot && (!mixed || kOp == Operator::kNone);
-  const bool src_k_direct = kDot && (mixed || kOp == Operator::kNone);
+  // Src side: grouped, Q's rows are inputs and K's went through op_r; mixed
+  // or reciprocal, the reverse (through op*_{r_i} or op_{r_i⁻¹}).
+  const bool src_q_direct = kDot && (!query_op_src || kOp == Operator::kNone);
+  const bool src_k_direct = kDot && (query_op_src || kOp == Operator::kNone);
   // With overwrite_rows, the first product into each buffer writes it where
   // every product goes straight to the caller (dot without an operator);
   // otherwise some of the gradient is added by a pass, and the buffers are
@@ -675,16 +713,23 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
   // Src side, likewise.
   const float* dks = src.dk.data();
   const float* dks_endpoints = dks + cd + int64_t{ns} * d;
-  if (mixed) {
+  if (query_op_src) {
     if (!src_q_direct) {
       if constexpr (kOp == Operator::kNone) {
         vec::Add(src.dq.data(), c * d, grads->rhs);
+      } else if (recip && !mixed) {
+        OpBackward<kOp>(rel + p, in.rhs, src.dq.data(), c, d, grads->rhs, grads->rel + p);
+      } else if (recip) {
+        for (int i = 0; i < c; ++i) {
+          OpBackward<kOp>(slot_rel(rel, i) + p, row(in.rhs, i), row(src.dq.data(), i), 1, d,
+                          row(grads->rhs, i), slot_rel(grads->rel, i) + p);
+        }
       } else {
         float* d_conj = ws->d_conj_rel_.data();
         std::fill(d_conj, d_conj + int64_t{slots} * p, 0.0f);
         for (int i = 0; i < c; ++i) {
-          OpBackward<kOp>(slot_rel(ws->conj_rel_.data(), i), row(in.rhs, i),
-                          row(src.dq.data(), i), 1, d, row(grads->rhs, i), slot_rel(d_conj, i));
+          OpBackward<kOp>(slot_conj(ws->conj_rel_.data(), i), row(in.rhs, i), row(src.dq.data(), i),
+                          1, d, row(grads->rhs, i), slot_conj(d_conj, i));
         }
         for (int r = 0; r < slots; ++r) {
           float* g = d_conj + int64_t{r} * p;
@@ -707,6 +752,7 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
       if (e > 0) OpBackward<kOp>(rel, in.rhs, dks_endpoints, e, d, grads->rhs, grads->rel);
     }
   }
+  if (n3) loss += add_n3(grads);
   return loss;
 }
 
@@ -750,8 +796,8 @@ float Dispatch(const ModelOptions& options, const float* rel,
   EMBER_CHECK(in.rel_slot == nullptr || SupportsMixedChunks(options));
   EMBER_CHECK(!in.endpoint_negs || !in.same_node_table ||
               (in.lhs_nodes != nullptr && in.rhs_nodes != nullptr));
-  EMBER_CHECK(RelationParamSize(options.op, options.dim) == 0 ||
-              rel != nullptr);
+  EMBER_CHECK(RelationParamSize(options.op, options.dim) == 0 || rel != nullptr);
+  EMBER_CHECK(!options.reciprocal || options.op != Operator::kNone);
   EMBER_CHECK(options.precision == Precision::kFp32 || Bf16GemmAvailable());
   if (grads != nullptr) {
     EMBER_CHECK(grads->lhs != nullptr && grads->rhs != nullptr);

@@ -21,6 +21,10 @@
 // cmp(op_r(x), y) = cmp(x, op*_r(y)), with op* the conjugate for diagonal and
 // complex_diagonal under dot, subtraction for translation under l2, and the
 // identity for none (SupportsMixedChunks, model_options.h).
+// A reciprocal model (ModelOptions::reciprocal) scores the src side of
+// every chunk, grouped or mixed, as the dst side of the inverse edges
+// (d_i, r_i⁻¹, s_i): Ss(i, j) = cmp(op_{r_i⁻¹}(R_i), Ks_j), with the
+// inverse relation's own parameters, so no adjoint is needed.
 // Column i of row i is edge i's positive score on both sides; every other
 // entry of row i is one of its negatives (the in-chunk negatives j != i, the
 // uniform ones, then E). An edge is never scored against itself, and an
@@ -28,7 +32,10 @@
 // self loop) is excluded: its score is set to kExcludedScore, which adds
 // nothing to the loss (the logistic loss's mean over negatives still counts
 // it). Row i contributes loss(pos_i, row i without its diagonal) once per
-// side; the chunk's loss is the sum over rows and both sides.
+// side; the chunk's loss is the sum over rows and both sides, plus, with
+// Regularizer::kN3, reg_weight · N3 of each row's positives on both sides:
+// 2 N3(L_i) + 2 N3(R_i) + N3(w_{r_i}) + N3(w_{r_i⁻¹} or w_{r_i})
+// (model_options.h), whose gradients join the rows' and relations'.
 //
 // Threads: calls on distinct workspaces may run concurrently. The scores go
 // to SmallGemm (small_gemm.h) on AVX-512 CPUs, the other GEMMs to OpenBLAS,
@@ -59,9 +66,10 @@ struct ChunkInput {
   int chunk = 0;                    // >= 1
   int num_src_negs = 0;             // >= 0
   int num_dst_negs = 0;             // >= 0
-  // Mixed chunk: row i's relation parameters are rel + rel_slot[i] · P (P =
-  // RelationParamSize) and its relation gradients go to grads.rel + the same
-  // offset. Null: a grouped chunk, every row uses `rel`.
+  // Mixed chunk: row i's relation record is rel + rel_slot[i] · P (P =
+  // RelationRecordSize: w_r, then w_{r⁻¹} for a reciprocal model) and its
+  // relation gradients go to grads.rel + the same offset. Null: a grouped
+  // chunk, every row uses the record at `rel`.
   // REQUIRES when set: SupportsMixedChunks(options).
   const uint32_t* rel_slot = nullptr;
   // Score the chunk's endpoints as negatives of the other side (E above).
@@ -82,7 +90,7 @@ struct ChunkInput {
 // The score given to an excluded endpoint candidate.
 inline constexpr float kExcludedScore = -1e30f;
 
-// Gradient outputs, same shapes as the inputs (rel: RelationParamSize
+// Gradient outputs, same shapes as the inputs (rel: RelationRecordSize
 // floats, times the number of slots for a mixed chunk). Gradients are ADDED
 // to what the buffers hold, so a caller zeroes them first or accumulates
 // over chunks (relation parameters typically are), unless `overwrite_rows`.
@@ -151,7 +159,7 @@ class ChunkWorkspace {
 // scores in `ws`.
 // REQUIRES: options.Validate() is OK; options.dim == ws->dim();
 // 1 <= input.chunk <= ws->max_chunk(); 0 <= num_*_negs <= ws->max_negs();
-// rel holds RelationParamSize(options.op, options.dim) floats.
+// rel holds RelationRecordSize(options) floats (per slot for a mixed chunk).
 float ChunkForward(const ModelOptions& options, const float* rel,
                    const ChunkInput& input, ChunkWorkspace* ws);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <string>
 #include <string_view>
 
@@ -10,10 +11,9 @@
 
 namespace ember {
 absl::Status ModelOptions::Validate() const {
-  if (static_cast<int>(op) >= kNumOperators ||
-      static_cast<int>(comparator) >= kNumComparators ||
-      static_cast<int>(loss) >= kNumLosses ||
-      static_cast<int>(precision) >= kNumPrecisions ||
+  if (static_cast<int>(op) >= kNumOperators || static_cast<int>(comparator) >= kNumComparators ||
+      static_cast<int>(loss) >= kNumLosses || static_cast<int>(precision) >= kNumPrecisions ||
+      static_cast<int>(regularizer) >= kNumRegularizers ||
       static_cast<int>(featurized) > static_cast<int>(FeaturizedMode::kIdPlusFeatures)) {
     return absl::InvalidArgumentError("model options: enum out of range");
   }
@@ -28,6 +28,16 @@ absl::Status ModelOptions::Validate() const {
   if (!(margin >= 0.0f)) {
     return absl::InvalidArgumentError(
         absl::StrFormat("model options: margin must be >= 0, got %g", margin));
+  }
+  if (reciprocal && op == Operator::kNone) {
+    return absl::InvalidArgumentError(
+        "model options: reciprocal relations give each relation an inverse operator, and "
+        "operator none has no parameters to invert; pass --operator (e.g. complex_diagonal) "
+        "or drop --reciprocal");
+  }
+  if (!(reg_weight >= 0.0f) || std::isinf(reg_weight)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "model options: the regularizer's weight must be finite and >= 0, got %g", reg_weight));
   }
   return absl::OkStatus();
 }
@@ -54,6 +64,42 @@ void InitRelationParams(Operator op, int dim, float* params) {
   EMBER_CHECK(false && "unknown operator");
 }
 
+int RelationRecordSize(const ModelOptions& options) {
+  return RelationParamSize(options.op, options.dim) * (options.reciprocal ? 2 : 1);
+}
+
+void InitRelationRecord(const ModelOptions& options, float* record) {
+  InitRelationParams(options.op, options.dim, record);
+  if (options.reciprocal) {
+    InitRelationParams(options.op, options.dim,
+                       record + RelationParamSize(options.op, options.dim));
+  }
+}
+
+float N3Penalty(const float* x, int dim, bool complex, float grad_scale, float* grad) {
+  const float scale = 3.0f * grad_scale;
+  float total = 0.0f;
+  if (complex) {
+    const int h = dim / 2;
+    for (int k = 0; k < h; ++k) {
+      const float re = x[k], im = x[k + h];
+      const float modulus = std::sqrt(re * re + im * im);
+      total += modulus * modulus * modulus;
+      if (grad != nullptr) {
+        grad[k] += scale * modulus * re;
+        grad[k + h] += scale * modulus * im;
+      }
+    }
+    return total;
+  }
+  for (int k = 0; k < dim; ++k) {
+    const float a = std::fabs(x[k]);
+    total += a * a * a;
+    if (grad != nullptr) grad[k] += scale * a * x[k];
+  }
+  return total;
+}
+
 void AdjointRelationParams(Operator op, const float* in, int dim, float* out) {
   switch (op) {
     case Operator::kNone:
@@ -72,6 +118,7 @@ void AdjointRelationParams(Operator op, const float* in, int dim, float* out) {
 }
 
 bool SupportsMixedChunks(const ModelOptions& options) {
+  if (options.reciprocal) return true;
   switch (options.op) {
     case Operator::kNone:
       return true;

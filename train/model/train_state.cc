@@ -16,7 +16,10 @@ Json ModelJson(const ModelOptions& m) {
           {"loss", std::string(LossName(m.loss))},
           {"margin", m.margin},
           {"dim", m.dim},
-          {"featurized", std::string(FeaturizedModeName(m.featurized))}};
+          {"featurized", std::string(FeaturizedModeName(m.featurized))},
+          {"reciprocal", m.reciprocal},
+          {"regularizer", std::string(RegularizerName(m.regularizer))},
+          {"reg_weight", m.reg_weight}};
 }
 
 // The model options stored at `field` of a document read through `r`; every
@@ -26,8 +29,10 @@ absl::StatusOr<ModelOptions> ReadModelOptions(const Json& j, const JsonReader& r
                                               const std::string& field) {
   RETURN_IF_ERROR(r.Object(j, field));
   std::string op, comparator, loss;
-  // Checkpoints written before featurized models existed have no field.
+  // Checkpoints written before featurized models (or reciprocal relations,
+  // or regularizers) existed have no field.
   std::string featurized = "off";
+  std::string regularizer = "none";
   ModelOptions m;
   RETURN_IF_ERROR(r.Required(j, "operator", field + ".operator", &op));
   RETURN_IF_ERROR(r.Required(j, "comparator", field + ".comparator", &comparator));
@@ -35,11 +40,15 @@ absl::StatusOr<ModelOptions> ReadModelOptions(const Json& j, const JsonReader& r
   RETURN_IF_ERROR(r.Required(j, "margin", field + ".margin", &m.margin));
   RETURN_IF_ERROR(r.Required(j, "dim", field + ".dim", &m.dim));
   RETURN_IF_ERROR(r.Optional(j, "featurized", field + ".featurized", &featurized));
+  RETURN_IF_ERROR(r.Optional(j, "reciprocal", field + ".reciprocal", &m.reciprocal));
+  RETURN_IF_ERROR(r.Optional(j, "regularizer", field + ".regularizer", &regularizer));
+  RETURN_IF_ERROR(r.Optional(j, "reg_weight", field + ".reg_weight", &m.reg_weight));
   absl::Status s = [&]() -> absl::Status {
     ASSIGN_OR_RETURN(m.op, ParseOperator(op));
     ASSIGN_OR_RETURN(m.comparator, ParseComparator(comparator));
     ASSIGN_OR_RETURN(m.loss, ParseLoss(loss));
     ASSIGN_OR_RETURN(m.featurized, ParseFeaturizedMode(featurized));
+    ASSIGN_OR_RETURN(m.regularizer, ParseRegularizer(regularizer));
     return m.Validate();
   }();
   if (!s.ok()) return r.Error(field, std::string(s.message()));

@@ -6,7 +6,10 @@
 // writes its inside. In the manifest it is the members of `training` beside
 // storage's own (checkpoint_version, edge_generation, state_version):
 //   "epochs_done": epochs trained,
-//   "state": {"model": ModelOptions as JSON,
+//   "state": {"model": ModelOptions as JSON (operator, comparator, loss,
+//                       margin, dim, featurized, reciprocal, regularizer,
+//                       reg_weight; the last three absent before they
+//                       existed, read as false, none and the default),
 //             "partition_versions": [table version of each partition],
 //             "trainer": {"epoch", "next_round", "lr", "seed",
 //                         "bucket_order", "buffer_partitions",

@@ -340,7 +340,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> MakeCpuTrainer(const TrainOptions& opti
                                                         const RelationParams& relations,
                                                         FeatureTable* features) {
   RETURN_IF_ERROR(options.Validate());
-  if (relations.param_size != RelationParamSize(options.model.op, options.model.dim)) {
+  if (relations.param_size != RelationRecordSize(options.model)) {
     return absl::InvalidArgumentError("relation parameters do not match the model");
   }
   if ((options.model.featurized != FeaturizedMode::kOff) !=

@@ -22,6 +22,15 @@ absl::Status DeviceError(const std::string& error) {
   return error.empty() ? absl::OkStatus() : absl::InternalError(error);
 }
 
+// The step's shape for `m` (ShapeOf, device_batch_plan.h, takes plain
+// values: train/device does not see ModelOptions).
+device::StepShape ShapeFor(const DeviceBatchPlan& plan, const DeviceBatchInput& in,
+                           const ModelOptions& m) {
+  return ShapeOf(plan, in, m.dim, static_cast<int>(m.op), static_cast<int>(m.comparator),
+                 static_cast<int>(m.loss), m.margin, RelationRecordSize(m), m.reciprocal,
+                 m.regularizer == Regularizer::kN3 ? m.reg_weight : 0.0f);
+}
+
 // Byte offsets of arrays packed into one buffer, each 256-byte aligned.
 class Packing {
  public:
@@ -312,10 +321,7 @@ class DeviceTrainer final : public Trainer {
     in.feature_row_start[1] = task.dst->feature_row_start.data();
     in.feature_entries[1] = task.dst->feature_entries.data();
     const DeviceBatchPlan& plan = slot.planner.Plan(edges, in);
-    const ModelOptions& m = options_.model;
-    const device::StepShape sh =
-        ShapeOf(plan, in, m.dim, static_cast<int>(m.op), static_cast<int>(m.comparator),
-                static_cast<int>(m.loss), m.margin, rel_size_);
+    const device::StepShape sh = ShapeFor(plan, in, options_.model);
     const int64_t distinct = static_cast<int64_t>(plan.u_node.size());
     const int64_t rel_slots = rel_size_ > 0 ? static_cast<int64_t>(plan.slot_relation.size()) : 0;
     const Layout l = LayOut(sh, plan, rel_slots);
@@ -497,10 +503,10 @@ absl::Status CheckDeviceModel(const TrainOptions& options) {
   if (!SupportsMixedChunks(m)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the CUDA trainer trains the models whose chunks can mix relations (op none with any "
-        "comparator, diagonal or complex_diagonal with dot, translation with l2); --operator ",
+        "comparator, diagonal or complex_diagonal with dot, translation with l2, and every "
+        "--reciprocal model); --operator ",
         std::string(OperatorName(m.op)), " --comparator ",
-        std::string(ComparatorName(m.comparator)),
-        " trains on --devices cpu"));
+        std::string(ComparatorName(m.comparator)), " trains on --devices cpu"));
   }
   return absl::OkStatus();
 }
@@ -512,7 +518,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> MakeDeviceTrainer(std::unique_ptr<Devic
   RETURN_IF_ERROR(options.Validate());
   RETURN_IF_ERROR(CheckDeviceModel(options));
   EMBER_CHECK(ops != nullptr && ops->streams() >= 2);
-  if (relations.param_size != RelationParamSize(options.model.op, options.model.dim)) {
+  if (relations.param_size != RelationRecordSize(options.model)) {
     return absl::InvalidArgumentError("relation parameters do not match the model");
   }
   if ((options.model.featurized != FeaturizedMode::kOff) !=
