@@ -51,19 +51,27 @@ class DistributedTrainTest : public ::testing::Test {
     return o;
   }
 
-  // Runs rank r's TrainGraphOnCluster(dirs[r], options) on its own thread.
+  // Runs rank r's TrainGraphOnCluster(dirs[r], options[r]) on its own
+  // thread. A rank that fails ends the job (Cluster::Abort), as the CLI
+  // does, so that the others do not wait for it.
   static std::vector<absl::StatusOr<TrainSummary>> RunRanks(
       InProcessCluster& cluster, uint32_t n, const std::vector<std::string>& dirs,
-      const TrainOptions& options) {
+      const std::vector<TrainOptions>& options) {
     std::vector<absl::StatusOr<TrainSummary>> out(n, absl::UnknownError("not run"));
     std::vector<std::thread> threads;
     for (uint32_t r = 0; r < n; ++r) {
       threads.emplace_back([&, r] {
-        out[r] = TrainGraphOnCluster(dirs[r], options, cluster.rank(r));
+        out[r] = TrainGraphOnCluster(dirs[r], options[r], cluster.rank(r));
+        if (!out[r].ok()) cluster.rank(r)->Abort(out[r].status());
       });
     }
     for (std::thread& t : threads) t.join();
     return out;
+  }
+  static std::vector<absl::StatusOr<TrainSummary>> RunRanks(InProcessCluster& cluster, uint32_t n,
+                                                            const std::vector<std::string>& dirs,
+                                                            const TrainOptions& options) {
+    return RunRanks(cluster, n, dirs, std::vector<TrainOptions>(n, options));
   }
 
   static TempDir* tmp_;

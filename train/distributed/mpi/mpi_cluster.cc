@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -47,6 +48,12 @@ class MpiCluster final : public Cluster {
     return MpiSumFloats(collectives_, values);
   }
   absl::Status Barrier() override { return MpiBarrier(collectives_); }
+  void Abort(const absl::Status& status) override {
+    std::fprintf(stderr, "ember: rank %u (%s): %s\n", rank(), where_.c_str(),
+                 std::string(status.message()).c_str());
+    std::fflush(stderr);
+    AbortMpiJob(1);
+  }
 
  private:
   std::unique_ptr<MpiTransport> transport_;
