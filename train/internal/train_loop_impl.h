@@ -181,9 +181,13 @@ class TrainLoop final : public PipelineObserver {
   double sync_seconds_ = 0;
   uint64_t bytes_at_boundary_ = 0;  // sent at round boundaries
   uint64_t bytes_overlapped_ = 0;   // sent while the round before trained
-  // Moves of round early_round_ started while the round before it trains.
+  // Moves of round early_round_ of this epoch, started while the round
+  // before it trained; kNoEarlyRound when none are under way. Set when
+  // they start, cleared when that round takes them and at each epoch's
+  // start.
+  static constexpr uint64_t kNoEarlyRound = ~uint64_t{0};
   PendingMoves early_moves_;
-  uint64_t early_round_ = ~uint64_t{0};
+  uint64_t early_round_ = kNoEarlyRound;
   Clock::time_point epoch_start_;
 };
 

@@ -40,6 +40,8 @@ absl::Status TrainLoop::ScheduleEpochAcrossRanks(int epoch, uint64_t first_round
   ASSIGN_OR_RETURN(RankSchedule schedule, ComputeRankSchedule(o));
   rank_schedule_ = std::make_unique<RankSchedule>(std::move(schedule));
   next_holders_ = rank_schedule_->final_holders;
+  // No round of the new epoch has started its moves.
+  early_round_ = kNoEarlyRound;
   const uint32_t me = cluster_->rank();
   // The most partitions this rank holds at once, against the budget's.
   // One walk over the rounds' transfers (HoldersBefore per round would be
@@ -152,7 +154,11 @@ absl::Status TrainLoop::StartRoundAcrossRanks(const Round& next,
   // The moves started while the round before trained, then the rest
   // (all of this round's where none started early).
   const auto moving = Clock::now();
+  // Early moves are this epoch's and this round's only, and consumed here:
+  // a pause before round g leaves none, whatever an earlier epoch's round g
+  // started.
   const bool started_early = early_round_ == g;
+  early_round_ = kNoEarlyRound;
   RETURN_IF_ERROR(FinishMoves(*buffer_, early_moves_, rank_timeout_));
   ASSIGN_OR_RETURN(PendingMoves moves,
                    StartMoves(*cluster_, *buffer_,
