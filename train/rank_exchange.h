@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -54,11 +55,29 @@ absl::Status HandPartitionsToWriter(Cluster& cluster, PartitionBuffer& buffer,
 // it runs, on every rank (OK when every rank is OK).
 absl::Status AgreeOnStatus(Cluster& cluster, const absl::Status& mine);
 
+// One setting of a run across ranks that every rank must share, because it
+// shapes the schedule or the model (the training loop lists them).
+struct RankSetting {
+  // As a refusal names it: "--dim".
+  std::string option;
+  // Compared across ranks: "32".
+  std::string value;
+  // Shown after the value in a refusal, not compared: " partitions (from
+  // --memory-budget 64 MiB)". Default: none.
+  std::string detail;
+  // What the refusal asks every rank to be given alike. Default (empty):
+  // `option`.
+  std::string fix;
+};
+
 // FailedPrecondition, on every rank, when the ranks' copies of the graph
 // differ (nodes, partitions, edges per split, edge generation, relations,
-// committed checkpoint) or their trainer counts differ; it names both
-// ranks, where they run, their graph directories and what differs.
-absl::Status CheckSameGraphAndTrainers(Cluster& cluster, const Graph& graph, uint32_t trainers);
+// committed checkpoint) or a setting of `settings` differs (every rank
+// passes the same settings in the same order, each with its own value); it
+// names both ranks, where they run, their graph directories and what
+// differs, with both values.
+absl::Status CheckRanksAgree(Cluster& cluster, const Graph& graph,
+                             std::span<const RankSetting> settings);
 
 // The holders at the start of epoch `epoch` of a run whose epoch 0 starts
 // from DefaultHolders: each epoch starts where the one before ended.

@@ -35,8 +35,11 @@ namespace ember {
 absl::Status TrainLoop::RestoreOrInit() {
   const Manifest& m = graph_->manifest();
   const int param_size = RelationParamSize(options_.model.op, options_.model.dim);
+  // Across ranks the order's capacity is what shapes the schedule (the
+  // buffer holds every partition the rank holds).
   checkpointer_ = std::make_unique<Checkpointer>(
-      graph_, options_, RunShape{capacity_, round_size_, world_size()}, writer());
+      graph_, options_,
+      RunShape{distributed() ? order_capacity_ : capacity_, round_size_, world_size()}, writer());
   ASSIGN_OR_RETURN(RestoredCheckpoint restored, checkpointer_->Restore());
   resumed_ = restored.resumed;
   start_epoch_ = restored.start_epoch;
@@ -223,7 +226,8 @@ absl::Status TrainLoop::PlanMemory(const std::vector<DeviceSpec>& devices) {
     // A rank holds its share of the partitions in memory for the whole run
     // (ScheduleEpochAcrossRanks checks that the share fits); rounds span
     // every trainer of every rank.
-    order_capacity_ = std::min(capacity_, P_);
+    order_capacity_ =
+        options_.schedule.bucket_order == BucketOrderKind::kBeta ? std::min(capacity_, P_) : P_;
     capacity_ = P_;
     round_size_ = trainers * world_size();
   }
@@ -369,8 +373,8 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     if (setup.ok()) setup = RestoreOrInit();
     if (setup.ok()) setup = checkpointer_->CheckSpace();
     RETURN_IF_ERROR(AgreeOnStatus(*cluster_, setup));
-    RETURN_IF_ERROR(CheckSameGraphAndTrainers(*cluster_, *graph_,
-                                              static_cast<uint32_t>(devices.size())));
+    RETURN_IF_ERROR(
+        CheckRanksAgree(*cluster_, *graph_, RankSettings(static_cast<uint32_t>(devices.size()))));
   } else {
     RETURN_IF_ERROR(PlanMemory(devices));
     if (options_.in_memory &&

@@ -2,6 +2,7 @@
 // N ranks as threads of one process over one graph directory (rank 0
 // writes, the others read). The MPI cluster runs the same loop; its
 // end-to-end tests run `mpirun ... ember train` (tests/mpi/).
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <thread>
@@ -9,6 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "partition/train_memory.h"
 #include "storage/base/file_system.h"
 #include "tests/storage/fault_injection_fs.h"
 #include "tests/train/train_test_util.h"
@@ -249,6 +251,151 @@ TEST_F(DistributedTrainTest, ADifferentGraphCopyIsRefusedOnEveryRank) {
   auto m = train_test::ManifestOf(dir);
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->training.checkpoint_version, 0u);
+}
+
+// A --memory-budget whose rows share holds `partitions` of the graph's
+// largest partitions at `dim`, and not one more.
+uint64_t BudgetHolding(const std::string& dir, int dim, uint32_t partitions) {
+  auto m = train_test::ManifestOf(dir);
+  EXPECT_TRUE(m.ok()) << m.status();
+  if (!m.ok()) return 0;
+  const uint64_t largest = *std::max_element(m->partition_sizes.begin(), m->partition_sizes.end());
+  const uint64_t bytes = largest * RowBytesPerNode(dim);
+  // The rows share is 5/8 of the budget: aim at partitions + 1/2.
+  return (2 * partitions + 1) * bytes * 8 / 10 + 8;
+}
+
+// Ranks that would compute different schedules or train different models
+// stop before training, on every rank, naming the option and both values;
+// nothing is written.
+TEST_F(DistributedTrainTest, RanksWithDifferentDimsAreRefusedAtStart) {
+  const std::string dir = graphs_->New(4);
+  std::vector<TrainOptions> o(2, Options(1));
+  o[1].model.dim = 32;
+  o[0].rank_timeout_seconds = o[1].rank_timeout_seconds = 30;  // a bound, not a measure
+  auto cluster = InProcessCluster::Create(2);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto runs = RunRanks(**cluster, 2, {dir, dir}, o);
+  for (const auto& r : runs) {
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+    EXPECT_THAT(r.status().message(), HasSubstr("rank 1 (in-process rank 1"));
+    EXPECT_THAT(r.status().message(), HasSubstr("trains with --dim 32, rank 0"));
+    EXPECT_THAT(r.status().message(), HasSubstr("with --dim 16; give every rank the same --dim"));
+  }
+  auto m = train_test::ManifestOf(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->training.checkpoint_version, 0u);
+}
+
+// Under --bucket-order beta the order reads a buffer each rank plans from
+// its own budget: budgets that plan different buffers are refused; under
+// inside-out, which reads none, each rank's budget is its own.
+TEST_F(DistributedTrainTest, RanksWhoseBudgetsShapeDifferentSchedulesAreRefusedAtStart) {
+  const std::string dir = graphs_->New(8);
+  std::vector<TrainOptions> o(2, Options(1));
+  for (TrainOptions& x : o) {
+    x.schedule.bucket_order = BucketOrderKind::kBeta;
+    x.rank_timeout_seconds = 30;  // a bound, not a measure
+  }
+  o[1].schedule.memory_budget = BudgetHolding(dir, o[1].model.dim, 7);
+  auto cluster = InProcessCluster::Create(2);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto runs = RunRanks(**cluster, 2, {dir, dir}, o);
+  for (const auto& r : runs) {
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+    EXPECT_THAT(r.status().message(),
+                HasSubstr("trains with --bucket-order beta's buffer of 7 partitions (from "
+                          "--memory-budget 1 MiB), rank 0"));
+    EXPECT_THAT(r.status().message(),
+                HasSubstr("with --bucket-order beta's buffer of 8 partitions (from "
+                          "--memory-budget 2048 MiB); give every rank the same --memory-budget"));
+  }
+  auto m = train_test::ManifestOf(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->training.checkpoint_version, 0u);
+
+  for (TrainOptions& x : o) x.schedule.bucket_order = BucketOrderKind::kInsideOut;
+  auto cluster2 = InProcessCluster::Create(2);
+  ASSERT_TRUE(cluster2.ok()) << cluster2.status();
+  runs = RunRanks(**cluster2, 2, {dir, dir}, o);
+  for (const auto& r : runs) EXPECT_TRUE(r.ok()) << r.status();
+}
+
+// Every other option that shapes the schedule or the model is compared
+// too: each, differing on rank 1 alone, is refused naming it.
+TEST_F(DistributedTrainTest, EveryOptionThatShapesTheRunIsCompared) {
+  const std::string dir = graphs_->New(4);
+  struct Case {
+    const char* named;
+    std::function<void(TrainOptions*)> change;
+  };
+  const std::vector<Case> cases = {
+      {"--operator diagonal", [](TrainOptions* o) { o->model.op = Operator::kDiagonal; }},
+      {"--comparator cos", [](TrainOptions* o) { o->model.comparator = Comparator::kCos; }},
+      {"--loss ranking", [](TrainOptions* o) { o->model.loss = Loss::kRanking; }},
+      {"--seed 2", [](TrainOptions* o) { o->seed = 2; }},
+      {"--bucket-order beta",
+       [](TrainOptions* o) { o->schedule.bucket_order = BucketOrderKind::kBeta; }},
+      {"--epochs 2", [](TrainOptions* o) { o->epochs = 2; }},
+      {"--checkpoint-every 3", [](TrainOptions* o) { o->schedule.checkpoint_every = 3; }},
+      {"--lr 0.05,", [](TrainOptions* o) { o->optimizer.lr = 0.05f; }},
+      {"--deterministic false", [](TrainOptions* o) { o->pipeline.deterministic = false; }},
+      {"--batch-size 200", [](TrainOptions* o) { o->pipeline.batch_size = 200; }},
+      {"--margin 0.25", [](TrainOptions* o) { o->model.margin = 0.25f; }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.named);
+    std::vector<TrainOptions> o(2, Options(1));
+    c.change(&o[1]);
+    auto cluster = InProcessCluster::Create(2);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    auto runs = RunRanks(**cluster, 2, {dir, dir}, o);
+    for (const auto& r : runs) {
+      ASSERT_FALSE(r.ok());
+      EXPECT_THAT(r.status().message(), HasSubstr(c.named)) << r.status();
+    }
+  }
+}
+
+// A run across ranks under beta stopped mid-epoch records the buffer its
+// order read; a resume whose budget plans another is refused, naming both.
+TEST_F(DistributedTrainTest, AMidEpochResumeWithAnotherBetaBufferIsRefused) {
+  const std::string dir = graphs_->New(8);
+  TrainOptions o = Options(1);
+  o.schedule.bucket_order = BucketOrderKind::kBeta;
+  o.schedule.checkpoint_every = 10;
+  o.hooks.stop_after_buckets = 30;  // after a checkpoint, mid epoch (64 buckets)
+  auto cluster = InProcessCluster::Create(2);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto stopped = RunRanks(**cluster, 2, {dir, dir}, o);
+  for (const auto& r : stopped) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->stopped);
+  }
+  auto m = train_test::ManifestOf(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  auto state = ReadTrainState(*m, dir + "/MANIFEST.json");
+  ASSERT_TRUE(state.ok()) << state.status();
+  ASSERT_GT(state->position.next_round, 0u);
+  EXPECT_EQ(state->position.buffer_partitions, 8u);
+
+  o.hooks.stop_after_buckets = 0;
+  o.schedule.memory_budget = BudgetHolding(dir, o.model.dim, 7);
+  auto cluster2 = InProcessCluster::Create(2);
+  ASSERT_TRUE(cluster2.ok()) << cluster2.status();
+  auto refused = RunRanks(**cluster2, 2, {dir, dir}, o);
+  for (const auto& r : refused) {
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+    EXPECT_THAT(r.status().message(),
+                HasSubstr("stopped mid-epoch by a run of another schedule: a bucket-order buffer "
+                          "(from --memory-budget, --buffer-partitions) of 8, this run 7"));
+  }
+  auto after = train_test::ManifestOf(dir);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->training.checkpoint_version, m->training.checkpoint_version);
 }
 
 TEST_F(DistributedTrainTest, WhatRanksCannotTrainYetIsRefused) {

@@ -79,6 +79,9 @@ class TrainLoop final : public PipelineObserver {
   // Across ranks: this epoch's schedule, and the partitions this rank
   // holds at its start loaded (first epoch of the run) or checked.
   absl::Status ScheduleEpochAcrossRanks(int epoch, uint64_t first_round);
+  // Across ranks: what every rank must share because it shapes the
+  // schedule or the model (CheckRanksAgree compares them at the start).
+  std::vector<RankSetting> RankSettings(uint32_t trainers) const;
   // Across ranks: edges and loss summed over every rank, reported.
   absl::Status ReportGlobalProgress();
   // Across ranks, before round `next` trains: the moves due (those started
@@ -121,8 +124,10 @@ class TrainLoop final : public PipelineObserver {
   TrainOptions options_;
   const uint32_t P_;
   Cluster* const cluster_;  // null: one process
-  // Across ranks: the buffer order's capacity (as one process would plan
-  // it), the epoch's schedule and the holders the next epoch starts from.
+  // Across ranks: the capacity the bucket order reads (--bucket-order
+  // beta: this rank's buffer as one process would plan it, which the ranks
+  // agree on at the start; P for orders that read none), the epoch's
+  // schedule and the holders the next epoch starts from.
   uint32_t order_capacity_ = 1;
   std::unique_ptr<RankSchedule> rank_schedule_;
   std::vector<uint32_t> next_holders_;

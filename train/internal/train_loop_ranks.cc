@@ -2,8 +2,10 @@
 // schedule and residency, the moves before each round, progress and
 // measures summed over every rank, and checkpoints through rank 0.
 #include <algorithm>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "storage/base/status_macros.h"
 #include "train/internal/train_loop_impl.h"
 
@@ -20,6 +22,63 @@ absl::Status TrainLoop::CheckpointAcrossRanks(int epoch, uint64_t next_round, in
   return absl::OkStatus();
 }
 
+std::vector<RankSetting> TrainLoop::RankSettings(uint32_t trainers) const {
+  // The shortest text that reads back as the same float.
+  auto exact = [](float x) {
+    std::string text;
+    for (int digits = 6; digits <= 9; ++digits) {
+      text = absl::StrFormat("%.*g", digits, x);
+      if (std::strtof(text.c_str(), nullptr) == x) break;
+    }
+    return text;
+  };
+  auto yes_no = [](bool b) { return std::string(b ? "true" : "false"); };
+  const ModelOptions& m = options_.model;
+  const OptimizerOptions& opt = options_.optimizer;
+  const PipelineOptions& p = options_.pipeline;
+  const ScheduleOptions& sched = options_.schedule;
+  std::vector<RankSetting> s = {
+      // The schedule.
+      {"--trainers", absl::StrCat(trainers), "", "--trainers or --devices"},
+      {"--seed", absl::StrCat(options_.seed)},
+      {"--bucket-order", std::string(BucketOrderName(sched.bucket_order))},
+      {"--epochs", absl::StrCat(options_.epochs)},
+      {"--checkpoint-every", absl::StrCat(sched.checkpoint_every)},
+      {"--from-scratch", yes_no(options_.from_scratch)},
+      {"--deterministic", yes_no(p.deterministic)},
+      {"stop_after_buckets (a test hook)", absl::StrCat(options_.hooks.stop_after_buckets)},
+      // The model and how it trains.
+      {"--dim", absl::StrCat(m.dim)},
+      {"--operator", std::string(OperatorName(m.op))},
+      {"--comparator", std::string(ComparatorName(m.comparator))},
+      {"--loss", std::string(LossName(m.loss))},
+      {"--margin", exact(m.margin)},
+      {"--featurized", std::string(FeaturizedModeName(m.featurized))},
+      {"--precision", std::string(PrecisionName(m.precision))},
+      {"--lr", exact(opt.lr)},
+      {"--relation-lr-scale", exact(opt.relation_lr_scale)},
+      {"--init-scale", exact(opt.init_scale)},
+      {"--batch-size", absl::StrCat(p.batch_size)},
+      {"--batching", std::string(EnumToName(p.batching))},
+      {"--chunk-size", absl::StrCat(p.chunk_size)},
+      {"--num-uniform-negs", absl::StrCat(p.num_uniform_negs)},
+      {"--relation-batching", std::string(RelationBatchingName(p.relation_batching))},
+      {"--endpoint-negatives", std::string(EnumToName(p.endpoint_negatives))},
+      {"edge_sample", absl::StrFormat("%.17g", options_.edge_sample)},
+  };
+  // Beta's order reads a buffer capacity, which each rank plans from its
+  // own budget: the ranks must plan the same one (other orders read none:
+  // it is P on every rank, and listed all the same, so that every rank
+  // lists the same settings).
+  s.push_back({"--bucket-order beta's buffer of", absl::StrCat(order_capacity_),
+               absl::StrCat(" partitions (from --memory-budget ", Mib(sched.memory_budget),
+                            sched.buffer_partitions > 0
+                                ? absl::StrCat(", --buffer-partitions ", sched.buffer_partitions)
+                                : "",
+                            ")"),
+               "--memory-budget and --buffer-partitions"});
+  return s;
+}
 
 absl::Status TrainLoop::ScheduleEpochAcrossRanks(int epoch, uint64_t first_round) {
   const Manifest& m = graph_->manifest();
