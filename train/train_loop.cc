@@ -325,7 +325,10 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
     // Rows trained on a device back to the host copies: validation reads them,
     // and with several trainers the next round may train them elsewhere.
     if (rows_off_host_) RETURN_IF_ERROR(buffer_->SyncToHost(/*release=*/trainers_.size() > 1));
-    if (distributed()) RETURN_IF_ERROR(ReportGlobalProgress());
+    if (distributed()) {
+      RETURN_IF_ERROR(ReportGlobalProgress());
+      Progress();
+    }
     if (StopDue()) {
       RETURN_IF_ERROR(buffer_->Quiesce());
       *stopped = true;
@@ -367,6 +370,18 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     rows_off_host_ |= d.kind != "cpu";
   }
   if (distributed()) {
+    // A rank that stops making progress ends the job: MPI's collectives
+    // cannot time out, and the other ranks would wait for it forever.
+    Cluster* const cluster = cluster_;
+    const uint32_t rank = cluster_->rank();
+    const double timeout = options_.rank_timeout_seconds;
+    watchdog_ = std::make_unique<RankWatchdog>(
+        rank_timeout_, [cluster, rank, timeout](absl::Duration quiet) {
+          cluster->Abort(absl::DeadlineExceededError(
+              absl::StrCat("rank ", rank, " (", cluster->where(), ") made no progress for ",
+                           absl::FormatDuration(quiet), " (--rank-timeout ", timeout,
+                           "): no round finished; a rank is stalled or gone; stopping the job")));
+        });
     // Every rank sets up, then all agree before the first collective that
     // needs a working peer; then they check that they train one graph.
     absl::Status setup = PlanMemory(devices);

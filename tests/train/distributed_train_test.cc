@@ -8,10 +8,14 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "partition/train_memory.h"
 #include "storage/base/file_system.h"
+#include "storage/base/mutex.h"
+#include "storage/base/status_macros.h"
 #include "tests/storage/fault_injection_fs.h"
 #include "tests/train/train_test_util.h"
 #include "train/distributed/cluster.h"
@@ -396,6 +400,104 @@ TEST_F(DistributedTrainTest, AMidEpochResumeWithAnotherBetaBufferIsRefused) {
   auto after = train_test::ManifestOf(dir);
   ASSERT_TRUE(after.ok()) << after.status();
   EXPECT_EQ(after->training.checkpoint_version, m->training.checkpoint_version);
+}
+
+// Rank 0's disk as a slow or a stalled one: each sync of a RocksDB table
+// file (what the partitions a checkpoint writes become) takes `delay`, or,
+// while stalled, waits until Release. Over the fault-injection file system,
+// whose own syncs are counted, not done.
+class SlowTableSyncs final : public FileSystemWrapper {
+ public:
+  SlowTableSyncs() : FileSystemWrapper(&base_) {}
+  void SetDelay(absl::Duration delay) {
+    MutexLock lock(&mu_);
+    delay_ = delay;
+  }
+  void Stall() {
+    MutexLock lock(&mu_);
+    stalled_ = true;
+  }
+  void Release() {
+    MutexLock lock(&mu_);
+    stalled_ = false;
+  }
+  int table_syncs() const {
+    MutexLock lock(&mu_);
+    return table_syncs_;
+  }
+
+  absl::StatusOr<std::unique_ptr<WritableFile>> OpenForWrite(const std::string& path,
+                                                             WriteMode mode) override {
+    ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, target()->OpenForWrite(path, mode));
+    if (!absl::EndsWith(path, ".sst")) return file;
+    return std::unique_ptr<WritableFile>(new TableFile(this, std::move(file)));
+  }
+
+ private:
+  class TableFile final : public WritableFile {
+   public:
+    TableFile(SlowTableSyncs* fs, std::unique_ptr<WritableFile> file)
+        : WritableFile(file->path()), fs_(fs), file_(std::move(file)) {}
+    absl::Status Append(std::string_view data) override { return file_->Append(data); }
+    absl::Status Sync() override {
+      fs_->TableSync();
+      return file_->Sync();
+    }
+    absl::Status Close() override { return file_->Close(); }
+
+   private:
+    SlowTableSyncs* fs_;
+    std::unique_ptr<WritableFile> file_;
+  };
+
+  // The slow disk: the delay is the point of this file system (a sleep
+  // that stands for a disk, not one that waits for work).
+  void TableSync() {
+    absl::Duration delay;
+    {
+      MutexLock lock(&mu_);
+      ++table_syncs_;
+      mu_.Await(absl::Condition(
+          +[](bool* stalled) { return !*stalled; }, &stalled_));
+      delay = delay_;
+    }
+    absl::SleepFor(delay);
+  }
+
+  testing::FaultInjectingFileSystem base_;
+  mutable Mutex mu_;
+  absl::Duration delay_ ABSL_GUARDED_BY(mu_);
+  bool stalled_ ABSL_GUARDED_BY(mu_) = false;
+  int table_syncs_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// A rank that truly stalls (rank 0's disk stops in the middle of a
+// checkpoint) still ends the job: every rank returns DeadlineExceeded
+// naming --rank-timeout, through the library's own watchdog.
+TEST_F(DistributedTrainTest, AStalledRankStopsTheJobAfterTheRankTimeout) {
+  const std::string dir = graphs_->New(4);
+  SlowTableSyncs disk;
+  ScopedFileSystem scoped(&disk);
+  disk.Stall();
+  TrainOptions o = Options(1);
+  o.rank_timeout_seconds = 1;
+  auto cluster = InProcessCluster::Create(2);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  std::vector<absl::StatusOr<TrainSummary>> out(2, absl::UnknownError("not run"));
+  std::vector<std::thread> ranks;
+  for (uint32_t r = 0; r < 2; ++r) {
+    ranks.emplace_back([&, r] { out[r] = TrainGraphOnCluster(dir, o, (*cluster)->rank(r)); });
+  }
+  // Rank 1 returns while rank 0 is still stalled: the job was ended.
+  ranks[1].join();
+  disk.Release();
+  ranks[0].join();
+  for (uint32_t r = 0; r < 2; ++r) {
+    ASSERT_FALSE(out[r].ok()) << "rank " << r;
+    EXPECT_EQ(out[r].status().code(), absl::StatusCode::kDeadlineExceeded) << out[r].status();
+    EXPECT_THAT(out[r].status().message(), HasSubstr("(--rank-timeout 1)")) << out[r].status();
+  }
+  EXPECT_GT(disk.table_syncs(), 0);
 }
 
 TEST_F(DistributedTrainTest, WhatRanksCannotTrainYetIsRefused) {

@@ -17,7 +17,6 @@
 #include "tools/cli/cli.h"
 #include "tools/cli/common_flags.h"
 #include "tools/cli/eval_flags.h"
-#include "tools/cli/round_watchdog.h"
 #include "tools/cli/train_flags.h"
 #include "train/blas/blas_startup.h"
 #include "train/distributed/launcher.h"
@@ -317,22 +316,11 @@ int TrainMain(const std::vector<std::string>& args) {
     }
   }
   ProgressPrinter progress = ProgressFromFlags();
-  // Across ranks every rank hears each round's end (the watchdog's beat);
-  // rank 0 alone prints it.
-  std::unique_ptr<RoundWatchdog> watchdog;
-  if (cluster != nullptr) {
-    Cluster* c = cluster.get();
-    watchdog = std::make_unique<RoundWatchdog>(
-        absl::Seconds(options->rank_timeout_seconds), [c](absl::Duration quiet) {
-          ReportTrainFailure(c, absl::DeadlineExceededError(absl::StrCat(
-              "no round finished for ", absl::FormatDuration(quiet),
-              " (--rank-timeout): a rank is stalled or gone; stopping the job")));
-        });
-  }
-  if (speaker || watchdog != nullptr) {
+  // Across ranks rank 0 alone prints progress. (A rank that stops making
+  // progress ends the job through the library's watchdog,
+  // train/distributed/rank_watchdog.h, after --rank-timeout.)
+  if (speaker) {
     options->progress = [&](const TrainProgress& p) {
-      if (watchdog != nullptr) watchdog->Beat();
-      if (!speaker) return;
       progress.Update(absl::StrFormat("epoch %d/%d", p.epoch + 1, p.epochs), p.edges_done,
                       p.edges_total, "edges",
                       absl::StrFormat("%d/%d buckets done  loss %.4f", p.bucket, p.buckets,
@@ -355,7 +343,6 @@ int TrainMain(const std::vector<std::string>& args) {
     summary = TrainGraphAutoLr(args[0], *options);
   }
   progress.Finish();
-  watchdog.reset();
   if (!summary.ok()) return ReportTrainFailure(cluster.get(), summary.status());
   if (!speaker) return 0;
   if (cluster != nullptr && options->optimizer.lr_auto && !summary->resumed) {

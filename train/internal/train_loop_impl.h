@@ -8,15 +8,16 @@
 #include <string>
 #include <vector>
 
-#include "storage/base/mutex.h"
 #include "absl/time/time.h"
 #include "partition/train_memory.h"
+#include "storage/base/mutex.h"
 #include "storage/graph.h"
 #include "train/batch/round_batches.h"
 #include "train/checkpointer.h"
 #include "train/distributed/cluster.h"
 #include "train/distributed/cluster_sync.h"
 #include "train/distributed/rank_schedule.h"
+#include "train/distributed/rank_watchdog.h"
 #include "train/eval/evaluator.h"
 #include "train/model/checkpoint.h"
 #include "train/rank_exchange.h"
@@ -94,6 +95,10 @@ class TrainLoop final : public PipelineObserver {
   absl::Status MeasureEpochAcrossRanks(int epoch, double checkpoint_seconds,
                                        bool predict, EpochStats* stats);
   bool distributed() const { return cluster_ != nullptr; }
+  // Across ranks: this rank made progress (the watchdog's beat).
+  void Progress() {
+    if (watchdog_ != nullptr) watchdog_->Beat();
+  }
   // Bytes of partition p's rows and optimizer state.
   uint64_t PartitionBytes(uint32_t p) const;
   uint32_t world_size() const { return distributed() ? cluster_->world_size() : 1; }
@@ -194,6 +199,10 @@ class TrainLoop final : public PipelineObserver {
   PendingMoves early_moves_;
   uint64_t early_round_ = kNoEarlyRound;
   Clock::time_point epoch_start_;
+  // Across ranks: ends the job (Cluster::Abort) when this rank makes no
+  // progress for options.rank_timeout_seconds. Declared last, so destroyed
+  // first: the loop's teardown is not watched.
+  std::unique_ptr<RankWatchdog> watchdog_;
 };
 
 }  // namespace ember
