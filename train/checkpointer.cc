@@ -115,8 +115,8 @@ absl::Status Checkpointer::CheckSpace() const {
 
 absl::Status Checkpointer::Write(PartitionBuffer* buffer, const RelationParams& relations,
                                  const FeatureTable* features, int epoch, uint64_t next_round,
-                                 int epochs_done) {
-  RETURN_IF_ERROR(buffer->WriteResident());
+                                 int epochs_done, bool rows_written) {
+  if (!rows_written) RETURN_IF_ERROR(buffer->WriteResident());
   const uint64_t version = write_version_;
   RETURN_IF_ERROR(graph_->WriteBlob(RelationBlobName(version), EncodeRelationBlob(relations)));
   if (features != nullptr) {

@@ -94,13 +94,17 @@ std::vector<Transfer> TransfersOf(const GlobalRound& round, bool overlapped) {
   return out;
 }
 
-absl::Status HandPartitionsToWriter(Cluster& cluster, PartitionBuffer& buffer,
-                                    std::span<const uint32_t> holders, absl::Duration timeout) {
+absl::Status WritePartitionsAtRankZero(Cluster& cluster, PartitionBuffer& buffer,
+                                       std::span<const uint32_t> holders, absl::Duration timeout,
+                                       const std::function<void(uint32_t)>& written) {
   PartitionTransport& t = *cluster.transport();
   const uint32_t me = cluster.rank();
-  for (uint32_t p = 0; p < holders.size(); ++p) {
+  // This rank's part in writing partition p: rank 0 writes it, its holder
+  // (another rank) sends rank 0 a copy, the other ranks have none.
+  auto part = [&](uint32_t p) -> absl::Status {
     const uint32_t holder = holders[p];
-    if (holder == 0 || (me != 0 && me != holder)) continue;
+    if (me == 0 && holder == 0) return buffer.WriteDurably(p);
+    if (me != 0 && me != holder) return absl::OkStatus();
     if (me == holder) {
       ASSIGN_OR_RETURN(std::vector<uint32_t> resident, buffer.Resident());
       if (!std::binary_search(resident.begin(), resident.end(), p)) {
@@ -115,8 +119,7 @@ absl::Status HandPartitionsToWriter(Cluster& cluster, PartitionBuffer& buffer,
       copy.embeddings = d.embeddings;
       copy.optimizer = d.optimizer;
       TransportHandle h = t.Send(0, std::move(copy));
-      RETURN_IF_ERROR(h.Wait(timeout));
-      continue;
+      return h.Wait(timeout);
     }
     TransportHandle h = t.Receive(holder, p);
     RETURN_IF_ERROR(h.Wait(timeout));
@@ -125,7 +128,11 @@ absl::Status HandPartitionsToWriter(Cluster& cluster, PartitionBuffer& buffer,
       return absl::DataLossError(absl::StrCat("rank 0 expected partition ", p, " from rank ",
                                               holder, " and received partition ", d->partition));
     }
-    RETURN_IF_ERROR(buffer.WriteCopy(*d));
+    return buffer.WriteCopy(*d);
+  };
+  for (uint32_t p = 0; p < holders.size(); ++p) {
+    RETURN_IF_ERROR(AgreeOnStatus(cluster, part(p)));
+    if (written) written(p);
   }
   return absl::OkStatus();
 }

@@ -137,9 +137,10 @@ absl::Status TrainLoop::Checkpoint(int epoch, uint64_t next_round, int epochs_do
   return WriteCheckpoint(epoch, next_round, epochs_done);
 }
 
-absl::Status TrainLoop::WriteCheckpoint(int epoch, uint64_t next_round, int epochs_done) {
+absl::Status TrainLoop::WriteCheckpoint(int epoch, uint64_t next_round, int epochs_done,
+                                        bool rows_written) {
   return checkpointer_->Write(buffer_.get(), relations_, features_.get(), epoch, next_round,
-                              epochs_done);
+                              epochs_done, rows_written);
 }
 
 std::string EpochJsonLine(const EpochStats& s) {
@@ -380,7 +381,8 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
           cluster->Abort(absl::DeadlineExceededError(
               absl::StrCat("rank ", rank, " (", cluster->where(), ") made no progress for ",
                            absl::FormatDuration(quiet), " (--rank-timeout ", timeout,
-                           "): no round finished; a rank is stalled or gone; stopping the job")));
+                           "): no round finished and no partition was written or loaded; a rank is "
+                           "stalled or gone; stopping the job")));
         });
     // Every rank sets up, then all agree before the first collective that
     // needs a working peer; then they check that they train one graph.
@@ -388,6 +390,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     if (setup.ok()) setup = RestoreOrInit();
     if (setup.ok()) setup = checkpointer_->CheckSpace();
     RETURN_IF_ERROR(AgreeOnStatus(*cluster_, setup));
+    Progress();
     RETURN_IF_ERROR(
         CheckRanksAgree(*cluster_, *graph_, RankSettings(static_cast<uint32_t>(devices.size()))));
   } else {

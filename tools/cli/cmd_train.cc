@@ -104,7 +104,9 @@ ABSL_FLAG(bool, eval_valid, kTrainDefaults.validation.enabled,
           "(--eval-negatives).");
 ABSL_FLAG(double, rank_timeout, kTrainDefaults.rank_timeout_seconds,
           "train: under mpirun, the longest wait in seconds for a partition from another "
-          "rank, and for a round to finish; past it the whole job stops with an error.");
+          "rank, and the longest a rank may go without progress (a round finished, a "
+          "partition of a checkpoint written or loaded); past it the whole job stops with an "
+          "error.");
 ABSL_FLAG(std::string, bench_slow_trainer, "",
           "train bench: benchmark only: INDEX:FACTOR makes trainer INDEX (from 0) take FACTOR "
           ">= 1 times as long per batch, by waiting, to compare batching across trainers of "

@@ -73,9 +73,12 @@ class TrainLoop final : public PipelineObserver {
   absl::Status PlanMemory(const std::vector<DeviceSpec>& devices);
   absl::Status RestoreOrInit();
   absl::Status Checkpoint(int epoch, uint64_t next_round, int epochs_done);
-  // Rank 0's part of a checkpoint, and every rank's (partitions handed to
-  // rank 0, then its commit, agreed by all).
-  absl::Status WriteCheckpoint(int epoch, uint64_t next_round, int epochs_done);
+  // Rank 0's part of a checkpoint (`rows_written`: across ranks, the rows
+  // are written already), and every rank's (every partition written by
+  // rank 0, one at a time, each counting as progress; then its commit,
+  // agreed by all).
+  absl::Status WriteCheckpoint(int epoch, uint64_t next_round, int epochs_done,
+                               bool rows_written = false);
   absl::Status CheckpointAcrossRanks(int epoch, uint64_t next_round, int epochs_done);
   // Across ranks: this epoch's schedule, and the partitions this rank
   // holds at its start loaded (first epoch of the run) or checked.

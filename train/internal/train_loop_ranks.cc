@@ -14,9 +14,14 @@ namespace ember {
 absl::Status TrainLoop::CheckpointAcrossRanks(int epoch, uint64_t next_round, int epochs_done) {
   const uint64_t before = next_round == 0 ? rank_schedule_->rounds.size() : next_round;
   const std::vector<uint32_t> holders = rank_schedule_->HoldersBefore(before);
-  absl::Status s = HandPartitionsToWriter(*cluster_, *buffer_, holders, rank_timeout_);
-  if (s.ok() && writer()) s = WriteCheckpoint(epoch, next_round, epochs_done);
+  // Each partition written counts as progress on every rank: a checkpoint
+  // longer than --rank-timeout in all is not a stall.
+  RETURN_IF_ERROR(WritePartitionsAtRankZero(*cluster_, *buffer_, holders, rank_timeout_,
+                                            [this](uint32_t) { Progress(); }));
+  absl::Status s = absl::OkStatus();
+  if (writer()) s = WriteCheckpoint(epoch, next_round, epochs_done, /*rows_written=*/true);
   RETURN_IF_ERROR(AgreeOnStatus(*cluster_, s));
+  Progress();
   // Keep the version count in step with rank 0.
   if (!writer()) checkpointer_->CountCommitted(buffer_.get());
   return absl::OkStatus();
@@ -127,7 +132,15 @@ absl::Status TrainLoop::ScheduleEpochAcrossRanks(int epoch, uint64_t first_round
   for (uint32_t p = 0; p < P_; ++p) {
     if (h[p] == me) mine.push_back(p);
   }
-  if (run_start) return buffer_->Acquire(mine, {});
+  if (run_start) {
+    // One at a time, each load counting as progress: a rank's share may
+    // take longer than --rank-timeout to read.
+    for (uint32_t p : mine) {
+      RETURN_IF_ERROR(buffer_->Acquire(std::span<const uint32_t>(&p, 1), {}));
+      Progress();
+    }
+    return absl::OkStatus();
+  }
   ASSIGN_OR_RETURN(const std::vector<uint32_t> resident, buffer_->Resident());
   if (resident != mine) {
     return absl::InternalError(absl::StrCat("rank ", me, " starts epoch ", epoch, " holding ",

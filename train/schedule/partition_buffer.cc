@@ -186,7 +186,23 @@ absl::Status PartitionBuffer::CheckReceived(const PartitionData& data) const {
 
 absl::Status PartitionBuffer::WriteCopy(PartitionData& data) {
   RETURN_IF_ERROR(CheckReceived(data));
-  return WriteTables(data);
+  RETURN_IF_ERROR(WriteTables(data));
+  return options_.id_rows ? graph_->SyncTables(data.partition) : absl::OkStatus();
+}
+
+absl::Status PartitionBuffer::WriteDurably(uint32_t p) {
+  RETURN_IF_ERROR(Quiesce());
+  PartitionData* data = nullptr;
+  {
+    MutexLock lock(&mu_);
+    if (p < resident_.size()) data = resident_[p].get();
+  }
+  if (data == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("partition buffer: partition ", p, " is not resident to be written"));
+  }
+  RETURN_IF_ERROR(WriteTables(*data));
+  return options_.id_rows ? graph_->SyncTables(p) : absl::OkStatus();
 }
 
 absl::Status PartitionBuffer::Put(std::unique_ptr<PartitionData> data) {

@@ -140,9 +140,14 @@ class PartitionBuffer {
   absl::StatusOr<std::unique_ptr<PartitionData>> Take(uint32_t p);
   absl::Status Put(std::unique_ptr<PartitionData> data);
   // Writes a partition that is not resident (a copy received for a
-  // checkpoint) under the write version, as WriteResident would; DataLoss
-  // as Put's when its shape is not this buffer's.
+  // checkpoint) under the write version, as WriteResident would, and makes
+  // its tables durable (Graph::SyncTables(p)); DataLoss as Put's when its
+  // shape is not this buffer's.
   absl::Status WriteCopy(PartitionData& data);
+  // Writes resident partition p under the write version and makes its
+  // tables durable: one partition of a checkpoint written a partition at a
+  // time. FailedPrecondition when p is not resident.
+  absl::Status WriteDurably(uint32_t p);
   // OK when `data` has the shape this buffer's partition of its index has:
   // the rows this graph gives it, this buffer's dim, and as many embedding
   // and optimizer floats (none without id rows); otherwise DataLoss naming
