@@ -904,17 +904,20 @@ absl::Status Graph::DeleteTableVersionsExcept(Table table, uint32_t p, uint64_t 
 
 absl::Status Graph::SyncTables() {
   RETURN_IF_ERROR(rep_->RequireWritable("SyncTables"));
+  for (uint32_t p = 0; p < rep_->shards.size(); ++p) RETURN_IF_ERROR(SyncTables(p));
+  return absl::OkStatus();
+}
+
+absl::Status Graph::SyncTables(uint32_t p) {
+  RETURN_IF_ERROR(rep_->RequireWritable("SyncTables"));
+  RETURN_IF_ERROR(rep_->CheckPartition(p, "SyncTables"));
+  const Db& shard = rep_->shards[p];
   rocksdb::FlushOptions fo;
   fo.wait = true;
-  for (const Db& shard : rep_->shards) {
-    RETURN_IF_ERROR(FromRocks(
-        shard.db->Flush(fo, {shard.handles[kEmbeddings],
-                             shard.handles[kOptimizer]}),
-        absl::StrCat("cannot flush tables of ", shard.path)));
-    RETURN_IF_ERROR(FromRocks(shard.db->SyncWAL(),
-                              absl::StrCat("cannot sync WAL of ", shard.path)));
-  }
-  return absl::OkStatus();
+  RETURN_IF_ERROR(
+      FromRocks(shard.db->Flush(fo, {shard.handles[kEmbeddings], shard.handles[kOptimizer]}),
+                absl::StrCat("cannot flush tables of ", shard.path)));
+  return FromRocks(shard.db->SyncWAL(), absl::StrCat("cannot sync WAL of ", shard.path));
 }
 
 absl::Status Graph::CopyTo(const std::string& dest) const {

@@ -221,6 +221,9 @@ class Graph {
   // Makes every table write so far durable (flushes memtables), so that a
   // manifest naming the new version may be committed after it returns.
   absl::Status SyncTables();
+  // The same for partition p's tables alone (its shard's): what a
+  // checkpoint written one partition at a time makes durable as it goes.
+  absl::Status SyncTables(uint32_t p);
 
   // Writes an independent copy of the graph to `dest`, which must not
   // exist: each DB through a RocksDB checkpoint (table files hard-linked

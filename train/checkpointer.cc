@@ -37,18 +37,38 @@ absl::Status Checkpointer::CheckResumable(const StoredModel& stored) const {
         std::max<uint32_t>(saved.world_size, 1), " rank(s); resume it with as many ranks "
         "(this run has ", shape_.world_size, "), or pass --from-scratch"));
   }
-  if (saved.seed != options_.seed ||
-      saved.bucket_order != BucketOrderName(options_.schedule.bucket_order) ||
-      saved.buffer_partitions != shape_.buffer_partitions ||
-      saved.round_size != shape_.round_size) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        graph_->dir(), " was stopped mid-epoch; resume it with the same --seed, "
-        "--bucket-order, --buffer-partitions and --trainers (seed ", saved.seed,
-        ", bucket_order ", saved.bucket_order, ", buffer_partitions ",
-        saved.buffer_partitions, ", round_size ", saved.round_size,
-        "), or pass --from-scratch"));
+  // What shapes the rest of the epoch's schedule, as stopped and as now.
+  struct Differ {
+    const char* what;
+    std::string saved, now;
+  };
+  std::vector<Differ> differ;
+  const std::string order(BucketOrderName(options_.schedule.bucket_order));
+  if (saved.seed != options_.seed) {
+    differ.push_back({"--seed", absl::StrCat(saved.seed), absl::StrCat(options_.seed)});
   }
-  return absl::OkStatus();
+  if (saved.bucket_order != order) differ.push_back({"--bucket-order", saved.bucket_order, order});
+  if (saved.buffer_partitions != shape_.buffer_partitions) {
+    // Across ranks, the capacity beta's order reads (P for other orders).
+    differ.push_back({shape_.world_size > 1
+                          ? "a bucket-order buffer (from --memory-budget, --buffer-partitions) of"
+                          : "--buffer-partitions",
+                      absl::StrCat(saved.buffer_partitions),
+                      absl::StrCat(shape_.buffer_partitions)});
+  }
+  if (saved.round_size != shape_.round_size) {
+    differ.push_back({"rounds (from --trainers) of", absl::StrCat(saved.round_size),
+                      absl::StrCat(shape_.round_size)});
+  }
+  if (differ.empty()) return absl::OkStatus();
+  std::string what;
+  for (const Differ& d : differ) {
+    absl::StrAppend(&what, what.empty() ? "" : "; ", d.what, " ", d.saved, ", this run ", d.now);
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      graph_->dir(), " was stopped mid-epoch by a run of another schedule: ", what,
+      "; resume it with the same --seed, --bucket-order, --memory-budget, --buffer-partitions "
+      "and --trainers, or pass --from-scratch"));
 }
 
 absl::StatusOr<RestoredCheckpoint> Checkpointer::Restore() {
@@ -97,8 +117,8 @@ absl::Status Checkpointer::CheckSpace() const {
 
 absl::Status Checkpointer::Write(PartitionBuffer* buffer, const RelationParams& relations,
                                  const FeatureTable* features, int epoch, uint64_t next_round,
-                                 int epochs_done) {
-  RETURN_IF_ERROR(buffer->WriteResident());
+                                 int epochs_done, bool rows_written) {
+  if (!rows_written) RETURN_IF_ERROR(buffer->WriteResident());
   const uint64_t version = write_version_;
   RETURN_IF_ERROR(graph_->WriteBlob(RelationBlobName(version), EncodeRelationBlob(relations)));
   if (features != nullptr) {

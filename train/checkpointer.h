@@ -63,10 +63,12 @@ class Checkpointer {
   // `epoch`, resuming at round `next_round` (0: the next epoch), with
   // `epochs_done` — commits the manifest, then drops what only the
   // checkpoint before used, and checks the space for the next one when
-  // more training follows.
+  // more training follows. `rows_written`: every partition's rows are
+  // written and durable at write_version() already (across ranks, by
+  // WritePartitionsAtRankZero), and the buffer's locations() name them.
   absl::Status Write(PartitionBuffer* buffer, const RelationParams& relations,
-                     const FeatureTable* features, int epoch, uint64_t next_round,
-                     int epochs_done);
+                     const FeatureTable* features, int epoch, uint64_t next_round, int epochs_done,
+                     bool rows_written = false);
   // Counts checkpoint write_version() as committed (by Write, or on ranks
   // other than the writer, by the writer): the next is written one above.
   void CountCommitted(PartitionBuffer* buffer);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -30,8 +31,8 @@ std::unique_ptr<PartitionData> FromState(PartitionState&& s) {
   return d;
 }
 
-// What must agree across ranks, one "name=value" per field.
-std::vector<std::pair<std::string, std::string>> Identity(const Graph& graph, uint32_t trainers) {
+// What of the graph must agree across ranks, one "name=value" per field.
+std::vector<std::pair<std::string, std::string>> Identity(const Graph& graph) {
   const Manifest& m = graph.manifest();
   return {{"nodes", absl::StrCat(m.num_nodes)},
           {"partitions", absl::StrCat(m.num_partitions)},
@@ -40,8 +41,7 @@ std::vector<std::pair<std::string, std::string>> Identity(const Graph& graph, ui
           {"edge_generation", absl::StrCat(m.edge_generation)},
           {"partition_sizes", absl::StrJoin(m.partition_sizes, ",")},
           {"train_bucket_edges", absl::StrJoin(m.train_bucket_edges, ",")},
-          {"checkpoint_version", absl::StrCat(m.training.checkpoint_version)},
-          {"trainers", absl::StrCat(trainers)}};
+          {"checkpoint_version", absl::StrCat(m.training.checkpoint_version)}};
 }
 
 std::string Shorten(const std::string& s) {
@@ -94,13 +94,17 @@ std::vector<Transfer> TransfersOf(const GlobalRound& round, bool overlapped) {
   return out;
 }
 
-absl::Status HandPartitionsToWriter(Cluster& cluster, PartitionBuffer& buffer,
-                                    std::span<const uint32_t> holders, absl::Duration timeout) {
+absl::Status WritePartitionsAtRankZero(Cluster& cluster, PartitionBuffer& buffer,
+                                       std::span<const uint32_t> holders, absl::Duration timeout,
+                                       const std::function<void(uint32_t)>& written) {
   PartitionTransport& t = *cluster.transport();
   const uint32_t me = cluster.rank();
-  for (uint32_t p = 0; p < holders.size(); ++p) {
+  // This rank's part in writing partition p: rank 0 writes it, its holder
+  // (another rank) sends rank 0 a copy, the other ranks have none.
+  auto part = [&](uint32_t p) -> absl::Status {
     const uint32_t holder = holders[p];
-    if (holder == 0 || (me != 0 && me != holder)) continue;
+    if (me == 0 && holder == 0) return buffer.WriteDurably(p);
+    if (me != 0 && me != holder) return absl::OkStatus();
     if (me == holder) {
       ASSIGN_OR_RETURN(std::vector<uint32_t> resident, buffer.Resident());
       if (!std::binary_search(resident.begin(), resident.end(), p)) {
@@ -115,8 +119,7 @@ absl::Status HandPartitionsToWriter(Cluster& cluster, PartitionBuffer& buffer,
       copy.embeddings = d.embeddings;
       copy.optimizer = d.optimizer;
       TransportHandle h = t.Send(0, std::move(copy));
-      RETURN_IF_ERROR(h.Wait(timeout));
-      continue;
+      return h.Wait(timeout);
     }
     TransportHandle h = t.Receive(holder, p);
     RETURN_IF_ERROR(h.Wait(timeout));
@@ -125,7 +128,11 @@ absl::Status HandPartitionsToWriter(Cluster& cluster, PartitionBuffer& buffer,
       return absl::DataLossError(absl::StrCat("rank 0 expected partition ", p, " from rank ",
                                               holder, " and received partition ", d->partition));
     }
-    RETURN_IF_ERROR(buffer.WriteCopy(*d));
+    return buffer.WriteCopy(*d);
+  };
+  for (uint32_t p = 0; p < holders.size(); ++p) {
+    RETURN_IF_ERROR(AgreeOnStatus(cluster, part(p)));
+    if (written) written(p);
   }
   return absl::OkStatus();
 }
@@ -146,27 +153,54 @@ absl::Status AgreeOnStatus(Cluster& cluster, const absl::Status& mine) {
   return absl::OkStatus();
 }
 
-absl::Status CheckSameGraphAndTrainers(Cluster& cluster, const Graph& graph, uint32_t trainers) {
-  const auto mine = Identity(graph, trainers);
+absl::Status CheckRanksAgree(Cluster& cluster, const Graph& graph,
+                             std::span<const RankSetting> settings) {
+  // Lines: the graph directory, where the rank runs, then "g<field>=<value>"
+  // per graph field and "s<index>=<value>\t<detail>" per setting.
   std::string line = graph.dir() + "\n" + cluster.where();
-  for (const auto& [k, v] : mine) absl::StrAppend(&line, "\n", k, "=", v);
+  for (const auto& [k, v] : Identity(graph)) absl::StrAppend(&line, "\ng", k, "=", v);
+  for (size_t i = 0; i < settings.size(); ++i) {
+    absl::StrAppend(&line, "\ns", i, "=", settings[i].value, "\t", settings[i].detail);
+  }
   ASSIGN_OR_RETURN(const std::vector<std::string> all, cluster.AllGather(line));
   const std::vector<std::string> first = absl::StrSplit(all[0], '\n');
   for (uint32_t r = 1; r < all.size(); ++r) {
     const std::vector<std::string> other = absl::StrSplit(all[r], '\n');
-    for (size_t i = 2; i < std::min(first.size(), other.size()); ++i) {
-      if (first[i] == other[i]) continue;
-      const std::string field = first[i].substr(0, first[i].find('='));
-      const std::string what =
-          field == "trainers" ? "trains with a different number of trainers"
-                              : "has a different copy of the graph";
+    const std::string them = absl::StrCat("rank ", r, " (", other[1], ", ", other[0], ")");
+    const std::string zero = absl::StrCat("rank 0 (", first[1], ", ", first[0], ")");
+    if (other.size() != first.size()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(them, " compares ", other.size() - 2, " settings with ", zero,
+                       ", which has ", first.size() - 2, "; run one ember build on every rank"));
+    }
+    for (size_t i = 2; i < first.size(); ++i) {
+      const size_t eq = first[i].find('=');
+      const std::string field = first[i].substr(1, eq - 1);
+      if (first[i][0] == 'g') {
+        if (first[i] == other[i]) continue;
+        return absl::FailedPreconditionError(absl::StrCat(
+            them, " has a different copy of the graph than ", zero, ": ", field, " ",
+            Shorten(other[i].substr(eq + 1)), " against ", Shorten(first[i].substr(eq + 1)),
+            "; give every rank the same graph (one shared path, or identical copies)"));
+      }
+      // A setting: the line up to its tab is compared, the detail is not.
+      auto compared = [](const std::string& l) { return l.substr(0, l.find('\t')); };
+      if (compared(first[i]) == compared(other[i])) continue;
+      size_t index = 0;
+      if (!absl::SimpleAtoi(field, &index) || index >= settings.size()) {
+        return absl::InternalError(absl::StrCat("rank agreement: bad setting line ", first[i]));
+      }
+      const RankSetting& s = settings[index];
+      // "<option> <value><detail>" from a line "s<index>=<value>\t<detail>".
+      auto shown = [&](const std::string& l) {
+        const size_t tab = l.find('\t');
+        const size_t value = l.find('=') + 1;
+        return absl::StrCat(s.option, " ", Shorten(l.substr(value, tab - value)),
+                            tab == std::string::npos ? "" : l.substr(tab + 1));
+      };
       return absl::FailedPreconditionError(absl::StrCat(
-          "rank ", r, " (", other[1], ", ", other[0], ") ", what, " than rank 0 (", first[1],
-          ", ", first[0], "): ", field, " ", Shorten(other[i].substr(field.size() + 1)),
-          " against ", Shorten(first[i].substr(field.size() + 1)),
-          field == "trainers" ? "; give every rank the same --trainers or --devices"
-                              : "; give every rank the same graph (one shared path, or "
-                                "identical copies)"));
+          them, " trains with ", shown(other[i]), ", ", zero, " with ", shown(first[i]),
+          "; give every rank the same ", s.fix.empty() ? s.option : s.fix));
     }
   }
   return absl::OkStatus();

@@ -7,8 +7,10 @@
 #define EMBER_TRAIN_RANK_EXCHANGE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -42,23 +44,48 @@ absl::Status FinishMoves(PartitionBuffer& buffer, PendingMoves& moves, absl::Dur
 // (`overlapped`), or the others.
 std::vector<Transfer> TransfersOf(const GlobalRound& round, bool overlapped);
 
-// For a checkpoint: a copy of every partition held by a rank other than 0
-// (`holders[p]`) goes to rank 0, one partition at a time in partition
-// order, and rank 0 writes it under `buffer`'s write version; the holders
-// keep theirs. Rank 0 then holds, in its buffer's locations(), a complete
-// set once it has written its own (WriteResident).
-absl::Status HandPartitionsToWriter(Cluster& cluster, PartitionBuffer& buffer,
-                                    std::span<const uint32_t> holders, absl::Duration timeout);
+// For a checkpoint: rank 0 writes every partition, one at a time in
+// partition order, under `buffer`'s write version, and makes each durable
+// before the next (PartitionBuffer::WriteDurably, WriteCopy): its own
+// (holders[p] == 0) from its buffer, the others' from a copy their holder
+// sends it (the holders keep theirs; `timeout` bounds each send and
+// receive, of one partition). After each partition every rank agrees on
+// the status so far (an error on any rank stops every rank there, with
+// it) and calls written(p): progress, on every rank, for the rank
+// watchdog, the holders waiting their turn included. Afterwards rank 0's
+// buffer's locations() name a complete set of tables at the write
+// version.
+absl::Status WritePartitionsAtRankZero(Cluster& cluster, PartitionBuffer& buffer,
+                                       std::span<const uint32_t> holders, absl::Duration timeout,
+                                       const std::function<void(uint32_t)>& written);
 
 // Every rank's `mine`; the first error by rank, naming the rank and where
 // it runs, on every rank (OK when every rank is OK).
 absl::Status AgreeOnStatus(Cluster& cluster, const absl::Status& mine);
 
+// One setting of a run across ranks that every rank must share, because it
+// shapes the schedule or the model (the training loop lists them).
+struct RankSetting {
+  // As a refusal names it: "--dim".
+  std::string option;
+  // Compared across ranks: "32".
+  std::string value;
+  // Shown after the value in a refusal, not compared: " partitions (from
+  // --memory-budget 64 MiB)". Default: none.
+  std::string detail;
+  // What the refusal asks every rank to be given alike. Default (empty):
+  // `option`.
+  std::string fix;
+};
+
 // FailedPrecondition, on every rank, when the ranks' copies of the graph
 // differ (nodes, partitions, edges per split, edge generation, relations,
-// committed checkpoint) or their trainer counts differ; it names both
-// ranks, where they run, their graph directories and what differs.
-absl::Status CheckSameGraphAndTrainers(Cluster& cluster, const Graph& graph, uint32_t trainers);
+// committed checkpoint) or a setting of `settings` differs (every rank
+// passes the same settings in the same order, each with its own value); it
+// names both ranks, where they run, their graph directories and what
+// differs, with both values.
+absl::Status CheckRanksAgree(Cluster& cluster, const Graph& graph,
+                             std::span<const RankSetting> settings);
 
 // The holders at the start of epoch `epoch` of a run whose epoch 0 starts
 // from DefaultHolders: each epoch starts where the one before ended.

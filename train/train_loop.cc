@@ -35,8 +35,11 @@ namespace ember {
 absl::Status TrainLoop::RestoreOrInit() {
   const Manifest& m = graph_->manifest();
   const int param_size = RelationRecordSize(options_.model);
+  // Across ranks the order's capacity is what shapes the schedule (the
+  // buffer holds every partition the rank holds).
   checkpointer_ = std::make_unique<Checkpointer>(
-      graph_, options_, RunShape{capacity_, round_size_, world_size()}, writer());
+      graph_, options_,
+      RunShape{distributed() ? order_capacity_ : capacity_, round_size_, world_size()}, writer());
   ASSIGN_OR_RETURN(RestoredCheckpoint restored, checkpointer_->Restore());
   resumed_ = restored.resumed;
   start_epoch_ = restored.start_epoch;
@@ -133,9 +136,10 @@ absl::Status TrainLoop::Checkpoint(int epoch, uint64_t next_round, int epochs_do
   return WriteCheckpoint(epoch, next_round, epochs_done);
 }
 
-absl::Status TrainLoop::WriteCheckpoint(int epoch, uint64_t next_round, int epochs_done) {
+absl::Status TrainLoop::WriteCheckpoint(int epoch, uint64_t next_round, int epochs_done,
+                                        bool rows_written) {
   return checkpointer_->Write(buffer_.get(), relations_, features_.get(), epoch, next_round,
-                              epochs_done);
+                              epochs_done, rows_written);
 }
 
 std::string EpochJsonLine(const EpochStats& s) {
@@ -222,7 +226,8 @@ absl::Status TrainLoop::PlanMemory(const std::vector<DeviceSpec>& devices) {
     // A rank holds its share of the partitions in memory for the whole run
     // (ScheduleEpochAcrossRanks checks that the share fits); rounds span
     // every trainer of every rank.
-    order_capacity_ = std::min(capacity_, P_);
+    order_capacity_ =
+        options_.schedule.bucket_order == BucketOrderKind::kBeta ? std::min(capacity_, P_) : P_;
     capacity_ = P_;
     round_size_ = trainers * world_size();
   }
@@ -320,7 +325,10 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
     // Rows trained on a device back to the host copies: validation reads them,
     // and with several trainers the next round may train them elsewhere.
     if (rows_off_host_) RETURN_IF_ERROR(buffer_->SyncToHost(/*release=*/trainers_.size() > 1));
-    if (distributed()) RETURN_IF_ERROR(ReportGlobalProgress());
+    if (distributed()) {
+      RETURN_IF_ERROR(ReportGlobalProgress());
+      Progress();
+    }
     if (StopDue()) {
       RETURN_IF_ERROR(buffer_->Quiesce());
       *stopped = true;
@@ -362,14 +370,28 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     rows_off_host_ |= d.kind != "cpu";
   }
   if (distributed()) {
+    // A rank that stops making progress ends the job: MPI's collectives
+    // cannot time out, and the other ranks would wait for it forever.
+    Cluster* const cluster = cluster_;
+    const uint32_t rank = cluster_->rank();
+    const double timeout = options_.rank_timeout_seconds;
+    watchdog_ = std::make_unique<RankWatchdog>(
+        rank_timeout_, [cluster, rank, timeout](absl::Duration quiet) {
+          cluster->Abort(absl::DeadlineExceededError(
+              absl::StrCat("rank ", rank, " (", cluster->where(), ") made no progress for ",
+                           absl::FormatDuration(quiet), " (--rank-timeout ", timeout,
+                           "): no round finished and no partition was written or loaded; a rank is "
+                           "stalled or gone; stopping the job")));
+        });
     // Every rank sets up, then all agree before the first collective that
     // needs a working peer; then they check that they train one graph.
     absl::Status setup = PlanMemory(devices);
     if (setup.ok()) setup = RestoreOrInit();
     if (setup.ok()) setup = checkpointer_->CheckSpace();
     RETURN_IF_ERROR(AgreeOnStatus(*cluster_, setup));
-    RETURN_IF_ERROR(CheckSameGraphAndTrainers(*cluster_, *graph_,
-                                              static_cast<uint32_t>(devices.size())));
+    Progress();
+    RETURN_IF_ERROR(
+        CheckRanksAgree(*cluster_, *graph_, RankSettings(static_cast<uint32_t>(devices.size()))));
   } else {
     RETURN_IF_ERROR(PlanMemory(devices));
     if (options_.in_memory &&

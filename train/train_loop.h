@@ -88,7 +88,11 @@ absl::StatusOr<TrainSummary> TrainGraph(const std::string& graph_dir, const Trai
 // One rank's part of a run across the ranks of `cluster` (cluster.h); with
 // a null cluster or one rank, TrainGraph. Every rank calls it with the same
 // options and its own copy of the graph (one shared path or identical
-// copies: checked). Each rank holds its share of the partitions in memory
+// copies); at the start the ranks compare their copies and every option
+// that shapes the schedule or the model (CheckRanksAgree: dim, operator,
+// comparator, loss, seed, bucket order and the buffer beta's order reads,
+// trainers, epochs, checkpoint interval, ...) and all stop, naming the
+// option and both values, where they differ. Each rank holds its share of the partitions in memory
 // under options.schedule.memory_budget; partitions move holder to holder between
 // rounds (RankSchedule); relation parameters are summed across ranks at
 // every round end (ClusterSync); rank 0 alone writes checkpoints, metrics

@@ -30,5 +30,16 @@ TEST(MpiClusterTest, MpiStartsOncePerProcess) {
   EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition) << again.status();
 }
 
+// The collectives' call limit is checked before MPI is touched.
+TEST(MpiClusterTest, ACallLimitOutsideItsRangeIsRefused) {
+  EXPECT_TRUE(MpiCollectiveOptions().Validate().ok());
+  for (uint64_t bad : {uint64_t{0}, uint64_t{7}, kMaxMessageBytes + 1}) {
+    MpiCollectiveOptions o;
+    o.max_call_bytes = bad;
+    EXPECT_EQ(o.Validate().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(StartMpiCluster({}, o).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace ember

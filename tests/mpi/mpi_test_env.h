@@ -10,6 +10,9 @@ namespace ember {
 
 // The max_chunk_bytes the test cluster's transport is started with.
 inline constexpr uint64_t kTestClusterChunkBytes = 4096;
+// The max_call_bytes its collectives are started with: sums of more than
+// 8192 doubles take several calls.
+inline constexpr uint64_t kTestClusterCallBytes = 64 << 10;
 
 Cluster& TestCluster();
 

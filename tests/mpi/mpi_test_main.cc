@@ -53,7 +53,9 @@ int main(int argc, char** argv) {
   if (GTEST_FLAG_GET(list_tests)) return RUN_ALL_TESTS();  // lists; needs no MPI
   ember::TransportOptions options;
   options.max_chunk_bytes = ember::kTestClusterChunkBytes;
-  auto cluster = ember::StartMpiCluster(options);
+  ember::MpiCollectiveOptions collectives;
+  collectives.max_call_bytes = ember::kTestClusterCallBytes;
+  auto cluster = ember::StartMpiCluster(options, collectives);
   if (!cluster.ok()) {
     std::fprintf(stderr, "mpi_test: %s\n", cluster.status().ToString().c_str());
     return 1;

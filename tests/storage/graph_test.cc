@@ -207,6 +207,7 @@ TEST_F(GraphTest, ReadOnlyRefusesWrites) {
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ((*g)->CommitTraining({}).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ((*g)->SyncTables().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ((*g)->SyncTables(0).code(), absl::StatusCode::kFailedPrecondition);
 }
 
 // CommitTraining replaces the training record, on disk and in memory, and
@@ -457,6 +458,9 @@ TEST_F(GraphTest, SyncTablesThenReopen) {
                                 width)
                       .ok());
     }
+    // One partition's tables, then every partition's.
+    ASSERT_TRUE(g->SyncTables(1).ok());
+    EXPECT_FALSE(g->SyncTables(3).ok());  // no such partition
     ASSERT_TRUE(g->SyncTables().ok());
     Manifest m = g->manifest();
     m.training.checkpoint_version = 1;

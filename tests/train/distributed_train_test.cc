@@ -2,13 +2,21 @@
 // N ranks as threads of one process over one graph directory (rank 0
 // writes, the others read). The MPI cluster runs the same loop; its
 // end-to-end tests run `mpirun ... ember train` (tests/mpi/).
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "partition/train_memory.h"
+#include "storage/base/file_system.h"
+#include "storage/base/mutex.h"
+#include "storage/base/status_macros.h"
+#include "tests/storage/fault_injection_fs.h"
 #include "tests/train/train_test_util.h"
 #include "train/distributed/cluster.h"
 #include "train/train_loop.h"
@@ -51,19 +59,27 @@ class DistributedTrainTest : public ::testing::Test {
     return o;
   }
 
-  // Runs rank r's TrainGraphOnCluster(dirs[r], options) on its own thread.
+  // Runs rank r's TrainGraphOnCluster(dirs[r], options[r]) on its own
+  // thread. A rank that fails ends the job (Cluster::Abort), as the CLI
+  // does, so that the others do not wait for it.
   static std::vector<absl::StatusOr<TrainSummary>> RunRanks(
       InProcessCluster& cluster, uint32_t n, const std::vector<std::string>& dirs,
-      const TrainOptions& options) {
+      const std::vector<TrainOptions>& options) {
     std::vector<absl::StatusOr<TrainSummary>> out(n, absl::UnknownError("not run"));
     std::vector<std::thread> threads;
     for (uint32_t r = 0; r < n; ++r) {
       threads.emplace_back([&, r] {
-        out[r] = TrainGraphOnCluster(dirs[r], options, cluster.rank(r));
+        out[r] = TrainGraphOnCluster(dirs[r], options[r], cluster.rank(r));
+        if (!out[r].ok()) cluster.rank(r)->Abort(out[r].status());
       });
     }
     for (std::thread& t : threads) t.join();
     return out;
+  }
+  static std::vector<absl::StatusOr<TrainSummary>> RunRanks(InProcessCluster& cluster, uint32_t n,
+                                                            const std::vector<std::string>& dirs,
+                                                            const TrainOptions& options) {
+    return RunRanks(cluster, n, dirs, std::vector<TrainOptions>(n, options));
   }
 
   static TempDir* tmp_;
@@ -112,6 +128,44 @@ TEST_F(DistributedTrainTest, DeterministicRanksEqualOneProcessOfAsManyTrainers) 
     ASSERT_TRUE(b.ok()) << b.status();
     train_test::ExpectBitIdentical(*a, *b);
   }
+}
+
+// The moves of a round that start while the round before trains belong to
+// that round of that epoch. Over checkpoint intervals and seeds, checkpoint
+// pauses fall before rounds whose moves started early in the epoch before
+// (2 ranks of 2 trainers, 8 partitions, --checkpoint-every 2: seeds 6 to 9
+// pause before round 17 of an epoch whose round 17 started early in the
+// epoch before); every run of three epochs finishes. Syncs go to a file
+// system that counts them without doing them: the test checks the moves,
+// not the disk.
+TEST_F(DistributedTrainTest, CheckpointPausesBeforeAnyRoundOfAnyEpochKeepItsMoves) {
+  testing::FaultInjectingFileSystem fast_syncs;
+  ScopedFileSystem scoped(&fast_syncs);
+  uint64_t overlapped = 0;
+  for (uint32_t every : {2u, 3u}) {
+    for (uint64_t seed = 4; seed < 10; ++seed) {
+      SCOPED_TRACE(absl::StrCat("--checkpoint-every ", every, ", seed ", seed));
+      const std::string dir = graphs_->New(8);
+      TrainOptions o = Options(3);
+      o.devices.trainers = 2;
+      o.devices.threads = 2;
+      o.seed = seed;
+      o.schedule.checkpoint_every = every;
+      auto cluster = InProcessCluster::Create(2);
+      ASSERT_TRUE(cluster.ok()) << cluster.status();
+      auto runs = RunRanks(**cluster, 2, {dir, dir}, o);
+      for (uint32_t r = 0; r < 2; ++r) {
+        ASSERT_TRUE(runs[r].ok()) << "rank " << r << ": " << runs[r].status();
+        ASSERT_EQ(runs[r]->epochs.size(), 3u) << "rank " << r;
+      }
+      for (const EpochStats& e : runs[0]->epochs) {
+        ASSERT_TRUE(e.ranks_measure.has_value());
+        overlapped += e.ranks_measure->bytes_overlapped;
+      }
+    }
+  }
+  // Not vacuous: some moves did travel while the round before trained.
+  EXPECT_GT(overlapped, 0u);
 }
 
 // A run across ranks stopped mid-epoch (after a checkpoint) resumes with as
@@ -201,6 +255,273 @@ TEST_F(DistributedTrainTest, ADifferentGraphCopyIsRefusedOnEveryRank) {
   auto m = train_test::ManifestOf(dir);
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->training.checkpoint_version, 0u);
+}
+
+// A --memory-budget whose rows share holds `partitions` of the graph's
+// largest partitions at `dim`, and not one more.
+uint64_t BudgetHolding(const std::string& dir, int dim, uint32_t partitions) {
+  auto m = train_test::ManifestOf(dir);
+  EXPECT_TRUE(m.ok()) << m.status();
+  if (!m.ok()) return 0;
+  const uint64_t largest = *std::max_element(m->partition_sizes.begin(), m->partition_sizes.end());
+  const uint64_t bytes = largest * RowBytesPerNode(dim);
+  // The rows share is 5/8 of the budget: aim at partitions + 1/2.
+  return (2 * partitions + 1) * bytes * 8 / 10 + 8;
+}
+
+// Ranks that would compute different schedules or train different models
+// stop before training, on every rank, naming the option and both values;
+// nothing is written.
+TEST_F(DistributedTrainTest, RanksWithDifferentDimsAreRefusedAtStart) {
+  const std::string dir = graphs_->New(4);
+  std::vector<TrainOptions> o(2, Options(1));
+  o[1].model.dim = 32;
+  o[0].rank_timeout_seconds = o[1].rank_timeout_seconds = 30;  // a bound, not a measure
+  auto cluster = InProcessCluster::Create(2);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto runs = RunRanks(**cluster, 2, {dir, dir}, o);
+  for (const auto& r : runs) {
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+    EXPECT_THAT(r.status().message(), HasSubstr("rank 1 (in-process rank 1"));
+    EXPECT_THAT(r.status().message(), HasSubstr("trains with --dim 32, rank 0"));
+    EXPECT_THAT(r.status().message(), HasSubstr("with --dim 16; give every rank the same --dim"));
+  }
+  auto m = train_test::ManifestOf(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->training.checkpoint_version, 0u);
+}
+
+// Under --bucket-order beta the order reads a buffer each rank plans from
+// its own budget: budgets that plan different buffers are refused; under
+// inside-out, which reads none, each rank's budget is its own.
+TEST_F(DistributedTrainTest, RanksWhoseBudgetsShapeDifferentSchedulesAreRefusedAtStart) {
+  const std::string dir = graphs_->New(8);
+  std::vector<TrainOptions> o(2, Options(1));
+  for (TrainOptions& x : o) {
+    x.schedule.bucket_order = BucketOrderKind::kBeta;
+    x.rank_timeout_seconds = 30;  // a bound, not a measure
+  }
+  o[1].schedule.memory_budget = BudgetHolding(dir, o[1].model.dim, 7);
+  auto cluster = InProcessCluster::Create(2);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto runs = RunRanks(**cluster, 2, {dir, dir}, o);
+  for (const auto& r : runs) {
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+    EXPECT_THAT(r.status().message(),
+                HasSubstr("trains with --bucket-order beta's buffer of 7 partitions (from "
+                          "--memory-budget 1 MiB), rank 0"));
+    EXPECT_THAT(r.status().message(),
+                HasSubstr("with --bucket-order beta's buffer of 8 partitions (from "
+                          "--memory-budget 2048 MiB); give every rank the same --memory-budget"));
+  }
+  auto m = train_test::ManifestOf(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->training.checkpoint_version, 0u);
+
+  for (TrainOptions& x : o) x.schedule.bucket_order = BucketOrderKind::kInsideOut;
+  auto cluster2 = InProcessCluster::Create(2);
+  ASSERT_TRUE(cluster2.ok()) << cluster2.status();
+  runs = RunRanks(**cluster2, 2, {dir, dir}, o);
+  for (const auto& r : runs) EXPECT_TRUE(r.ok()) << r.status();
+}
+
+// Every other option that shapes the schedule or the model is compared
+// too: each, differing on rank 1 alone, is refused naming it.
+TEST_F(DistributedTrainTest, EveryOptionThatShapesTheRunIsCompared) {
+  const std::string dir = graphs_->New(4);
+  struct Case {
+    const char* named;
+    std::function<void(TrainOptions*)> change;
+  };
+  const std::vector<Case> cases = {
+      {"--operator diagonal", [](TrainOptions* o) { o->model.op = Operator::kDiagonal; }},
+      {"--comparator cos", [](TrainOptions* o) { o->model.comparator = Comparator::kCos; }},
+      {"--loss ranking", [](TrainOptions* o) { o->model.loss = Loss::kRanking; }},
+      {"--seed 2", [](TrainOptions* o) { o->seed = 2; }},
+      {"--bucket-order beta",
+       [](TrainOptions* o) { o->schedule.bucket_order = BucketOrderKind::kBeta; }},
+      {"--epochs 2", [](TrainOptions* o) { o->epochs = 2; }},
+      {"--checkpoint-every 3", [](TrainOptions* o) { o->schedule.checkpoint_every = 3; }},
+      {"--lr 0.05,", [](TrainOptions* o) { o->optimizer.lr = 0.05f; }},
+      {"--deterministic false", [](TrainOptions* o) { o->pipeline.deterministic = false; }},
+      {"--batch-size 200", [](TrainOptions* o) { o->pipeline.batch_size = 200; }},
+      {"--margin 0.25", [](TrainOptions* o) { o->model.margin = 0.25f; }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.named);
+    std::vector<TrainOptions> o(2, Options(1));
+    c.change(&o[1]);
+    auto cluster = InProcessCluster::Create(2);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    auto runs = RunRanks(**cluster, 2, {dir, dir}, o);
+    for (const auto& r : runs) {
+      ASSERT_FALSE(r.ok());
+      EXPECT_THAT(r.status().message(), HasSubstr(c.named)) << r.status();
+    }
+  }
+}
+
+// A run across ranks under beta stopped mid-epoch records the buffer its
+// order read; a resume whose budget plans another is refused, naming both.
+TEST_F(DistributedTrainTest, AMidEpochResumeWithAnotherBetaBufferIsRefused) {
+  const std::string dir = graphs_->New(8);
+  TrainOptions o = Options(1);
+  o.schedule.bucket_order = BucketOrderKind::kBeta;
+  o.schedule.checkpoint_every = 10;
+  o.hooks.stop_after_buckets = 30;  // after a checkpoint, mid epoch (64 buckets)
+  auto cluster = InProcessCluster::Create(2);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto stopped = RunRanks(**cluster, 2, {dir, dir}, o);
+  for (const auto& r : stopped) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->stopped);
+  }
+  auto m = train_test::ManifestOf(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  auto state = ReadTrainState(*m, dir + "/MANIFEST.json");
+  ASSERT_TRUE(state.ok()) << state.status();
+  ASSERT_GT(state->position.next_round, 0u);
+  EXPECT_EQ(state->position.buffer_partitions, 8u);
+
+  o.hooks.stop_after_buckets = 0;
+  o.schedule.memory_budget = BudgetHolding(dir, o.model.dim, 7);
+  auto cluster2 = InProcessCluster::Create(2);
+  ASSERT_TRUE(cluster2.ok()) << cluster2.status();
+  auto refused = RunRanks(**cluster2, 2, {dir, dir}, o);
+  for (const auto& r : refused) {
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+    EXPECT_THAT(r.status().message(),
+                HasSubstr("stopped mid-epoch by a run of another schedule: a bucket-order buffer "
+                          "(from --memory-budget, --buffer-partitions) of 8, this run 7"));
+  }
+  auto after = train_test::ManifestOf(dir);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->training.checkpoint_version, m->training.checkpoint_version);
+}
+
+// Rank 0's disk as a slow or a stalled one: each sync of a RocksDB table
+// file (what the partitions a checkpoint writes become) takes `delay`, or,
+// while stalled, waits until Release. Over the fault-injection file system,
+// whose own syncs are counted, not done.
+class SlowTableSyncs final : public FileSystemWrapper {
+ public:
+  SlowTableSyncs() : FileSystemWrapper(&base_) {}
+  void SetDelay(absl::Duration delay) {
+    MutexLock lock(&mu_);
+    delay_ = delay;
+  }
+  void Stall() {
+    MutexLock lock(&mu_);
+    stalled_ = true;
+  }
+  void Release() {
+    MutexLock lock(&mu_);
+    stalled_ = false;
+  }
+  int table_syncs() const {
+    MutexLock lock(&mu_);
+    return table_syncs_;
+  }
+
+  absl::StatusOr<std::unique_ptr<WritableFile>> OpenForWrite(const std::string& path,
+                                                             WriteMode mode) override {
+    ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, target()->OpenForWrite(path, mode));
+    if (!absl::EndsWith(path, ".sst")) return file;
+    return std::unique_ptr<WritableFile>(new TableFile(this, std::move(file)));
+  }
+
+ private:
+  class TableFile final : public WritableFile {
+   public:
+    TableFile(SlowTableSyncs* fs, std::unique_ptr<WritableFile> file)
+        : WritableFile(file->path()), fs_(fs), file_(std::move(file)) {}
+    absl::Status Append(std::string_view data) override { return file_->Append(data); }
+    absl::Status Sync() override {
+      fs_->TableSync();
+      return file_->Sync();
+    }
+    absl::Status Close() override { return file_->Close(); }
+
+   private:
+    SlowTableSyncs* fs_;
+    std::unique_ptr<WritableFile> file_;
+  };
+
+  // The slow disk: the delay is the point of this file system (a sleep
+  // that stands for a disk, not one that waits for work).
+  void TableSync() {
+    absl::Duration delay;
+    {
+      MutexLock lock(&mu_);
+      ++table_syncs_;
+      mu_.Await(absl::Condition(
+          +[](bool* stalled) { return !*stalled; }, &stalled_));
+      delay = delay_;
+    }
+    absl::SleepFor(delay);
+  }
+
+  testing::FaultInjectingFileSystem base_;
+  mutable Mutex mu_;
+  absl::Duration delay_ ABSL_GUARDED_BY(mu_);
+  bool stalled_ ABSL_GUARDED_BY(mu_) = false;
+  int table_syncs_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// A checkpoint that takes longer than --rank-timeout in all, but makes
+// progress (a partition written) well within it, does not end the job:
+// each partition rank 0 writes counts as progress on every rank.
+TEST_F(DistributedTrainTest, ASlowCheckpointThatKeepsWritingPartitionsFinishes) {
+  const std::string dir = graphs_->New(8);
+  SlowTableSyncs disk;
+  const absl::Duration delay = absl::Milliseconds(250);
+  disk.SetDelay(delay);
+  ScopedFileSystem scoped(&disk);
+  TrainOptions o = Options(1);
+  o.rank_timeout_seconds = 2;
+  auto cluster = InProcessCluster::Create(2);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto runs = RunRanks(**cluster, 2, {dir, dir}, o);
+  for (uint32_t r = 0; r < 2; ++r) {
+    ASSERT_TRUE(runs[r].ok()) << "rank " << r << ": " << runs[r].status();
+    EXPECT_EQ(runs[r]->epochs.size(), 1u);
+  }
+  // Not vacuous: the checkpoint's table syncs alone took longer than the
+  // rank timeout.
+  EXPECT_GT(disk.table_syncs() * delay, absl::Seconds(o.rank_timeout_seconds))
+      << disk.table_syncs() << " table syncs";
+}
+
+// A rank that truly stalls (rank 0's disk stops in the middle of a
+// checkpoint) still ends the job: every rank returns DeadlineExceeded
+// naming --rank-timeout, through the library's own watchdog.
+TEST_F(DistributedTrainTest, AStalledRankStopsTheJobAfterTheRankTimeout) {
+  const std::string dir = graphs_->New(4);
+  SlowTableSyncs disk;
+  ScopedFileSystem scoped(&disk);
+  disk.Stall();
+  TrainOptions o = Options(1);
+  o.rank_timeout_seconds = 1;
+  auto cluster = InProcessCluster::Create(2);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  std::vector<absl::StatusOr<TrainSummary>> out(2, absl::UnknownError("not run"));
+  std::vector<std::thread> ranks;
+  for (uint32_t r = 0; r < 2; ++r) {
+    ranks.emplace_back([&, r] { out[r] = TrainGraphOnCluster(dir, o, (*cluster)->rank(r)); });
+  }
+  // Rank 1 returns while rank 0 is still stalled: the job was ended.
+  ranks[1].join();
+  disk.Release();
+  ranks[0].join();
+  for (uint32_t r = 0; r < 2; ++r) {
+    ASSERT_FALSE(out[r].ok()) << "rank " << r;
+    EXPECT_EQ(out[r].status().code(), absl::StatusCode::kDeadlineExceeded) << out[r].status();
+    EXPECT_THAT(out[r].status().message(), HasSubstr("(--rank-timeout 1)")) << out[r].status();
+  }
+  EXPECT_GT(disk.table_syncs(), 0);
 }
 
 TEST_F(DistributedTrainTest, WhatRanksCannotTrainYetIsRefused) {

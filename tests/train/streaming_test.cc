@@ -5,14 +5,15 @@
 #include <set>
 #include <tuple>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "partition/train_memory.h"
 #include "storage/base/splitmix.h"
 #include "tests/train/train_test_util.h"
-#include "train/stream/edge_window.h"
-#include "train/schedule/memory_plan.h"
 #include "train/schedule/io_executor.h"
+#include "train/schedule/memory_plan.h"
 #include "train/schedule/partition_buffer.h"
+#include "train/stream/edge_window.h"
 #include "train/stream/pipeline_observer.h"
 #include "train/stream/round_source.h"
 #include "train/trainers/trainer_factory.h"
@@ -287,6 +288,71 @@ TEST_F(EdgeWindowTest, BufferSyncsRowsBackBeforeWritingAndReleasesOnEviction) {
   ASSERT_TRUE(buffer.WriteResident().ok());  // a checkpoint syncs every resident partition
   std::set<std::string> synced(device.log.begin(), device.log.end());
   EXPECT_TRUE(synced.count("sync 2")) << ::testing::PrintToString(device.log);
+}
+
+// A partition from another rank is checked against this rank's graph and
+// dim before it is installed or written: rows, dim and the floats of each.
+TEST_F(EdgeWindowTest, AReceivedPartitionOfAnotherShapeIsRefused) {
+  TempDir tmp;
+  const std::string edges = tmp.Sub("sbm.tsv");
+  train_test::WriteSbmEdges(train_test::StandardSbm(), edges);
+  const std::string dir = tmp.Sub("g4");
+  ASSERT_TRUE(train_test::ImportEdges(dir, {edges}, 4).ok());
+  GraphOpenOptions rw;
+  rw.read_only = false;
+  auto g = Graph::Open(dir, rw);
+  ASSERT_TRUE(g.ok()) << g.status();
+  PartitionBufferOptions bo;
+  bo.capacity = 4;
+  bo.dim = 4;
+  IoExecutor io(1);
+  auto made = PartitionBuffer::Make(g->get(), bo, std::vector<uint64_t>(4, 0), 1, &io);
+  ASSERT_TRUE(made.ok()) << made.status();
+  PartitionBuffer& buffer = **made;
+  const uint64_t rows = (*g)->manifest().partition_sizes[1];
+  auto partition = [&](uint64_t n, int dim) {
+    auto d = std::make_unique<PartitionData>();
+    d->partition = 1;
+    d->rows = n;
+    d->dim = dim;
+    d->embeddings.assign(n * dim, 0.5f);
+    d->optimizer.assign(n, 0.0f);
+    return d;
+  };
+  struct Bad {
+    const char* what;
+    std::unique_ptr<PartitionData> data;
+  };
+  std::vector<Bad> bad;
+  bad.push_back({"another dim", partition(rows, 8)});
+  bad.push_back({"fewer rows", partition(rows - 1, 4)});
+  bad.push_back({"more rows", partition(rows + 1, 4)});
+  bad.push_back({"rows it lacks", partition(rows, 4)});
+  bad.back().data->embeddings.resize(rows * 4 - 1);
+  bad.push_back({"no optimizer state", partition(rows, 4)});
+  bad.back().data->optimizer.clear();
+  bad.push_back({"a partition beyond P", partition(rows, 4)});
+  bad.back().data->partition = 4;
+  for (Bad& b : bad) {
+    SCOPED_TRACE(b.what);
+    const absl::Status written = buffer.WriteCopy(*b.data);
+    EXPECT_EQ(written.code(), absl::StatusCode::kDataLoss) << written;
+    const absl::Status put = buffer.Put(std::move(b.data));
+    EXPECT_EQ(put.code(), absl::StatusCode::kDataLoss) << put;
+    if (std::string(b.what) == "another dim") {
+      EXPECT_THAT(
+          std::string(put.message()),
+          ::testing::HasSubstr(absl::StrCat("partition 1 received with ", rows, " rows of dim 8")));
+      EXPECT_THAT(std::string(put.message()),
+                  ::testing::HasSubstr(absl::StrCat("has ", rows, " rows of dim 4")));
+    }
+  }
+  auto resident = buffer.Resident();
+  ASSERT_TRUE(resident.ok()) << resident.status();
+  EXPECT_TRUE(resident->empty());        // nothing was installed
+  EXPECT_EQ(buffer.locations()[1], 0u);  // nor written
+  // The shape this rank trains is taken.
+  EXPECT_TRUE(buffer.Put(partition(rows, 4)).ok());
 }
 
 class PinTest : public ::testing::Test {

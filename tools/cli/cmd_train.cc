@@ -17,7 +17,6 @@
 #include "tools/cli/cli.h"
 #include "tools/cli/common_flags.h"
 #include "tools/cli/eval_flags.h"
-#include "tools/cli/round_watchdog.h"
 #include "tools/cli/train_flags.h"
 #include "train/blas/blas_startup.h"
 #include "train/distributed/launcher.h"
@@ -115,7 +114,9 @@ ABSL_FLAG(bool, eval_valid, kTrainDefaults.validation.enabled,
           "(--eval-negatives).");
 ABSL_FLAG(double, rank_timeout, kTrainDefaults.rank_timeout_seconds,
           "train: under mpirun, the longest wait in seconds for a partition from another "
-          "rank, and for a round to finish; past it the whole job stops with an error.");
+          "rank, and the longest a rank may go without progress (a round finished, a "
+          "partition of a checkpoint written or loaded); past it the whole job stops with an "
+          "error.");
 ABSL_FLAG(std::string, bench_slow_trainer, "",
           "train bench: benchmark only: INDEX:FACTOR makes trainer INDEX (from 0) take FACTOR "
           ">= 1 times as long per batch, by waiting, to compare batching across trainers of "
@@ -345,22 +346,11 @@ int TrainMain(const std::vector<std::string>& args) {
     }
   }
   ProgressPrinter progress = ProgressFromFlags();
-  // Across ranks every rank hears each round's end (the watchdog's beat);
-  // rank 0 alone prints it.
-  std::unique_ptr<RoundWatchdog> watchdog;
-  if (cluster != nullptr) {
-    Cluster* c = cluster.get();
-    watchdog = std::make_unique<RoundWatchdog>(
-        absl::Seconds(options->rank_timeout_seconds), [c](absl::Duration quiet) {
-          ReportTrainFailure(c, absl::DeadlineExceededError(absl::StrCat(
-              "no round finished for ", absl::FormatDuration(quiet),
-              " (--rank-timeout): a rank is stalled or gone; stopping the job")));
-        });
-  }
-  if (speaker || watchdog != nullptr) {
+  // Across ranks rank 0 alone prints progress. (A rank that stops making
+  // progress ends the job through the library's watchdog,
+  // train/distributed/rank_watchdog.h, after --rank-timeout.)
+  if (speaker) {
     options->progress = [&](const TrainProgress& p) {
-      if (watchdog != nullptr) watchdog->Beat();
-      if (!speaker) return;
       progress.Update(absl::StrFormat("epoch %d/%d", p.epoch + 1, p.epochs), p.edges_done,
                       p.edges_total, "edges",
                       absl::StrFormat("%d/%d buckets done  loss %.4f", p.bucket, p.buckets,
@@ -383,7 +373,6 @@ int TrainMain(const std::vector<std::string>& args) {
     summary = TrainGraphAutoLr(args[0], *options);
   }
   progress.Finish();
-  watchdog.reset();
   if (!summary.ok()) return ReportTrainFailure(cluster.get(), summary.status());
   if (!speaker) return 0;
   if (cluster != nullptr && options->optimizer.lr_auto && !summary->resumed) {

@@ -27,6 +27,7 @@ struct InProcessCluster::Rep {
     }
     absl::Status SumFloats(std::span<float> values) override { return Sum(values); }
     absl::Status Barrier() override { return rep_->Meet(rank_, "").status(); }
+    void Abort(const absl::Status& status) override { rep_->Abort(status); }
 
    private:
     // Adds in rank order: the same bits on every rank and every run.
@@ -66,12 +67,27 @@ struct InProcessCluster::Rep {
   uint32_t departed ABSL_GUARDED_BY(mu) = 0;
   std::vector<std::string> deposits ABSL_GUARDED_BY(mu);
   std::vector<std::string> published ABSL_GUARDED_BY(mu);
+  // Set by Abort: every collective fails with it from then on.
+  absl::Status aborted ABSL_GUARDED_BY(mu);
+
+  void Abort(const absl::Status& status) {
+    const absl::Status reason = status.ok() ? absl::AbortedError("cluster: aborted") : status;
+    {
+      MutexLock lock(&mu);
+      if (!aborted.ok()) return;  // the first reason stands
+      aborted = reason;
+    }
+    network->Abort(reason);
+  }
 
   absl::StatusOr<std::vector<std::string>> Meet(uint32_t rank, const std::string& mine) {
     MutexLock lock(&mu);
     // Wait until every rank has read the previous collective's result.
     mu.Await(absl::Condition(
-        +[](Rep* r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(r->mu) { return r->departed == 0; }, this));
+        +[](Rep* r)
+             ABSL_EXCLUSIVE_LOCKS_REQUIRED(r->mu) { return r->departed == 0 || !r->aborted.ok(); },
+        this));
+    if (!aborted.ok()) return aborted;
     const uint64_t mine_generation = generation;
     deposits[rank] = mine;
     if (++arrived == world_size) {
@@ -86,8 +102,11 @@ struct InProcessCluster::Rep {
         uint64_t generation;
       } args{this, mine_generation};
       mu.Await(absl::Condition(
-          +[](Args* a) ABSL_NO_THREAD_SAFETY_ANALYSIS { return a->rep->generation != a->generation; },
+          +[](Args* a) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+            return a->rep->generation != a->generation || !a->rep->aborted.ok();
+          },
           &args));
+      if (!aborted.ok()) return aborted;
     }
     std::vector<std::string> out = published;
     --departed;

@@ -41,11 +41,18 @@ class Cluster {
   virtual absl::Status SumDoubles(std::span<double> values) = 0;
   virtual absl::Status SumFloats(std::span<float> values) = 0;
   virtual absl::Status Barrier() = 0;
+  // Ends the whole job because of `status` (not OK), from any thread, e.g.
+  // the rank watchdog's (rank_watchdog.h): a rank that waits for a stalled
+  // or failed one in a collective would otherwise wait forever. Over MPI it
+  // prints `status` naming this rank and aborts every process of the job
+  // (it does not return); in process, every collective and transfer in
+  // progress or later, on every rank, fails with `status`.
+  virtual void Abort(const absl::Status& status) = 0;
 };
 
 // N ranks in one process: Create, then run rank r's work on its own thread
 // with rank(r). Collectives block until all N threads reach them (a rank
-// that never comes blocks the others: tests only).
+// that never comes blocks the others until Abort: tests only).
 class InProcessCluster {
  public:
   static absl::StatusOr<std::unique_ptr<InProcessCluster>> Create(uint32_t world_size,

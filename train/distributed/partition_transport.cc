@@ -197,6 +197,7 @@ struct InProcessNetwork::Rep {
   std::map<Key, Channel> channels ABSL_GUARDED_BY(mu);
   uint64_t max_message ABSL_GUARDED_BY(mu) = 0;
   uint64_t messages ABSL_GUARDED_BY(mu) = 0;
+  absl::Status aborted ABSL_GUARDED_BY(mu);  // set by Abort
 
   absl::Status CheckPeer(uint32_t self, uint32_t peer) const {
     return CheckTransportPeer(self, peer, world_size);
@@ -218,6 +219,7 @@ struct InProcessNetwork::Rep {
     std::shared_ptr<TransportHandle::State> matched;
     {
       MutexLock lock(&mu);
+      if (!aborted.ok()) return TransportHandle::Failed(aborted);
       Channel& c = channels[Key{from, to, state.partition}];
       for (Message& m : out) {
         max_message = std::max<uint64_t>(max_message, m.size());
@@ -239,6 +241,7 @@ struct InProcessNetwork::Rep {
     if (absl::Status s = CheckPeer(to, from); !s.ok()) return TransportHandle::Failed(s);
     auto state = std::make_shared<TransportHandle::State>(partition, from, true);
     MutexLock lock(&mu);
+    if (!aborted.ok()) return TransportHandle::Failed(aborted);
     Channel& c = channels[Key{from, to, partition}];
     if (c.pending) {
       return TransportHandle::Failed(absl::FailedPreconditionError(
@@ -305,6 +308,17 @@ uint64_t InProcessNetwork::max_message_bytes() const {
 uint64_t InProcessNetwork::messages() const {
   MutexLock lock(&rep_->mu);
   return rep_->messages;
+}
+
+void InProcessNetwork::Abort(const absl::Status& status) {
+  MutexLock lock(&rep_->mu);
+  if (!rep_->aborted.ok()) return;
+  rep_->aborted = status.ok() ? absl::AbortedError("transport: aborted") : status;
+  for (auto& [key, c] : rep_->channels) {
+    if (c.pending == nullptr) continue;
+    c.pending->Finish(rep_->aborted);
+    c.pending.reset();
+  }
 }
 
 }  // namespace ember

@@ -140,6 +140,9 @@ class InProcessNetwork {
   PartitionTransport* rank(uint32_t r);
   uint64_t max_message_bytes() const;
   uint64_t messages() const;
+  // Fails every receive pending and every later send and receive, on every
+  // rank, with `status` (not OK). Thread-safe.
+  void Abort(const absl::Status& status);
 
   struct Rep;
 

@@ -9,15 +9,16 @@
 #include <string>
 #include <vector>
 
-#include "storage/base/mutex.h"
 #include "absl/time/time.h"
 #include "partition/train_memory.h"
+#include "storage/base/mutex.h"
 #include "storage/graph.h"
 #include "train/batch/round_batches.h"
 #include "train/checkpointer.h"
 #include "train/distributed/cluster.h"
 #include "train/distributed/cluster_sync.h"
 #include "train/distributed/rank_schedule.h"
+#include "train/distributed/rank_watchdog.h"
 #include "train/eval/evaluator.h"
 #include "train/model/checkpoint.h"
 #include "train/rank_exchange.h"
@@ -73,13 +74,19 @@ class TrainLoop final : public PipelineObserver {
   absl::Status PlanMemory(const std::vector<DeviceSpec>& devices);
   absl::Status RestoreOrInit();
   absl::Status Checkpoint(int epoch, uint64_t next_round, int epochs_done);
-  // Rank 0's part of a checkpoint, and every rank's (partitions handed to
-  // rank 0, then its commit, agreed by all).
-  absl::Status WriteCheckpoint(int epoch, uint64_t next_round, int epochs_done);
+  // Rank 0's part of a checkpoint (`rows_written`: across ranks, the rows
+  // are written already), and every rank's (every partition written by
+  // rank 0, one at a time, each counting as progress; then its commit,
+  // agreed by all).
+  absl::Status WriteCheckpoint(int epoch, uint64_t next_round, int epochs_done,
+                               bool rows_written = false);
   absl::Status CheckpointAcrossRanks(int epoch, uint64_t next_round, int epochs_done);
   // Across ranks: this epoch's schedule, and the partitions this rank
   // holds at its start loaded (first epoch of the run) or checked.
   absl::Status ScheduleEpochAcrossRanks(int epoch, uint64_t first_round);
+  // Across ranks: what every rank must share because it shapes the
+  // schedule or the model (CheckRanksAgree compares them at the start).
+  std::vector<RankSetting> RankSettings(uint32_t trainers) const;
   // Across ranks: edges and loss summed over every rank, reported.
   absl::Status ReportGlobalProgress();
   // Across ranks, before round `next` trains: the moves due (those started
@@ -98,6 +105,10 @@ class TrainLoop final : public PipelineObserver {
     const Manifest& m = graph_->manifest();
     if (!m.typed()) return {};
     return m.train_bucket_edges;
+  }
+  // Across ranks: this rank made progress (the watchdog's beat).
+  void Progress() {
+    if (watchdog_ != nullptr) watchdog_->Beat();
   }
   // Bytes of partition p's rows and optimizer state.
   uint64_t PartitionBytes(uint32_t p) const;
@@ -129,8 +140,10 @@ class TrainLoop final : public PipelineObserver {
   TrainOptions options_;
   const uint32_t P_;
   Cluster* const cluster_;  // null: one process
-  // Across ranks: the buffer order's capacity (as one process would plan
-  // it), the epoch's schedule and the holders the next epoch starts from.
+  // Across ranks: the capacity the bucket order reads (--bucket-order
+  // beta: this rank's buffer as one process would plan it, which the ranks
+  // agree on at the start; P for orders that read none), the epoch's
+  // schedule and the holders the next epoch starts from.
   uint32_t order_capacity_ = 1;
   std::unique_ptr<RankSchedule> rank_schedule_;
   std::vector<uint32_t> next_holders_;
@@ -189,10 +202,18 @@ class TrainLoop final : public PipelineObserver {
   double sync_seconds_ = 0;
   uint64_t bytes_at_boundary_ = 0;  // sent at round boundaries
   uint64_t bytes_overlapped_ = 0;   // sent while the round before trained
-  // Moves of round early_round_ started while the round before it trains.
+  // Moves of round early_round_ of this epoch, started while the round
+  // before it trained; kNoEarlyRound when none are under way. Set when
+  // they start, cleared when that round takes them and at each epoch's
+  // start.
+  static constexpr uint64_t kNoEarlyRound = ~uint64_t{0};
   PendingMoves early_moves_;
-  uint64_t early_round_ = ~uint64_t{0};
+  uint64_t early_round_ = kNoEarlyRound;
   Clock::time_point epoch_start_;
+  // Across ranks: ends the job (Cluster::Abort) when this rank makes no
+  // progress for options.rank_timeout_seconds. Declared last, so destroyed
+  // first: the loop's teardown is not watched.
+  std::unique_ptr<RankWatchdog> watchdog_;
 };
 
 }  // namespace ember

@@ -2,8 +2,10 @@
 // schedule and residency, the moves before each round, progress and
 // measures summed over every rank, and checkpoints through rank 0.
 #include <algorithm>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "storage/base/status_macros.h"
 #include "train/internal/train_loop_impl.h"
 
@@ -12,14 +14,79 @@ namespace ember {
 absl::Status TrainLoop::CheckpointAcrossRanks(int epoch, uint64_t next_round, int epochs_done) {
   const uint64_t before = next_round == 0 ? rank_schedule_->rounds.size() : next_round;
   const std::vector<uint32_t> holders = rank_schedule_->HoldersBefore(before);
-  absl::Status s = HandPartitionsToWriter(*cluster_, *buffer_, holders, rank_timeout_);
-  if (s.ok() && writer()) s = WriteCheckpoint(epoch, next_round, epochs_done);
+  // Each partition written counts as progress on every rank: a checkpoint
+  // longer than --rank-timeout in all is not a stall.
+  RETURN_IF_ERROR(WritePartitionsAtRankZero(*cluster_, *buffer_, holders, rank_timeout_,
+                                            [this](uint32_t) { Progress(); }));
+  absl::Status s = absl::OkStatus();
+  if (writer()) s = WriteCheckpoint(epoch, next_round, epochs_done, /*rows_written=*/true);
   RETURN_IF_ERROR(AgreeOnStatus(*cluster_, s));
+  Progress();
   // Keep the version count in step with rank 0.
   if (!writer()) checkpointer_->CountCommitted(buffer_.get());
   return absl::OkStatus();
 }
 
+std::vector<RankSetting> TrainLoop::RankSettings(uint32_t trainers) const {
+  // The shortest text that reads back as the same float.
+  auto exact = [](float x) {
+    std::string text;
+    for (int digits = 6; digits <= 9; ++digits) {
+      text = absl::StrFormat("%.*g", digits, x);
+      if (std::strtof(text.c_str(), nullptr) == x) break;
+    }
+    return text;
+  };
+  auto yes_no = [](bool b) { return std::string(b ? "true" : "false"); };
+  const ModelOptions& m = options_.model;
+  const OptimizerOptions& opt = options_.optimizer;
+  const PipelineOptions& p = options_.pipeline;
+  const ScheduleOptions& sched = options_.schedule;
+  std::vector<RankSetting> s = {
+      // The schedule.
+      {"--trainers", absl::StrCat(trainers), "", "--trainers or --devices"},
+      {"--seed", absl::StrCat(options_.seed)},
+      {"--bucket-order", std::string(BucketOrderName(sched.bucket_order))},
+      {"--epochs", absl::StrCat(options_.epochs)},
+      {"--checkpoint-every", absl::StrCat(sched.checkpoint_every)},
+      {"--from-scratch", yes_no(options_.from_scratch)},
+      {"--deterministic", yes_no(p.deterministic)},
+      {"stop_after_buckets (a test hook)", absl::StrCat(options_.hooks.stop_after_buckets)},
+      // The model and how it trains.
+      {"--dim", absl::StrCat(m.dim)},
+      {"--operator", std::string(OperatorName(m.op))},
+      {"--comparator", std::string(ComparatorName(m.comparator))},
+      {"--loss", std::string(LossName(m.loss))},
+      {"--margin", exact(m.margin)},
+      {"--featurized", std::string(FeaturizedModeName(m.featurized))},
+      {"--reciprocal", yes_no(m.reciprocal)},
+      {"--regularizer", std::string(RegularizerName(m.regularizer))},
+      {"--reg-weight", exact(m.reg_weight)},
+      {"--precision", std::string(PrecisionName(m.precision))},
+      {"--lr", exact(opt.lr)},
+      {"--relation-lr-scale", exact(opt.relation_lr_scale)},
+      {"--init-scale", exact(opt.init_scale)},
+      {"--batch-size", absl::StrCat(p.batch_size)},
+      {"--batching", std::string(EnumToName(p.batching))},
+      {"--chunk-size", absl::StrCat(p.chunk_size)},
+      {"--num-uniform-negs", absl::StrCat(p.num_uniform_negs)},
+      {"--relation-batching", std::string(RelationBatchingName(p.relation_batching))},
+      {"--endpoint-negatives", std::string(EnumToName(p.endpoint_negatives))},
+      {"edge_sample", absl::StrFormat("%.17g", options_.edge_sample)},
+  };
+  // Beta's order reads a buffer capacity, which each rank plans from its
+  // own budget: the ranks must plan the same one (other orders read none:
+  // it is P on every rank, and listed all the same, so that every rank
+  // lists the same settings).
+  s.push_back({"--bucket-order beta's buffer of", absl::StrCat(order_capacity_),
+               absl::StrCat(" partitions (from --memory-budget ", Mib(sched.memory_budget),
+                            sched.buffer_partitions > 0
+                                ? absl::StrCat(", --buffer-partitions ", sched.buffer_partitions)
+                                : "",
+                            ")"),
+               "--memory-budget and --buffer-partitions"});
+  return s;
+}
 
 absl::Status TrainLoop::ScheduleEpochAcrossRanks(int epoch, uint64_t first_round) {
   const Manifest& m = graph_->manifest();
@@ -40,6 +107,8 @@ absl::Status TrainLoop::ScheduleEpochAcrossRanks(int epoch, uint64_t first_round
   ASSIGN_OR_RETURN(RankSchedule schedule, ComputeRankSchedule(o));
   rank_schedule_ = std::make_unique<RankSchedule>(std::move(schedule));
   next_holders_ = rank_schedule_->final_holders;
+  // No round of the new epoch has started its moves.
+  early_round_ = kNoEarlyRound;
   const uint32_t me = cluster_->rank();
   // The most partitions this rank holds at once, against the budget's.
   // One walk over the rounds' transfers (HoldersBefore per round would be
@@ -66,7 +135,15 @@ absl::Status TrainLoop::ScheduleEpochAcrossRanks(int epoch, uint64_t first_round
   for (uint32_t p = 0; p < P_; ++p) {
     if (h[p] == me) mine.push_back(p);
   }
-  if (run_start) return buffer_->Acquire(mine, {});
+  if (run_start) {
+    // One at a time, each load counting as progress: a rank's share may
+    // take longer than --rank-timeout to read.
+    for (uint32_t p : mine) {
+      RETURN_IF_ERROR(buffer_->Acquire(std::span<const uint32_t>(&p, 1), {}));
+      Progress();
+    }
+    return absl::OkStatus();
+  }
   ASSIGN_OR_RETURN(const std::vector<uint32_t> resident, buffer_->Resident());
   if (resident != mine) {
     return absl::InternalError(absl::StrCat("rank ", me, " starts epoch ", epoch, " holding ",
@@ -152,7 +229,11 @@ absl::Status TrainLoop::StartRoundAcrossRanks(const Round& next,
   // The moves started while the round before trained, then the rest
   // (all of this round's where none started early).
   const auto moving = Clock::now();
+  // Early moves are this epoch's and this round's only, and consumed here:
+  // a pause before round g leaves none, whatever an earlier epoch's round g
+  // started.
   const bool started_early = early_round_ == g;
+  early_round_ = kNoEarlyRound;
   RETURN_IF_ERROR(FinishMoves(*buffer_, early_moves_, rank_timeout_));
   ASSIGN_OR_RETURN(PendingMoves moves,
                    StartMoves(*cluster_, *buffer_,

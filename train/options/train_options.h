@@ -239,8 +239,10 @@ struct TrainOptions {
   // Default: false.
   bool in_memory = false;
   // Across ranks (TrainGraphOnCluster): the longest wait for a partition
-  // from another rank before the run stops with an error naming it; > 0.
-  // Default: 600 s.
+  // from another rank before the run stops with an error naming it, and
+  // the longest time a rank may go without progress before its watchdog
+  // ends the whole job (Cluster::Abort; train/distributed/rank_watchdog.h);
+  // > 0. Default: 600 s.
   double rank_timeout_seconds = 600;
   // Called often from one thread at a time; throttle in the callee.
   std::function<void(const TrainProgress&)> progress;

@@ -163,7 +163,50 @@ absl::StatusOr<std::unique_ptr<PartitionData>> PartitionBuffer::Take(uint32_t p)
   return data;
 }
 
+absl::Status PartitionBuffer::CheckReceived(const PartitionData& data) const {
+  const Manifest& m = graph_->manifest();
+  const uint32_t p = data.partition;
+  if (p >= m.num_partitions) {
+    return absl::DataLossError(absl::StrCat("partition ", p, " received, but ", graph_->dir(),
+                                            " has ", m.num_partitions, " partitions"));
+  }
+  const uint64_t rows = m.partition_sizes[p];
+  const uint64_t embedding_floats = options_.id_rows ? rows * options_.dim : 0;
+  const uint64_t optimizer_floats = options_.id_rows ? rows : 0;
+  if (data.rows == rows && data.dim == options_.dim && data.embeddings.size() == embedding_floats &&
+      data.optimizer.size() == optimizer_floats) {
+    return absl::OkStatus();
+  }
+  return absl::DataLossError(absl::StrCat(
+      "partition ", p, " received with ", data.rows, " rows of dim ", data.dim, " (",
+      data.embeddings.size(), " embedding and ", data.optimizer.size(),
+      " optimizer floats), but here it has ", rows, " rows of dim ", options_.dim, " (",
+      embedding_floats, " and ", optimizer_floats, " floats; ", graph_->dir(), ")"));
+}
+
+absl::Status PartitionBuffer::WriteCopy(PartitionData& data) {
+  RETURN_IF_ERROR(CheckReceived(data));
+  RETURN_IF_ERROR(WriteTables(data));
+  return options_.id_rows ? graph_->SyncTables(data.partition) : absl::OkStatus();
+}
+
+absl::Status PartitionBuffer::WriteDurably(uint32_t p) {
+  RETURN_IF_ERROR(Quiesce());
+  PartitionData* data = nullptr;
+  {
+    MutexLock lock(&mu_);
+    if (p < resident_.size()) data = resident_[p].get();
+  }
+  if (data == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("partition buffer: partition ", p, " is not resident to be written"));
+  }
+  RETURN_IF_ERROR(WriteTables(*data));
+  return options_.id_rows ? graph_->SyncTables(p) : absl::OkStatus();
+}
+
 absl::Status PartitionBuffer::Put(std::unique_ptr<PartitionData> data) {
+  RETURN_IF_ERROR(CheckReceived(*data));
   RETURN_IF_ERROR(Quiesce());
   const uint32_t p = data->partition;
   if (!options_.frozen_rows.empty()) data->frozen_rows = options_.frozen_rows[p];

@@ -133,14 +133,27 @@ class PartitionBuffer {
   // share of the partitions, and a partition leaves with its holder.
   // Take removes resident partition p (after background work, its rows
   // synced back from and released by every residency) and returns it;
-  // null when p is not resident, FailedPrecondition when it is pinned. Put installs a partition received from
-  // another rank (its node features read from this buffer's graph, for
-  // featurized models); FailedPrecondition when p is resident already.
+  // null when p is not resident, FailedPrecondition when it is pinned. Put installs a partition
+  // received from another rank (its node features read from this buffer's graph, for featurized
+  // models); FailedPrecondition when p is resident already, DataLoss naming both shapes when its
+  // shape is not this buffer's (CheckReceived).
   absl::StatusOr<std::unique_ptr<PartitionData>> Take(uint32_t p);
   absl::Status Put(std::unique_ptr<PartitionData> data);
   // Writes a partition that is not resident (a copy received for a
-  // checkpoint) under the write version, as WriteResident would.
-  absl::Status WriteCopy(PartitionData& data) { return WriteTables(data); }
+  // checkpoint) under the write version, as WriteResident would, and makes
+  // its tables durable (Graph::SyncTables(p)); DataLoss as Put's when its
+  // shape is not this buffer's.
+  absl::Status WriteCopy(PartitionData& data);
+  // Writes resident partition p under the write version and makes its
+  // tables durable: one partition of a checkpoint written a partition at a
+  // time. FailedPrecondition when p is not resident.
+  absl::Status WriteDurably(uint32_t p);
+  // OK when `data` has the shape this buffer's partition of its index has:
+  // the rows this graph gives it, this buffer's dim, and as many embedding
+  // and optimizer floats (none without id rows); otherwise DataLoss naming
+  // the partition and both shapes. What a partition from another rank must
+  // pass before anything reads or writes its rows.
+  absl::Status CheckReceived(const PartitionData& data) const;
   // The resident partitions, in order, after background work.
   absl::StatusOr<std::vector<uint32_t>> Resident();
 

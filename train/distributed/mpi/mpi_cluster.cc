@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -23,8 +24,11 @@ std::string HostAndPid() {
 
 class MpiCluster final : public Cluster {
  public:
-  MpiCluster(std::unique_ptr<MpiTransport> transport, MPI_Comm collectives)
-      : transport_(std::move(transport)), collectives_(collectives), where_(HostAndPid()) {}
+  MpiCluster(std::unique_ptr<MpiTransport> transport, MPI_Comm collectives, uint64_t max_call_bytes)
+      : transport_(std::move(transport)),
+        collectives_(collectives),
+        max_call_bytes_(max_call_bytes),
+        where_(HostAndPid()) {}
   ~MpiCluster() override {
     transport_.reset();
     MPI_Comm_free(&collectives_);
@@ -38,19 +42,26 @@ class MpiCluster final : public Cluster {
   std::string where() const override { return where_; }
   PartitionTransport* transport() override { return transport_.get(); }
   absl::StatusOr<std::vector<std::string>> AllGather(const std::string& mine) override {
-    return MpiAllGather(collectives_, mine);
+    return MpiAllGather(collectives_, mine, max_call_bytes_);
   }
   absl::Status SumDoubles(std::span<double> values) override {
-    return MpiSumDoubles(collectives_, values);
+    return MpiSumDoubles(collectives_, values, max_call_bytes_);
   }
   absl::Status SumFloats(std::span<float> values) override {
-    return MpiSumFloats(collectives_, values);
+    return MpiSumFloats(collectives_, values, max_call_bytes_);
   }
   absl::Status Barrier() override { return MpiBarrier(collectives_); }
+  void Abort(const absl::Status& status) override {
+    std::fprintf(stderr, "ember: rank %u (%s): %s\n", rank(), where_.c_str(),
+                 std::string(status.message()).c_str());
+    std::fflush(stderr);
+    AbortMpiJob(1);
+  }
 
  private:
   std::unique_ptr<MpiTransport> transport_;
   MPI_Comm collectives_;
+  const uint64_t max_call_bytes_;
   const std::string where_;
 };
 
@@ -82,11 +93,29 @@ absl::Status StartMpi() {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Cluster>> StartMpiCluster(TransportOptions options) {
+absl::Status MpiCollectiveOptions::Validate() const {
+  if (max_call_bytes < sizeof(double) || max_call_bytes > kMaxMessageBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("mpi: max_call_bytes ", max_call_bytes,
+                                                   " is outside [", sizeof(double), ", ",
+                                                   kMaxMessageBytes, "]"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Cluster>> StartMpiCluster(TransportOptions options,
+                                                         MpiCollectiveOptions collectives_options) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
+  if (absl::Status s = collectives_options.Validate(); !s.ok()) return s;
   if (absl::Status s = StartMpi(); !s.ok()) return s;
   MPI_Comm collectives = MPI_COMM_NULL;
-  absl::Status s = DupCommunicator(MPI_COMM_WORLD, &collectives, "the collectives");
+  int world = 0;
+  absl::Status s = MpiStatus(MPI_Comm_size(MPI_COMM_WORLD, &world), "MPI_Comm_size");
+  if (s.ok() && collectives_options.max_call_bytes < world * sizeof(double)) {
+    s = absl::InvalidArgumentError(
+        absl::StrCat("mpi: max_call_bytes ", collectives_options.max_call_bytes,
+                     " cannot hold a double from each of ", world, " ranks"));
+  }
+  if (s.ok()) s = DupCommunicator(MPI_COMM_WORLD, &collectives, "the collectives");
   absl::StatusOr<std::unique_ptr<MpiTransport>> transport;
   if (s.ok()) {
     transport = MpiTransport::Start(MPI_COMM_WORLD, options);
@@ -97,7 +126,8 @@ absl::StatusOr<std::unique_ptr<Cluster>> StartMpiCluster(TransportOptions option
     MPI_Finalize();
     return s;
   }
-  return std::unique_ptr<Cluster>(new MpiCluster(*std::move(transport), collectives));
+  return std::unique_ptr<Cluster>(
+      new MpiCluster(*std::move(transport), collectives, collectives_options.max_call_bytes));
 }
 
 void AbortMpiJob(int exit_code) {

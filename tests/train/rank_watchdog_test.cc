@@ -1,18 +1,18 @@
-#include "tools/cli/round_watchdog.h"
+#include "train/distributed/rank_watchdog.h"
 
 #include <atomic>
 #include <thread>
 
 #include "gtest/gtest.h"
 
-namespace ember::tools {
+namespace ember {
 namespace {
 
-TEST(RoundWatchdogTest, FiresOnceAfterTheTimeoutWithoutBeats) {
+TEST(RankWatchdogTest, FiresOnceAfterTheTimeoutWithoutBeats) {
   std::atomic<int> fired{0};
   absl::Duration quiet;
   {
-    RoundWatchdog dog(absl::Milliseconds(50), [&](absl::Duration d) {
+    RankWatchdog dog(absl::Milliseconds(50), [&](absl::Duration d) {
       quiet = d;
       ++fired;
     });
@@ -23,10 +23,10 @@ TEST(RoundWatchdogTest, FiresOnceAfterTheTimeoutWithoutBeats) {
   EXPECT_GE(quiet, absl::Milliseconds(50));
 }
 
-TEST(RoundWatchdogTest, BeatsKeepItQuietAndDestructionStopsIt) {
+TEST(RankWatchdogTest, BeatsKeepItQuietAndDestructionStopsIt) {
   std::atomic<int> fired{0};
   {
-    RoundWatchdog dog(absl::Milliseconds(200), [&](absl::Duration) { ++fired; });
+    RankWatchdog dog(absl::Milliseconds(200), [&](absl::Duration) { ++fired; });
     for (int i = 0; i < 20; ++i) {  // 20 beats 20 ms apart: 400 ms in all
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       dog.Beat();
@@ -36,4 +36,4 @@ TEST(RoundWatchdogTest, BeatsKeepItQuietAndDestructionStopsIt) {
 }
 
 }  // namespace
-}  // namespace ember::tools
+}  // namespace ember

@@ -1,13 +1,13 @@
-#include "tools/cli/round_watchdog.h"
+#include "train/distributed/rank_watchdog.h"
 
-namespace ember::tools {
+namespace ember {
 
-RoundWatchdog::RoundWatchdog(absl::Duration timeout, std::function<void(absl::Duration)> on_stall)
+RankWatchdog::RankWatchdog(absl::Duration timeout, std::function<void(absl::Duration)> on_stall)
     : timeout_(timeout), on_stall_(std::move(on_stall)), last_(absl::Now()) {
   thread_ = std::thread([this] { Watch(); });
 }
 
-RoundWatchdog::~RoundWatchdog() {
+RankWatchdog::~RankWatchdog() {
   {
     MutexLock lock(&mu_);
     stop_ = true;
@@ -15,12 +15,12 @@ RoundWatchdog::~RoundWatchdog() {
   thread_.join();
 }
 
-void RoundWatchdog::Beat() {
+void RankWatchdog::Beat() {
   MutexLock lock(&mu_);
   last_ = absl::Now();
 }
 
-void RoundWatchdog::Watch() {
+void RankWatchdog::Watch() {
   MutexLock lock(&mu_);
   while (!stop_) {
     const absl::Duration quiet = absl::Now() - last_;
@@ -34,4 +34,4 @@ void RoundWatchdog::Watch() {
   }
 }
 
-}  // namespace ember::tools
+}  // namespace ember
