@@ -95,6 +95,7 @@ struct RefChunk {
   std::vector<uint32_t> slot;  // per row (mixed chunks); empty: all 0
   bool endpoints = false;
   std::vector<uint32_t> lhs_nodes, rhs_nodes;  // set: one node table
+  Vec weights;                                 // per row (ChunkInput::weights); empty: all 1
 
   const double* Rel(int i) const {
     const int p = static_cast<int>(rel.size()) /
@@ -148,8 +149,9 @@ double RefChunkLoss(const ModelOptions& o, const RefChunk& x,
     for (int j = 0; j < x.SrcColumns(); ++j) {
       if (j != i) src.push_back(RefExcludedSrc(x, i, j) ? kExcludedScore : RefSrcScore(o, x, i, j));
     }
-    total += RefLoss(o.loss, o.margin, pos, dst);
-    total += RefLoss(o.loss, o.margin, pos, src);
+    const double w = x.weights.empty() ? 1.0 : x.weights[i];
+    total += w * RefLoss(o.loss, o.margin, pos, dst);
+    total += w * RefLoss(o.loss, o.margin, pos, src);
     if (min_hinge) {
       for (const Vec* v : {&dst, &src}) {
         for (double n : *v) {
@@ -166,7 +168,7 @@ double RefChunkLoss(const ModelOptions& o, const RefChunk& x,
 // Float test data, and its exact double copy for the reference.
 
 struct FloatChunk {
-  std::vector<float> lhs, rhs, src_negs, dst_negs, rel;
+  std::vector<float> lhs, rhs, src_negs, dst_negs, rel, weights;
   std::vector<uint32_t> slot, lhs_nodes, rhs_nodes;
   ChunkInput input;
 };
@@ -234,6 +236,7 @@ RefChunk ToRef(const ModelOptions& o, const FloatChunk& f) {
   r.endpoints = f.input.endpoint_negs;
   r.lhs_nodes = f.lhs_nodes;
   r.rhs_nodes = f.rhs_nodes;
+  r.weights.assign(f.weights.begin(), f.weights.end());
   return r;
 }
 
@@ -345,6 +348,48 @@ TEST_P(GradientTest, GroupedChunkWithEndpointNegatives) {
   ExpectGradientsMatchReference(o, f);
 }
 
+// Edge weights (import --weight-column) scale each row's loss on both
+// sides: the reference weighs each edge's two terms, grouped and mixed.
+void AddWeights(FloatChunk* f) {
+  for (int i = 0; i < f->input.chunk; ++i) f->weights.push_back(0.25f + 1.5f * (i % 3));
+  f->input.weights = f->weights.data();
+}
+
+TEST_P(GradientTest, WeightedChunkMatchesCentralDifferencesOfReference) {
+  const ModelOptions o = SmallModel(GetParam());
+  FloatChunk f = MakeChunk(o, 5, 32, 14, /*seed=*/31);
+  AddWeights(&f);
+  AddEndpoints(&f, {0, 1, 2, 3, 4}, {2, 1, 6, 0, 9});
+  ExpectGradientsMatchReference(o, f);
+}
+
+// Every row's weight 2 doubles the loss and every gradient exactly (a
+// power of two scales each product and sum without rounding); weight 1
+// changes nothing, bit for bit.
+TEST_P(GradientTest, UniformWeightsScaleExactly) {
+  const ModelOptions o = SmallModel(GetParam());
+  FloatChunk f = MakeChunk(o, 5, 7, 6, /*seed=*/43);
+  AddEndpoints(&f, {0, 1, 2, 3, 4}, {2, 1, 6, 0, 9});
+  ChunkWorkspace ws(o.dim, 5, 7);
+  Grads plain(f);
+  const float plain_loss = ChunkForwardBackward(o, f.rel.data(), f.input, plain.View(), &ws);
+  for (float w : {1.0f, 2.0f}) {
+    const std::vector<float> weights(5, w);
+    f.input.weights = weights.data();
+    Grads weighted(f);
+    const float loss = ChunkForwardBackward(o, f.rel.data(), f.input, weighted.View(), &ws);
+    EXPECT_EQ(loss, w * plain_loss) << "weight " << w;
+    for (auto [a, b] :
+         {std::pair(&plain.lhs, &weighted.lhs), std::pair(&plain.rhs, &weighted.rhs),
+          std::pair(&plain.src_negs, &weighted.src_negs),
+          std::pair(&plain.dst_negs, &weighted.dst_negs), std::pair(&plain.rel, &weighted.rel)}) {
+      for (size_t k = 0; k < a->size(); ++k) {
+        ASSERT_EQ((*b)[k], w * (*a)[k]) << "weight " << w << ", gradient " << k;
+      }
+    }
+  }
+}
+
 // Every model: mixed where SupportsMixedChunks (MixedGradientTest), grouped
 // always.
 std::vector<ModelParam> AllModels(bool mixed_only) {
@@ -377,6 +422,13 @@ class MixedGradientTest : public testing::TestWithParam<ModelParam> {};
 TEST_P(MixedGradientTest, MixedChunkMatchesCentralDifferencesOfReference) {
   const ModelOptions o = SmallModel(GetParam());
   FloatChunk f = MakeChunk(o, 5, 4, 6, /*seed=*/37, 0.5f, /*slots=*/3);
+  ExpectGradientsMatchReference(o, f);
+}
+
+TEST_P(MixedGradientTest, WeightedMixedChunk) {
+  const ModelOptions o = SmallModel(GetParam());
+  FloatChunk f = MakeChunk(o, 5, 4, 6, /*seed=*/37, 0.5f, /*slots=*/3);
+  AddWeights(&f);
   ExpectGradientsMatchReference(o, f);
 }
 
