@@ -1,8 +1,10 @@
 // Training on weighted graphs (import --weight-column): a weight of 1 on
 // every edge trains bit for bit as no weights; `--weights ignore` trains as
 // the unweighted graph; the weight changes the ranking (a heavy edge beats a
-// light one) under `--weights loss` and `--weights sample`; device trainers
-// refuse weighted losses instead of ignoring them.
+// light one) under `--weights loss` and `--weights sample`; the bucket
+// reader carries weights beside their edges, or draws edges by weight;
+// device trainers refuse weighted losses instead of ignoring them.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -14,6 +16,8 @@
 #include "storage/base/splitmix.h"
 #include "storage/graph.h"
 #include "tests/train/train_test_util.h"
+#include "train/schedule/io_executor.h"
+#include "train/stream/edge_window.h"
 #include "train/train_loop.h"
 
 namespace ember::train_test {
@@ -213,6 +217,87 @@ TEST_F(HeavyBeatsLightTest, HeavyEdgesRankAboveLightOnes) {
   EXPECT_LT(ignored, 0.65);
   EXPECT_GT(loss, 0.9);
   EXPECT_GT(sample, 0.9);
+}
+
+// The bucket reader of a weighted graph: under `loss` every window holds
+// each edge once with its weight beside it; under `sample` an edge of
+// weight w appears about w / mean times, the draws change with the bucket
+// seed and repeat with it.
+TEST(EdgeWeightsWindowTest, WindowsCarryOrSampleByWeight) {
+  TempDir tmp;
+  const std::string file = tmp.Sub("w.tsv");
+  std::string text;
+  // Weight of edge i -> i + 1: 1, 2, 3 or 4 by i % 4 (mean 2.5).
+  for (int i = 0; i < 40000; ++i) absl::StrAppend(&text, i, "\t", i + 1, "\t", 1 + i % 4, "\n");
+  WriteWholeFile(file, text);
+  ImportOptions o;
+  o.out = tmp.Sub("g");
+  o.files = {file};
+  o.threads = 2;
+  o.integer_ids = true;
+  o.weight_column = 2;
+  ASSERT_TRUE(ImportGraph(o).ok());
+  auto g = Graph::Open(o.out);
+  ASSERT_TRUE(g.ok());
+  ASSERT_EQ((*g)->manifest().edge_weight_stats.mean, 2.5);
+  std::vector<std::string> names;
+  ASSERT_TRUE((*g)->ForEachNodeName(0,
+                                    [&](uint32_t, std::string_view name) {
+                                      names.emplace_back(name);
+                                      return absl::OkStatus();
+                                    })
+                  .ok());
+  auto weight_of = [&](const Edge& e) { return 1 + std::stoi(names[e.src]) % 4; };
+
+  // Copies of each edge (by its index i = the source's name) read from all
+  // windows, and whether each weight read equals its edge's.
+  auto read = [&](BucketReadSpec spec, std::vector<int>* copies, bool* weights_ok) {
+    IoExecutor io(2);
+    BucketWindowReader reader(g->get(), &io, spec, 5000);
+    copies->assign(40000, 0);
+    *weights_ok = true;
+    while (true) {
+      auto w = reader.Next();
+      ASSERT_TRUE(w.ok()) << w.status();
+      if (*w == nullptr) break;
+      const EdgeWindow& window = **w;
+      ASSERT_EQ(window.weights.size(), spec.weights ? window.edges.size() : 0u);
+      for (size_t k = 0; k < window.edges.size(); ++k) {
+        const Edge& e = window.edges[k];
+        ++(*copies)[std::stoi(names[e.src])];
+        if (spec.weights && window.weights[k] != static_cast<float>(weight_of(e))) {
+          *weights_ok = false;
+        }
+      }
+    }
+  };
+  BucketReadSpec spec;
+  spec.seed = 5;
+  spec.weights = true;
+  std::vector<int> copies;
+  bool weights_ok = false;
+  ASSERT_NO_FATAL_FAILURE(read(spec, &copies, &weights_ok));
+  EXPECT_TRUE(weights_ok);
+  EXPECT_EQ(std::count(copies.begin(), copies.end(), 1), 40000);
+
+  spec.weights = false;
+  spec.weight_sample_mean = 2.5;
+  ASSERT_NO_FATAL_FAILURE(read(spec, &copies, &weights_ok));
+  // Per weight class, the mean copies are w / 2.5 (10000 edges each: the
+  // standard error of a class mean is below 0.005).
+  for (int w = 1; w <= 4; ++w) {
+    double sum = 0;
+    for (int i = w - 1; i < 40000; i += 4) sum += copies[i];
+    EXPECT_NEAR(sum / 10000, w / 2.5, 0.03) << "weight " << w;
+  }
+  // Weight 4 / 2.5 = 1.6: one or two copies, never 0 or 3.
+  for (int i = 3; i < 40000; i += 4) ASSERT_TRUE(copies[i] == 1 || copies[i] == 2) << i;
+  std::vector<int> again;
+  ASSERT_NO_FATAL_FAILURE(read(spec, &again, &weights_ok));
+  EXPECT_EQ(again, copies);
+  spec.seed = 6;
+  ASSERT_NO_FATAL_FAILURE(read(spec, &again, &weights_ok));
+  EXPECT_NE(again, copies);
 }
 
 TEST(EdgeWeightsDeviceTest, DeviceTrainersRefuseWeightedLosses) {
