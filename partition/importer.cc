@@ -8,7 +8,9 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <optional>
+#include <type_traits>
 
 #include <tbb/task_arena.h>
 
@@ -72,6 +74,7 @@ struct ParseToken {
   FileFormat format;
   bool skip_first_line = false;
   std::vector<EdgeRecord> edges;
+  std::vector<float> weights;               // weighted imports: edges[i]'s weight
   std::vector<std::string_view> rel_names;  // local id -> name
   std::optional<std::pair<uint64_t, std::string>> bad_line;  // (line, why)
   std::array<uint64_t, kNumRejectReasons> rejected{};
@@ -80,9 +83,35 @@ struct ParseToken {
   absl::Status status;
 };
 
-std::string BadLineMessage(RejectReason reason, std::string_view line,
-                           const LineFormat& format) {
+// A weighted import's record: the edge and its weight (ImportOptions::
+// weight_column). Unweighted imports keep to the smaller EdgeRecord.
+struct WeightedEdgeRecord {
+  EdgeRecord edge;
+  float weight;
+  uint32_t unused;
+};
+static_assert(sizeof(WeightedEdgeRecord) == 32);
+EdgeRecord& Base(EdgeRecord& r) { return r; }
+EdgeRecord& Base(WeightedEdgeRecord& r) { return r.edge; }
+const EdgeRecord& Base(const EdgeRecord& r) { return r; }
+const EdgeRecord& Base(const WeightedEdgeRecord& r) { return r.edge; }
+
+// `weight_text`: the weight column's field, for the weight reasons.
+std::string BadLineMessage(RejectReason reason, std::string_view line, const LineFormat& format,
+                           std::string_view weight_text = {}) {
+  const auto weight_is = [&](std::string_view what) {
+    return absl::StrCat("weight '", PrintableSnippet(weight_text), "' (column ", format.weight_col,
+                        ") ", std::string(what), " in '", PrintableSnippet(line), "'");
+  };
   switch (reason) {
+    case RejectReason::kBadWeight:
+      return weight_is("is not a finite number");
+    case RejectReason::kNegativeWeight:
+      return weight_is("is negative; weights must be above 0");
+    case RejectReason::kZeroWeight:
+      return weight_is(
+          "is 0; weights must be above 0 (drop such lines from the input, or pass "
+          "--skip-bad-lines to count and skip them)");
     case RejectReason::kTooFewColumns:
       return absl::StrCat("too few columns: expected ", format.min_fields(),
                           ", got ", CountFields(line, format.delimiter),
@@ -130,9 +159,25 @@ class Importer {
   absl::Status TranslateAndWriteEdges();
   absl::Status LoadSlotRange(RecordReader* reader, uint32_t range,
                              std::optional<SlotRecord>* pending);
-  absl::Status Distribute(const std::string& in_path, const std::string& prefix,
-                          bool by_src, bool translate_src);
-  absl::Status EmitChunk(std::vector<EdgeRecord>* records);
+  absl::Status Distribute(const std::string& in_path, const std::string& prefix, bool by_src,
+                          bool translate_src) {
+    return weighted()
+               ? DistributeRecords<WeightedEdgeRecord>(in_path, prefix, by_src, translate_src)
+               : DistributeRecords<EdgeRecord>(in_path, prefix, by_src, translate_src);
+  }
+  // Rec: EdgeRecord, or WeightedEdgeRecord in a weighted import.
+  template <typename Rec>
+  absl::Status DistributeRecords(const std::string& in_path, const std::string& prefix, bool by_src,
+                                 bool translate_src);
+  template <typename Rec>
+  absl::Status EmitChunk(std::vector<Rec>* records);
+  template <typename Rec>
+  absl::Status ProcessSpill(const std::string& path, bool translate_src, bool whole_file_chunk);
+  bool weighted() const { return options_.weight_column >= 0; }
+  // Bytes of one spilled edge.
+  size_t record_bytes() const {
+    return weighted() ? sizeof(WeightedEdgeRecord) : sizeof(EdgeRecord);
+  }
   uint32_t RangeOf(uint64_t key) const {
     return range_bits_ == 0 ? 0 : static_cast<uint32_t>(key >> (64 - range_bits_));
   }
@@ -167,6 +212,10 @@ class Importer {
   std::unique_ptr<NodeAggregator> nodes_;
   std::unique_ptr<RecordWriter> edge_spill_;
   uint64_t num_records_ = 0;
+  // Weighted imports: the weights of the edges read (ImportSummary).
+  float weight_min_ = std::numeric_limits<float>::infinity();
+  float weight_max_ = 0;
+  double weight_sum_ = 0;
   absl::flat_hash_map<std::string, uint32_t> relation_ids_;
   std::vector<std::string> relations_;
 
@@ -202,12 +251,16 @@ absl::Status Importer::DetectFormat(const LineChunk& chunk, const std::string& n
     f.delimiter = options_.delimiter != '\0' ? options_.delimiter
                                              : DetectDelimiter(line);
     const int fields = CountFields(line, f.delimiter);
-    if (options_.columns.empty() && fields > 3) {
+    const int weight_col = options_.weight_column;
+    // Without --columns the id columns are the fields other than the weight.
+    const int id_fields = fields - (weight_col >= 0 && weight_col < fields ? 1 : 0);
+    if (options_.columns.empty() && id_fields > 3) {
       return absl::InvalidArgumentError(absl::StrCat(
           name, ":", line_no, ": ", fields, " columns in '", PrintableSnippet(line),
-          "': without --columns ember reads 2 columns as SRC DST and 3 as SRC REL DST; say "
-          "which columns hold the ids with --columns SRC,DST or SRC,REL,DST (0-based; e.g. "
-          "--columns 0,1 for `user item rating timestamp` lines)"));
+          "': without --columns ember reads 2 columns as SRC DST and 3 as SRC REL DST",
+          weight_col >= 0 ? " (besides the --weight-column)" : "",
+          "; say which columns hold the ids with --columns SRC,DST or SRC,REL,DST (0-based; "
+          "e.g. --columns 0,1 --weight-column 2 for `user item rating timestamp` lines)"));
     }
     if (!columns_.has_value()) {
       LineFormat cols;
@@ -218,16 +271,27 @@ absl::Status Importer::DetectFormat(const LineChunk& chunk, const std::string& n
         cols.src_col = options_.columns[0];
         cols.rel_col = options_.columns[1];
         cols.dst_col = options_.columns[2];
-      } else if (fields >= 3) {
-        cols.src_col = 0;
-        cols.rel_col = 1;
-        cols.dst_col = 2;
+      } else {
+        // The first 2 or 3 fields that are not the weight's.
+        std::vector<int> order;
+        for (int c = 0; static_cast<int>(order.size()) < 3; ++c) {
+          if (c != weight_col) order.push_back(c);
+        }
+        cols.src_col = order[0];
+        if (id_fields >= 3) {
+          cols.rel_col = order[1];
+          cols.dst_col = order[2];
+        } else {
+          cols.dst_col = order[1];
+        }
       }
+      cols.weight_col = weight_col;
       columns_ = cols;
     }
     f.src_col = columns_->src_col;
     f.rel_col = columns_->rel_col;
     f.dst_col = columns_->dst_col;
+    f.weight_col = columns_->weight_col;
     format->line = f;
     format->known = true;
     format->first_data_line = line_no;
@@ -284,7 +348,7 @@ void Importer::ParseChunk(ParseToken* t) const {
       if (!t->format.known) reason = RejectReason::kTooFewColumns;
       ++t->rejected[static_cast<int>(reason)];
       if (!options_.skip_bad_lines) {
-        std::string why = BadLineMessage(reason, line, format);
+        std::string why = BadLineMessage(reason, line, format, parsed.weight_text);
         if (line_no == t->format.first_data_line && reason == RejectReason::kNonNumericId &&
             !t->skip_first_line) {
           absl::StrAppend(&why, " (a header? pass --header to skip each file's first line)");
@@ -339,6 +403,7 @@ void Importer::ParseChunk(ParseToken* t) const {
                                     rel_key, dst_key);
     t->edges.push_back(EdgeRecord{src_key, dst_key, rel,
                                   static_cast<uint8_t>(split), 0, 0});
+    if (format.weight_col >= 0) t->weights.push_back(parsed.weight);
     const bool train = split == Split::kTrain;
     const uint64_t where = file_where | line_no;
     occurrences.push_back({src_key, parsed.src, train, static_cast<uint16_t>(types.src), where});
@@ -366,8 +431,21 @@ absl::Status Importer::AbsorbChunk(ParseToken* t) {
       for (EdgeRecord& e : t->edges) e.rel = remap[e.rel];
     }
   }
-  RETURN_IF_ERROR(edge_spill_->Append(t->edges.data(),
-                                      t->edges.size() * sizeof(EdgeRecord)));
+  if (weighted()) {
+    EMBER_CHECK(t->weights.size() == t->edges.size());
+    std::vector<WeightedEdgeRecord> records(t->edges.size());
+    for (size_t i = 0; i < records.size(); ++i) {
+      const float w = t->weights[i];
+      records[i] = WeightedEdgeRecord{t->edges[i], w, 0};
+      weight_min_ = std::min(weight_min_, w);
+      weight_max_ = std::max(weight_max_, w);
+      weight_sum_ += w;
+    }
+    RETURN_IF_ERROR(
+        edge_spill_->Append(records.data(), records.size() * sizeof(WeightedEdgeRecord)));
+  } else {
+    RETURN_IF_ERROR(edge_spill_->Append(t->edges.data(), t->edges.size() * sizeof(EdgeRecord)));
+  }
   num_records_ += t->edges.size();
   summary_.lines += t->data_lines;
   summary_.self_loops_dropped += t->self_loops;
@@ -646,6 +724,12 @@ absl::Status Importer::OpenForAppend() {
         options_.out, " was imported ", m.integer_ids ? "with" : "without",
         " --integer-ids; append with the same setting"));
   }
+  if (m.edge_weights) {
+    return absl::UnimplementedError(
+        absl::StrCat(options_.out,
+                     " is a weighted graph (imported with --weight-column); --append does not "
+                     "support weighted graphs yet: import the graph again with all its edges"));
+  }
   num_partitions_ = m.num_partitions;
   partition_sizes_ = m.partition_sizes;
   schema_ = SchemaOf(m);
@@ -684,9 +768,9 @@ absl::Status Importer::LoadSlotRange(RecordReader* reader, uint32_t range,
 // Reads edge records from `in_path`, translates the src endpoint with the
 // loaded slot range when `translate_src`, and appends each record to
 // `prefix-<r>` where r is the key range of its src (by_src) or dst endpoint.
-absl::Status Importer::Distribute(const std::string& in_path,
-                                  const std::string& prefix, bool by_src,
-                                  bool translate_src) {
+template <typename Rec>
+absl::Status Importer::DistributeRecords(const std::string& in_path, const std::string& prefix,
+                                         bool by_src, bool translate_src) {
   const uint32_t ranges = 1u << range_bits_;
   ASSIGN_OR_RETURN(auto reader, RecordReader::Open(in_path));
   std::vector<std::unique_ptr<RecordWriter>> outs(ranges);
@@ -699,14 +783,14 @@ absl::Status Importer::Distribute(const std::string& in_path,
     outs[r] = std::move(w).value();
   }
   ++chunk_id_;
-  std::vector<EdgeRecord> buf(1 << 16);
+  std::vector<Rec> buf(1 << 16);
   while (true) {
-    ASSIGN_OR_RETURN(size_t got, reader->Read(buf.data(), buf.size() * sizeof(EdgeRecord)));
-    if (got % sizeof(EdgeRecord) != 0) return absl::DataLossError("truncated edge spill");
-    const size_t n = got / sizeof(EdgeRecord);
+    ASSIGN_OR_RETURN(size_t got, reader->Read(buf.data(), buf.size() * sizeof(Rec)));
+    if (got % sizeof(Rec) != 0) return absl::DataLossError("truncated edge spill");
+    const size_t n = got / sizeof(Rec);
     if (n == 0) break;
     for (size_t i = 0; i < n; ++i) {
-      EdgeRecord& e = buf[i];
+      EdgeRecord& e = Base(buf[i]);
       if (translate_src) {
         const uint64_t* slot = slots_.Find(e.src);
         if (slot == nullptr) return absl::InternalError("edge endpoint missing from node table");
@@ -714,21 +798,24 @@ absl::Status Importer::Distribute(const std::string& in_path,
         e.flags |= kSrcSlot;
       }
       const uint32_t r = RangeOf(by_src ? e.src : e.dst);
-      RETURN_IF_ERROR(outs[r]->Append(&e, sizeof(e)));
+      RETURN_IF_ERROR(outs[r]->Append(&buf[i], sizeof(Rec)));
     }
   }
   for (auto& w : outs) RETURN_IF_ERROR(w->Close());
   return absl::OkStatus();
 }
 
-absl::Status Importer::EmitChunk(std::vector<EdgeRecord>* records) {
+template <typename Rec>
+absl::Status Importer::EmitChunk(std::vector<Rec>* records) {
+  constexpr bool kWeighted = std::is_same_v<Rec, WeightedEdgeRecord>;
   const uint32_t P = num_partitions_;
   const uint64_t groups = uint64_t{3} * P * P;
   std::vector<uint64_t> start(groups + 1, 0);
   auto group_of = [P](const EdgeRecord& e) {
     return (uint64_t{SlotPartition(e.src)} * 3 + e.split) * P + SlotPartition(e.dst);
   };
-  for (EdgeRecord& e : *records) {
+  for (Rec& rec : *records) {
+    EdgeRecord& e = Base(rec);
     if (!options_.inductive && e.split != static_cast<uint8_t>(Split::kTrain) &&
         !(SlotInTrain(e.src) && SlotInTrain(e.dst))) {
       e.split = static_cast<uint8_t>(Split::kTrain);
@@ -738,11 +825,14 @@ absl::Status Importer::EmitChunk(std::vector<EdgeRecord>* records) {
   }
   for (uint64_t g = 0; g < groups; ++g) start[g + 1] += start[g];
   std::vector<Edge> edges(records->size());
+  std::vector<float> weights(kWeighted ? records->size() : 0);
   {
     std::vector<uint64_t> pos(start.begin(), start.end() - 1);
-    for (const EdgeRecord& e : *records) {
-      edges[pos[group_of(e)]++] =
-          Edge{SlotOffset(e.src), e.rel, SlotOffset(e.dst)};
+    for (const Rec& rec : *records) {
+      const EdgeRecord& e = Base(rec);
+      const uint64_t at = pos[group_of(e)]++;
+      edges[at] = Edge{SlotOffset(e.src), e.rel, SlotOffset(e.dst)};
+      if constexpr (kWeighted) weights[at] = rec.weight;
     }
   }
   std::vector<uint64_t> end(start.begin() + 1, start.end());
@@ -771,9 +861,15 @@ absl::Status Importer::EmitChunk(std::vector<EdgeRecord>* records) {
       for (int s = 0; s < kNumSplits; ++s) {
         for (uint32_t pd = 0; pd < P; ++pd) {
           const uint64_t g = (uint64_t{ps} * 3 + s) * P + pd;
-          RETURN_IF_ERROR(run->AddEdges(
-              static_cast<Split>(s), pd,
-              std::span<const Edge>(edges.data() + start[g], end[g] - start[g])));
+          const std::span<const Edge> bucket(edges.data() + start[g], end[g] - start[g]);
+          if constexpr (kWeighted) {
+            // No dedupe with weights (ImportOptions::Validate): end == start + count.
+            RETURN_IF_ERROR(run->AddWeightedEdges(
+                static_cast<Split>(s), pd, bucket,
+                std::span<const float>(weights.data() + start[g], bucket.size())));
+          } else {
+            RETURN_IF_ERROR(run->AddEdges(static_cast<Split>(s), pd, bucket));
+          }
         }
       }
       return run->Finish();
@@ -785,6 +881,48 @@ absl::Status Importer::EmitChunk(std::vector<EdgeRecord>* records) {
   return absl::OkStatus();
 }
 
+// Translates the endpoints of the spilled records at `path` (the src too when
+// `translate_src`) with the loaded slot range and emits them, in chunks of
+// chunk_edges_ records or all at once (`whole_file_chunk`).
+template <typename Rec>
+absl::Status Importer::ProcessSpill(const std::string& path, bool translate_src,
+                                    bool whole_file_chunk) {
+  ASSIGN_OR_RETURN(auto reader, RecordReader::Open(path));
+  const uint64_t total = reader->file_bytes() / sizeof(Rec);
+  uint64_t done = 0;
+  const uint64_t per_chunk = whole_file_chunk ? std::max<uint64_t>(total, 1) : chunk_edges_;
+  std::vector<Rec> records;
+  while (done < total) {
+    const uint64_t n = std::min(per_chunk, total - done);
+    records.resize(n);
+    RETURN_IF_ERROR(reader->ReadExactly(records.data(), n * sizeof(Rec)));
+    std::atomic<bool> missing{false};
+    ParallelForRanges(0, n, 1 << 14, [&](size_t begin, size_t end) {
+      for (uint64_t i = begin; i < end; ++i) {
+        EdgeRecord& e = Base(records[i]);
+        if (translate_src) {
+          const uint64_t* s = slots_.Find(e.src);
+          if (s == nullptr) {
+            missing = true;
+            continue;
+          }
+          e.src = *s;
+        }
+        const uint64_t* d = slots_.Find(e.dst);
+        if (d == nullptr) {
+          missing = true;
+          continue;
+        }
+        e.dst = *d;
+      }
+    });
+    if (missing) return absl::InternalError("edge endpoint missing from node table");
+    RETURN_IF_ERROR(EmitChunk(&records));
+    done += n;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Importer::TranslateAndWriteEdges() {
   train_bucket_edges_.assign(uint64_t{num_partitions_} * num_partitions_, 0);
   // Memory plan: the slot table (or one key range of it) and one chunk of
@@ -792,7 +930,9 @@ absl::Status Importer::TranslateAndWriteEdges() {
   const uint64_t budget = options_.memory_budget;
   const uint64_t slot_bytes = num_nodes_ * NodeSlotTable::kBytesPerNode;
   const uint64_t chunk_bytes = std::max<uint64_t>(budget * 3 / 10, 16 << 20);
-  chunk_edges_ = std::max<uint64_t>(chunk_bytes / (sizeof(EdgeRecord) + sizeof(Edge) + 8), 1 << 16);
+  chunk_edges_ = std::max<uint64_t>(
+      chunk_bytes / (record_bytes() + sizeof(Edge) + (weighted() ? sizeof(float) : 0) + 8),
+      1 << 16);
   uint64_t ranges = 1;
   if (slot_bytes > budget * 45 / 100) {
     ranges = (slot_bytes + budget * 3 / 10 - 1) / (budget * 3 / 10);
@@ -813,35 +953,8 @@ absl::Status Importer::TranslateAndWriteEdges() {
 
   auto process_file = [&](const std::string& path, bool translate_src,
                           bool whole_file_chunk) -> absl::Status {
-    ASSIGN_OR_RETURN(auto reader, RecordReader::Open(path));
-    const uint64_t total = reader->file_bytes() / sizeof(EdgeRecord);
-    uint64_t done = 0;
-    const uint64_t per_chunk = whole_file_chunk ? std::max<uint64_t>(total, 1) : chunk_edges_;
-    std::vector<EdgeRecord> records;
-    while (done < total) {
-      const uint64_t n = std::min(per_chunk, total - done);
-      records.resize(n);
-      RETURN_IF_ERROR(reader->ReadExactly(records.data(), n * sizeof(EdgeRecord)));
-      std::atomic<bool> missing{false};
-      ParallelForRanges(0, n, 1 << 14,
-                        [&](size_t begin, size_t end) {
-                          for (uint64_t i = begin; i < end; ++i) {
-                            EdgeRecord& e = records[i];
-                            if (translate_src) {
-                              const uint64_t* s = slots_.Find(e.src);
-                              if (s == nullptr) { missing = true; continue; }
-                              e.src = *s;
-                            }
-                            const uint64_t* d = slots_.Find(e.dst);
-                            if (d == nullptr) { missing = true; continue; }
-                            e.dst = *d;
-                          }
-                        });
-      if (missing) return absl::InternalError("edge endpoint missing from node table");
-      RETURN_IF_ERROR(EmitChunk(&records));
-      done += n;
-    }
-    return absl::OkStatus();
+    return weighted() ? ProcessSpill<WeightedEdgeRecord>(path, translate_src, whole_file_chunk)
+                      : ProcessSpill<EdgeRecord>(path, translate_src, whole_file_chunk);
   };
 
   const std::string spill = Scratch("edges.spill");
@@ -934,6 +1047,10 @@ absl::StatusOr<ImportSummary> Importer::Run() {
   }
 
   RETURN_IF_ERROR(ReadAndParse());
+  if (weighted()) {
+    summary_.weights =
+        EdgeWeightStats{weight_min_, weight_sum_ / static_cast<double>(num_records_), weight_max_};
+  }
   if (!options_.append &&
       std::find(type_parts_.begin(), type_parts_.end(), 0u) != type_parts_.end()) {
     RETURN_IF_ERROR(ChoosePartitions());
@@ -971,6 +1088,10 @@ absl::StatusOr<ImportSummary> Importer::Run() {
     m.degree = degree_;
     m.num_features = summary_.features.vocab_size;
     m.partitions_auto = summary_.partitions_auto;
+    if (weighted()) {
+      m.SetEdgeWeights(true);
+      m.edge_weight_stats = summary_.weights;
+    }
   }
   m.num_partitions = num_partitions_;
   m.partition_sizes = partition_sizes_;
@@ -1061,6 +1182,28 @@ absl::Status ImportOptions::Validate() const {
   }
   if (columns.size() != 0 && columns.size() != 2 && columns.size() != 3) {
     return absl::InvalidArgumentError("--columns takes SRC,DST or SRC,REL,DST");
+  }
+  if (weight_column >= 0) {
+    if (weight_column > 1000) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--weight-column ", weight_column, " is outside [0, 1000]"));
+    }
+    if (std::find(columns.begin(), columns.end(), weight_column) != columns.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--weight-column ", weight_column,
+                       " is also named by --columns: the weight needs a "
+                       "column of its own"));
+    }
+    if (dedupe) {
+      return absl::InvalidArgumentError(
+          "--dedupe does not apply to weighted imports (--weight-column): repeated edges would "
+          "need their weights merged; merge them in the input");
+    }
+    if (append) {
+      return absl::InvalidArgumentError(
+          "--weight-column does not apply to --append: weighted graphs cannot be appended to "
+          "yet");
+    }
   }
   int stdin_inputs = 0;
   for (const auto* list : {&files, &valid_files, &test_files, &node_feature_files}) {

@@ -82,6 +82,13 @@ struct ImportOptions {
   char delimiter = '\0';                 // '\0': detect per file
   std::vector<int> columns;              // empty: 2 fields -> src dst,
                                          // 3 -> src rel dst, more refused
+  // 0-based column of each edge's weight (a finite number above 0), or -1
+  // for an unweighted graph. Without `columns` the ids are read from the
+  // other fields as above. A weighted graph stores an f32 per edge
+  // (Manifest::edge_weights). Not with `dedupe` or `append`. Lines whose
+  // weight is not a number, is negative or is 0 are bad lines
+  // (RejectReason::kBadWeight, kNegativeWeight, kZeroWeight). Default: -1.
+  int weight_column = -1;
   bool header = false;                   // skip each file's first line
   bool integer_ids = false;              // ids are non-negative integers
   bool dedupe = false;                   // drop repeated (src, rel, dst)
@@ -127,6 +134,7 @@ struct ImportSummary {
   uint32_t key_ranges = 1;      // >1: the slot table did not fit the budget
   uint64_t new_nodes = 0;       // with append: nodes not in the graph before
   FeatureImportSummary features;  // with node_feature_files
+  EdgeWeightStats weights;        // with weight_column: over the edges read
   // Nodes and partitions of each type (one entry, named "", when untyped).
   struct TypeCount {
     std::string name;

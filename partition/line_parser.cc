@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -93,15 +94,19 @@ std::string_view RejectReasonName(RejectReason reason) {
       return "binary_data";
     case RejectReason::kInvalidUtf8:
       return "invalid_utf8";
+    case RejectReason::kBadWeight:
+      return "bad_weight";
+    case RejectReason::kNegativeWeight:
+      return "negative_weight";
+    case RejectReason::kZeroWeight:
+      return "zero_weight";
     case RejectReason::kCount:
       break;
   }
   return "unknown";
 }
 
-int LineFormat::min_fields() const {
-  return std::max({src_col, rel_col, dst_col}) + 1;
-}
+int LineFormat::min_fields() const { return std::max({src_col, rel_col, dst_col, weight_col}) + 1; }
 
 absl::StatusOr<char> ParseDelimiterFlag(std::string_view text) {
   if (text == "auto") return '\0';
@@ -134,6 +139,27 @@ absl::StatusOr<std::vector<int>> ParseColumnsFlag(std::string_view text) {
         absl::StrCat("--columns '", std::string(text), "': a column is named twice"));
   }
   return cols;
+}
+
+bool ParseEdgeWeight(std::string_view text, float* out, RejectReason* reason) {
+  float w = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), w);
+  // from_chars reads "nan" and "inf" as numbers; a value past float's range
+  // is result_out_of_range.
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(w)) {
+    *reason = RejectReason::kBadWeight;
+    return false;
+  }
+  if (w < 0 || std::signbit(w)) {
+    *reason = w == 0 ? RejectReason::kZeroWeight : RejectReason::kNegativeWeight;
+    return false;
+  }
+  if (w == 0) {
+    *reason = RejectReason::kZeroWeight;
+    return false;
+  }
+  *out = w;
+  return true;
 }
 
 bool IsSkippableLine(std::string_view line) {
@@ -248,6 +274,10 @@ bool ParseEdgeLine(std::string_view line, const LineFormat& format,
   out->dst = f[format.dst_col];
   out->rel = format.rel_col >= 0 ? f[format.rel_col] : std::string_view();
   if (format.rel_col >= 0 && !ValidateStringId(out->rel, reason)) return false;
+  if (format.weight_col >= 0) {
+    out->weight_text = f[format.weight_col];
+    if (!ParseEdgeWeight(out->weight_text, &out->weight, reason)) return false;
+  }
   if (format.integer_ids) {
     return ParseIntegerId(out->src, &out->src_id, reason) &&
            ParseIntegerId(out->dst, &out->dst_id, reason);

@@ -21,6 +21,9 @@ enum class RejectReason : uint8_t {
   kIdOutOfRange,
   kBinaryData,
   kInvalidUtf8,
+  kBadWeight,       // not a finite number (--weight-column)
+  kNegativeWeight,  // below 0
+  kZeroWeight,      // exactly 0: the edge would teach nothing
   kCount,
 };
 inline constexpr int kNumRejectReasons = static_cast<int>(RejectReason::kCount);
@@ -33,6 +36,7 @@ struct LineFormat {
   int src_col = 0;
   int rel_col = -1;  // -1: no relation column (one relation)
   int dst_col = 1;
+  int weight_col = -1;  // -1: unweighted; else the column of an f32 weight
   bool integer_ids = false;
   int min_fields() const;
 };
@@ -42,6 +46,9 @@ struct LineFormat {
 absl::StatusOr<char> ParseDelimiterFlag(std::string_view text);
 // `--columns` values: "SRC,DST" or "SRC,REL,DST", 0-based.
 absl::StatusOr<std::vector<int>> ParseColumnsFlag(std::string_view text);
+// Parses an edge weight: a finite number above 0 (decimal or exponent
+// notation, as strtof reads it). Sets *reason otherwise.
+bool ParseEdgeWeight(std::string_view text, float* out, RejectReason* reason);
 
 // Blank lines and comments (first non-blank character '#' or '%').
 bool IsSkippableLine(std::string_view line);
@@ -57,6 +64,8 @@ struct ParsedLine {
   std::string_view dst;
   uint64_t src_id = 0;  // set under integer_ids
   uint64_t dst_id = 0;
+  std::string_view weight_text;  // the weight column's field (weighted formats)
+  float weight = 1.0f;           // set when the format has a weight column
 };
 
 // Parses a data line (not skippable; without '\n'; a trailing '\r' is

@@ -432,10 +432,12 @@ namespace {
 class RocksEdgeBlockCursor final : public EdgeBlockCursor {
  public:
   // Blocks of generations in [min_generation, max_generation] of `split`'s
-  // bucket (src_part, dst_part), whose shard is `shard`.
+  // bucket (src_part, dst_part), whose shard is `shard`; `weighted`: the
+  // blocks carry weights (Manifest::edge_weights).
   RocksEdgeBlockCursor(const Db& shard, Split split, uint32_t src_part, uint32_t dst_part,
-                       uint32_t min_generation, uint32_t max_generation)
+                       uint32_t min_generation, uint32_t max_generation, bool weighted)
       : shard_(shard),
+        weighted_(weighted),
         split_(split),
         src_part_(src_part),
         dst_part_(dst_part),
@@ -471,7 +473,8 @@ class RocksEdgeBlockCursor final : public EdgeBlockCursor {
           static_cast<unsigned char>(key[prefix_.size() + 1]));
       if (generation < min_generation_ || generation > max_generation_) continue;
       const rocksdb::Slice v = it_->value();
-      absl::StatusOr<EdgeBlockView> block = ParseEdgeBlock(std::string_view(v.data(), v.size()));
+      absl::StatusOr<EdgeBlockView> block =
+          ParseEdgeBlock(std::string_view(v.data(), v.size()), weighted_);
       if (!block.ok()) {
         return absl::DataLossError(absl::StrCat(Where(), ": ", block.status().message()));
       }
@@ -493,6 +496,7 @@ class RocksEdgeBlockCursor final : public EdgeBlockCursor {
   }
 
   const Db& shard_;
+  const bool weighted_;
   const Split split_;
   const uint32_t src_part_, dst_part_;
   const uint32_t min_generation_, max_generation_;
@@ -511,9 +515,9 @@ absl::StatusOr<std::unique_ptr<EdgeBlockCursor>> Graph::OpenEdgeBlocks(
     Split split, uint32_t src_part, uint32_t dst_part, uint32_t min_generation) const {
   RETURN_IF_ERROR(rep_->CheckPartition(src_part, "ForEachEdgeBlock"));
   RETURN_IF_ERROR(rep_->CheckPartition(dst_part, "ForEachEdgeBlock"));
-  return std::make_unique<RocksEdgeBlockCursor>(rep_->shards[src_part], split, src_part,
-                                                dst_part, min_generation,
-                                                rep_->manifest.edge_generation);
+  return std::make_unique<RocksEdgeBlockCursor>(rep_->shards[src_part], split, src_part, dst_part,
+                                                min_generation, rep_->manifest.edge_generation,
+                                                rep_->manifest.edge_weights);
 }
 
 absl::Status Graph::ForEachEdgeBlock(

@@ -49,6 +49,18 @@ EdgeRunWriter::~EdgeRunWriter() = default;
 
 absl::Status EdgeRunWriter::AddEdges(Split split, uint32_t dst_partition,
                                      std::span<const Edge> edges) {
+  return Add(split, dst_partition, edges, nullptr);
+}
+
+absl::Status EdgeRunWriter::AddWeightedEdges(Split split, uint32_t dst_partition,
+                                             std::span<const Edge> edges,
+                                             std::span<const float> weights) {
+  EMBER_CHECK(weights.size() == edges.size());
+  return Add(split, dst_partition, edges, weights.data());
+}
+
+absl::Status EdgeRunWriter::Add(Split split, uint32_t dst_partition, std::span<const Edge> edges,
+                                const float* weights) {
   RETURN_IF_ERROR(status_);
   if (!started_ || split != split_ || dst_partition != dst_partition_) {
     started_ = true;
@@ -63,8 +75,11 @@ absl::Status EdgeRunWriter::AddEdges(Split split, uint32_t dst_partition,
                  std::string(SplitName(split)), ", dst partition ", dst_partition, ") in one run"));
     }
     const size_t n = std::min<size_t>(kMaxEdgesPerBlock, edges.size() - b);
-    status_ = run_->Add(EdgeBlockKey(split, dst_partition, seq_base_ | next_block_++),
-                        EncodeEdgeBlock(edges.subspan(b, n)));
+    status_ = run_->Add(
+        EdgeBlockKey(split, dst_partition, seq_base_ | next_block_++),
+        weights == nullptr
+            ? EncodeEdgeBlock(edges.subspan(b, n))
+            : EncodeEdgeBlock(edges.subspan(b, n), std::span<const float>(weights + b, n)));
     RETURN_IF_ERROR(status_);
   }
   return absl::OkStatus();

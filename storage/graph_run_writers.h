@@ -70,9 +70,17 @@ class EdgeRunWriter {
   // inside their partitions.
   absl::Status AddEdges(Split split, uint32_t dst_partition,
                         std::span<const Edge> edges);
+  // As AddEdges, for a weighted graph (Manifest::edge_weights): each block
+  // carries its edges' weights. A run takes weighted or unweighted edges,
+  // never both. REQUIRES: weights.size() == edges.size().
+  absl::Status AddWeightedEdges(Split split, uint32_t dst_partition, std::span<const Edge> edges,
+                                std::span<const float> weights);
   absl::Status Finish();
 
  private:
+  absl::Status Add(Split split, uint32_t dst_partition, std::span<const Edge> edges,
+                   const float* weights);
+
   std::unique_ptr<SortedRunWriter> run_;
   const uint64_t seq_base_;
   bool started_ = false;

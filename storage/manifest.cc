@@ -52,12 +52,25 @@ absl::StatusOr<Manifest> FromJson(const Json& j, const std::string& path) {
   }
   uint64_t format_version = 0;
   RETURN_IF_ERROR(r.Required(j, "format_version", "format_version", &format_version));
-  if (format_version != Manifest::kFormatVersion) {
+  if (format_version != Manifest::kFormatVersion &&
+      format_version != Manifest::kWeightedFormatVersion) {
     return absl::FailedPreconditionError(absl::StrCat(
-        path, ": unsupported format_version ", format_version,
-        " (this ember reads version ", Manifest::kFormatVersion, ")"));
+        path, ": unsupported format_version ", format_version, " (this ember reads versions ",
+        Manifest::kFormatVersion, " and ", Manifest::kWeightedFormatVersion, ")"));
   }
   m.format_version = static_cast<int>(format_version);
+  RETURN_IF_ERROR(r.Optional(j, "edge_weights", "edge_weights", &m.edge_weights));
+  if (m.edge_weights != (format_version == Manifest::kWeightedFormatVersion)) {
+    return r.Error("edge_weights",
+                   absl::StrCat("must be ", m.edge_weights ? "absent or false" : "true",
+                                " in a graph of format_version ", format_version));
+  }
+  if (const Json* w = JsonReader::Find(j, "edge_weight_stats"); w != nullptr) {
+    RETURN_IF_ERROR(r.Object(*w, "edge_weight_stats"));
+    RETURN_IF_ERROR(r.Optional(*w, "min", "edge_weight_stats.min", &m.edge_weight_stats.min));
+    RETURN_IF_ERROR(r.Optional(*w, "mean", "edge_weight_stats.mean", &m.edge_weight_stats.mean));
+    RETURN_IF_ERROR(r.Optional(*w, "max", "edge_weight_stats.max", &m.edge_weight_stats.max));
+  }
 
   RETURN_IF_ERROR(r.Required(j, "num_nodes", "num_nodes", &m.num_nodes));
   RETURN_IF_ERROR(r.Required(j, "num_partitions", "num_partitions", &m.num_partitions));
@@ -164,6 +177,13 @@ absl::StatusOr<Json> ToJson(const Manifest& m) {
   training["state_version"] = m.training.state_version;
   Json j = Json::object();
   j["format_version"] = m.format_version;
+  if (m.edge_weights) {
+    // Unweighted manifests stay as they were: no member for weights.
+    j["edge_weights"] = true;
+    j["edge_weight_stats"] = {{"min", m.edge_weight_stats.min},
+                              {"mean", m.edge_weight_stats.mean},
+                              {"max", m.edge_weight_stats.max}};
+  }
   j["num_nodes"] = m.num_nodes;
   j["num_partitions"] = m.num_partitions;
   j["partition_sizes"] = m.partition_sizes;
@@ -274,9 +294,10 @@ absl::StatusOr<uint32_t> Manifest::FindType(std::string_view name) const {
 }
 
 absl::Status Manifest::Validate() const {
-  if (format_version != kFormatVersion) {
+  if (format_version != (edge_weights ? kWeightedFormatVersion : kFormatVersion)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("unsupported format_version ", format_version));
+        absl::StrCat("unsupported format_version ", format_version, " for a",
+                     edge_weights ? " weighted" : "n unweighted", " graph"));
   }
   if (num_partitions == 0) {
     return absl::InvalidArgumentError("num_partitions must be at least 1");

@@ -82,9 +82,29 @@ struct RelationTypes {
   friend bool operator==(const RelationTypes&, const RelationTypes&) = default;
 };
 
+// The spread of a weighted graph's edge weights (all splits), as imported.
+struct EdgeWeightStats {
+  double min = 0;
+  double mean = 0;
+  double max = 0;
+};
+
 struct Manifest {
+  // Version 1: unweighted edge blocks (12 bytes an edge). Version 2: a
+  // weighted graph (edge_weights), whose blocks add an f32 weight an edge;
+  // older readers refuse it instead of misreading its blocks.
   static constexpr int kFormatVersion = 1;
+  static constexpr int kWeightedFormatVersion = 2;
   int format_version = kFormatVersion;
+  // Whether every edge block carries its edges' weights
+  // (storage/internal/keys.h). REQUIRES: format_version is then
+  // kWeightedFormatVersion, else kFormatVersion (SetEdgeWeights keeps both).
+  bool edge_weights = false;
+  EdgeWeightStats edge_weight_stats;  // with edge_weights
+  void SetEdgeWeights(bool weighted) {
+    edge_weights = weighted;
+    format_version = weighted ? kWeightedFormatVersion : kFormatVersion;
+  }
 
   uint64_t num_nodes = 0;
   uint32_t num_partitions = 1;

@@ -296,6 +296,10 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
   so.min_generation = options_.only_new_edges ? m.edge_generation : 0;
   so.edge_sample = options_.edge_sample;
   so.group_by_relation = relations_.num_relations > 1 && !UsesMixedChunks(options_);
+  so.read_weights = m.edge_weights && options_.edge_weights == EdgeWeightMode::kLoss;
+  if (m.edge_weights && options_.edge_weights == EdgeWeightMode::kSample) {
+    so.weight_sample_mean = m.edge_weight_stats.mean;
+  }
   so.trainers = trainers_.size();
   so.static_split = one_device_kind_;
   so.trainer_per_bucket = options_.pipeline.deterministic;
@@ -368,6 +372,13 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
   for (const DeviceSpec& d : devices) {
     one_device_kind_ &= d.kind == devices[0].kind;
     rows_off_host_ |= d.kind != "cpu";
+    if (d.kind != "cpu" && graph_->manifest().edge_weights &&
+        options_.edge_weights == EdgeWeightMode::kLoss) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--devices ", d.Name(), ": ", graph_->dir(),
+          " is a weighted graph, and the device trainer does not scale losses by edge weights "
+          "yet; train it with --devices cpu, or with --weights sample or --weights ignore"));
+    }
   }
   if (distributed()) {
     // A rank that stops making progress ends the job: MPI's collectives

@@ -54,6 +54,33 @@ class SplitMix64 {
   void Shuffle(std::vector<T>& v) {
     Shuffle(std::span<T>(v));
   }
+  // Shuffles v, and w (empty, or as long as v) by the same swaps: v ends
+  // as Shuffle(v) leaves it, and w[i] stays beside v[i] (per-edge weights
+  // beside their edges).
+  template <typename T, typename U>
+  void ShuffleAlong(std::span<T> v, std::span<U> w) {
+    if (w.empty()) {
+      Shuffle(v);
+      return;
+    }
+    constexpr size_t kDrawAhead = 32;
+    size_t partner[kDrawAhead];
+    size_t next = v.size();
+    auto draw = [&] {
+      const size_t j = Below(next);
+      __builtin_prefetch(&v[j], /*rw=*/1);
+      __builtin_prefetch(&w[j], /*rw=*/1);
+      partner[next % kDrawAhead] = j;
+      --next;
+    };
+    while (next > 1 && v.size() - next < kDrawAhead) draw();
+    for (size_t i = v.size(); i > 1; --i) {
+      const size_t j = partner[i % kDrawAhead];
+      if (next > 1) draw();
+      std::swap(v[i - 1], v[j]);
+      std::swap(w[i - 1], w[j]);
+    }
+  }
 
  private:
   uint64_t state_;

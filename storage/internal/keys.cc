@@ -1,8 +1,10 @@
 #include "storage/internal/keys.h"
 
+#include <bit>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "storage/base/status_macros.h"
 
 namespace ember {
 namespace {
@@ -47,8 +49,12 @@ std::string EdgeBucketPrefix(Split split, uint32_t dst_partition) {
   return key;
 }
 
-std::string EncodeEdgeBlock(std::span<const Edge> edges) {
-  std::string value(4 + 12 * edges.size(), '\0');
+namespace {
+
+// The count and triples of a block; `weight_bytes` more bytes are left for
+// the caller after them.
+std::string EncodeEdgeTriples(std::span<const Edge> edges, size_t weight_bytes) {
+  std::string value(4 + 12 * edges.size() + weight_bytes, '\0');
   char* p = value.data();
   PutLittleEndian32(p, static_cast<uint32_t>(edges.size()));
   p += 4;
@@ -61,28 +67,51 @@ std::string EncodeEdgeBlock(std::span<const Edge> edges) {
   return value;
 }
 
-absl::StatusOr<EdgeBlockView> ParseEdgeBlock(std::string_view value) {
+}  // namespace
+
+std::string EncodeEdgeBlock(std::span<const Edge> edges) { return EncodeEdgeTriples(edges, 0); }
+
+std::string EncodeEdgeBlock(std::span<const Edge> edges, std::span<const float> weights) {
+  EMBER_CHECK(weights.size() == edges.size());
+  std::string value = EncodeEdgeTriples(edges, 4 * weights.size());
+  char* p = value.data() + 4 + 12 * edges.size();
+  for (float w : weights) {
+    PutLittleEndian32(p, std::bit_cast<uint32_t>(w));
+    p += 4;
+  }
+  return value;
+}
+
+absl::StatusOr<EdgeBlockView> ParseEdgeBlock(std::string_view value, bool weighted) {
   if (value.size() < 4) {
     return absl::DataLossError(absl::StrCat(
         "corrupt edge block: ", value.size(), " bytes, need at least 4"));
   }
   const uint32_t count = GetLittleEndian32(value.data());
-  const uint64_t expected = 4 + EdgeBlockView::kEdgeBytes * static_cast<uint64_t>(count);
+  const uint64_t edge_bytes = EdgeBlockView::kEdgeBytes + (weighted ? 4 : 0);
+  const uint64_t expected = 4 + edge_bytes * static_cast<uint64_t>(count);
   if (value.size() != expected) {
-    return absl::DataLossError(
-        absl::StrCat("corrupt edge block: header says ", count, " edges (",
-                     expected, " bytes) but the value has ", value.size(),
-                     " bytes"));
+    return absl::DataLossError(absl::StrCat("corrupt edge block: header says ", count,
+                                            weighted ? " weighted" : "", " edges (", expected,
+                                            " bytes) but the value has ", value.size(), " bytes"));
   }
-  return EdgeBlockView(value.data() + 4, count);
+  const char* edges = value.data() + 4;
+  return EdgeBlockView(edges, count,
+                       weighted ? edges + EdgeBlockView::kEdgeBytes * uint64_t{count} : nullptr);
 }
 
-absl::Status DecodeEdgeBlock(std::string_view value, std::vector<Edge>* out) {
-  absl::StatusOr<EdgeBlockView> block = ParseEdgeBlock(value);
+absl::Status DecodeEdgeBlock(std::string_view value, std::vector<Edge>* out,
+                             std::vector<float>* weights) {
+  absl::StatusOr<EdgeBlockView> block = ParseEdgeBlock(value, weights != nullptr);
   if (!block.ok()) return block.status();
   const size_t at = out->size();
   out->resize(at + block->size());
   block->CopyTo(0, block->size(), out->data() + at);
+  if (weights != nullptr) {
+    const size_t wat = weights->size();
+    weights->resize(wat + block->size());
+    block->CopyWeightsTo(0, block->size(), weights->data() + wat);
+  }
   return absl::OkStatus();
 }
 

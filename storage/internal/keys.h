@@ -23,15 +23,21 @@ namespace ember {
 std::string EdgeBlockKey(Split split, uint32_t dst_partition, uint64_t seq);
 std::string EdgeBucketPrefix(Split split, uint32_t dst_partition);
 
-// Edge block value: [count u32][count x (src u32, rel u32, dst u32)].
-// Blocks hold at most kMaxEdgesPerBlock edges.
+// Edge block value: [count u32][count x (src u32, rel u32, dst u32)], and
+// in a weighted graph (Manifest::edge_weights, format version 2) then
+// [count x weight f32]. Blocks hold at most kMaxEdgesPerBlock edges.
 inline constexpr uint32_t kMaxEdgesPerBlock = 65536;
 std::string EncodeEdgeBlock(std::span<const Edge> edges);
-// The block's edges, viewing `value` (which must outlive the view);
-// DataLoss if the size is inconsistent.
-absl::StatusOr<EdgeBlockView> ParseEdgeBlock(std::string_view value);
-// Appends the block's edges to *out; DataLoss if the size is inconsistent.
-absl::Status DecodeEdgeBlock(std::string_view value, std::vector<Edge>* out);
+// A weighted block. REQUIRES: weights.size() == edges.size().
+std::string EncodeEdgeBlock(std::span<const Edge> edges, std::span<const float> weights);
+// The block's edges (and weights when `weighted`), viewing `value` (which
+// must outlive the view); DataLoss if the size is inconsistent.
+absl::StatusOr<EdgeBlockView> ParseEdgeBlock(std::string_view value, bool weighted = false);
+// Appends the block's edges to *out (and, when `weights` is not null, its
+// weights to *weights, the block being weighted); DataLoss if the size is
+// inconsistent.
+absl::Status DecodeEdgeBlock(std::string_view value, std::vector<Edge>* out,
+                             std::vector<float>* weights = nullptr);
 
 // shard-<p> / `nodes`: [offset u32] -> external id (UTF-8 text).
 std::string NodeOffsetKey(uint32_t offset);

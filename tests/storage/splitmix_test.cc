@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -32,6 +33,30 @@ TEST(SplitMixShuffleTest, IsFisherYatesWithTheSameDraws) {
     for (size_t i = n; i > 1; --i) after.Below(i);
     EXPECT_EQ(rng.Next(), after.Next()) << "size " << n;
   }
+}
+
+// ShuffleAlong moves v as Shuffle does and w's entries beside v's.
+TEST(SplitMixShuffleTest, ShuffleAlongKeepsPairsTogether) {
+  for (size_t n : {0, 1, 2, 31, 32, 33, 1000, 100003}) {
+    std::vector<uint32_t> v(n);
+    std::iota(v.begin(), v.end(), 0u);
+    std::vector<float> w(n);
+    for (size_t i = 0; i < n; ++i) w[i] = 0.5f * static_cast<float>(i);
+    const std::vector<uint32_t> expected = ReferenceShuffle(n + 5, v);
+    SplitMix64 rng(n + 5);
+    rng.ShuffleAlong(std::span<uint32_t>(v), std::span<float>(w));
+    EXPECT_EQ(v, expected) << "size " << n;
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(w[i], 0.5f * static_cast<float>(v[i])) << i;
+    SplitMix64 after(n + 5);
+    for (size_t i = n; i > 1; --i) after.Below(i);
+    EXPECT_EQ(rng.Next(), after.Next()) << "size " << n;
+  }
+  // No weights: as Shuffle.
+  std::vector<uint32_t> v(100);
+  std::iota(v.begin(), v.end(), 0u);
+  const std::vector<uint32_t> expected = ReferenceShuffle(3, v);
+  SplitMix64(3).ShuffleAlong(std::span<uint32_t>(v), std::span<float>());
+  EXPECT_EQ(v, expected);
 }
 
 TEST(SplitMixShuffleTest, MovesEveryPositionUniformly) {

@@ -114,6 +114,53 @@ TEST_F(CliInputTest, FourColumnRatingsAreRefusedUntilColumnsSaysWhich) {
   EXPECT_THAT(r.out, HasSubstr("\"nodes\":6"));
 }
 
+// `user item rating timestamp` with the rating as the edge's weight: the
+// graph says it is weighted, a bad rating names its file and line and
+// leaves nothing behind, and a weight of 1 on every edge exports the same
+// bytes as no weights after a deterministic epoch.
+TEST_F(CliInputTest, RatingsImportAsWeightsAndWeightOneExportsTheSameBytes) {
+  const std::string ratings = Write(
+      "ratings.tsv", "196\t242\t3\t881250949\n186\t302\t4.5\t891717742\n22\t377\t1\t878887116\n");
+  const std::string graph = tmp_.Sub("g");
+  ProcessResult r = Ember(
+      {"import", "--out", graph, "--columns", "0,1", "--weight-column", "2", ratings, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json summary = nlohmann::json::parse(r.out);
+  EXPECT_EQ(summary["weights"]["max"], 4.5) << r.out;
+  nlohmann::json inspected = Inspected(graph);
+  EXPECT_EQ(inspected["format_version"], 2) << inspected;
+  EXPECT_EQ(inspected["edge_weights"]["min"], 1.0) << inspected;
+  r = Ember({"inspect", graph});
+  EXPECT_THAT(r.out, HasSubstr("edge weights   min 1, mean 2.83333, max 4.5"));
+
+  const std::string bad = Write("bad.tsv", "1\t2\t3\t0\n2\t3\t-2\t0\n");
+  r = Ember({"import", "--out", tmp_.Sub("bad"), "--columns", "0,1", "--weight-column", "2", bad,
+             "--quiet"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr(bad + ":2: weight '-2' (column 2) is negative"));
+  EXPECT_FALSE(std::filesystem::exists(tmp_.Sub("bad")));
+
+  std::string plain_text, weighted_text;
+  for (int u = 0; u < 60; ++u) {
+    for (int k = 0; k < 6; ++k) {
+      const std::string edge =
+          "user" + std::to_string(u) + "\titem" + std::to_string((u % 3) + 3 * ((u + 7 * k) % 10));
+      plain_text += edge + "\n";
+      weighted_text += edge + "\t1\n";
+    }
+  }
+  const std::string plain = tmp_.Sub("plain"), weighted = tmp_.Sub("weighted");
+  ASSERT_EQ(
+      Ember({"import", "--out", plain, Write("plain-edges.tsv", plain_text), "--quiet"}).exit_code,
+      0);
+  r = Ember({"import", "--out", weighted, "--weight-column", "2",
+             Write("weighted-edges.tsv", weighted_text), "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string rows = TrainedRows(plain);
+  EXPECT_FALSE(rows.empty());
+  EXPECT_TRUE(rows == TrainedRows(weighted)) << "exported embeddings differ";
+}
+
 TEST_F(CliInputTest, HeaderLineIsNamedWithAWarning) {
   const std::string file = Write("h.tsv", "src\tdst\na\tb\nb\tc\n");
   ProcessResult r = Ember({"import", "--out", tmp_.Sub("g"), file, "--quiet"});

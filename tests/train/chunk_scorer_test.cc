@@ -98,6 +98,7 @@ struct RefChunk {
   // Reciprocal: each slot's record is [w_r, w_{r⁻¹}], of p floats each.
   bool reciprocal = false;
   int p = 0;  // RelationParamSize
+  Vec weights;                                 // per row (ChunkInput::weights); empty: all 1
 
   // Row i's record: w_r (and w_{r⁻¹} after it).
   const double* Rel(int i) const {
@@ -171,8 +172,10 @@ double RefChunkLoss(const ModelOptions& o, const RefChunk& x,
     }
     // The same positive score on both sides, but for a reciprocal model's.
     const double src_pos = RefSrcScore(o, x, i, i);
-    total += RefLoss(o.loss, o.margin, pos, dst);
-    total += RefLoss(o.loss, o.margin, src_pos, src);
+    // An edge's weight scales its loss on both sides, not the regularizer.
+    const double w = x.weights.empty() ? 1.0 : x.weights[i];
+    total += w * RefLoss(o.loss, o.margin, pos, dst);
+    total += w * RefLoss(o.loss, o.margin, src_pos, src);
     if (o.regularizer == Regularizer::kN3) {
       // The positives (s, r, d) and (d, r⁻¹ or r, s), each once.
       const double* s = &x.lhs[i * x.d];
@@ -199,7 +202,7 @@ double RefChunkLoss(const ModelOptions& o, const RefChunk& x,
 // Float test data, and its exact double copy for the reference.
 
 struct FloatChunk {
-  std::vector<float> lhs, rhs, src_negs, dst_negs, rel;
+  std::vector<float> lhs, rhs, src_negs, dst_negs, rel, weights;
   std::vector<uint32_t> slot, lhs_nodes, rhs_nodes;
   ChunkInput input;
 };
@@ -269,6 +272,7 @@ RefChunk ToRef(const ModelOptions& o, const FloatChunk& f) {
   r.rhs_nodes = f.rhs_nodes;
   r.reciprocal = o.reciprocal;
   r.p = RelationParamSize(o.op, o.dim);
+  r.weights.assign(f.weights.begin(), f.weights.end());
   return r;
 }
 
@@ -380,6 +384,48 @@ TEST_P(GradientTest, GroupedChunkWithEndpointNegatives) {
   ExpectGradientsMatchReference(o, f);
 }
 
+// Edge weights (import --weight-column) scale each row's loss on both
+// sides: the reference weighs each edge's two terms, grouped and mixed.
+void AddWeights(FloatChunk* f) {
+  for (int i = 0; i < f->input.chunk; ++i) f->weights.push_back(0.25f + 1.5f * (i % 3));
+  f->input.weights = f->weights.data();
+}
+
+TEST_P(GradientTest, WeightedChunkMatchesCentralDifferencesOfReference) {
+  const ModelOptions o = SmallModel(GetParam());
+  FloatChunk f = MakeChunk(o, 5, 32, 14, /*seed=*/31);
+  AddWeights(&f);
+  AddEndpoints(&f, {0, 1, 2, 3, 4}, {2, 1, 6, 0, 9});
+  ExpectGradientsMatchReference(o, f);
+}
+
+// Every row's weight 2 doubles the loss and every gradient exactly (a
+// power of two scales each product and sum without rounding); weight 1
+// changes nothing, bit for bit.
+TEST_P(GradientTest, UniformWeightsScaleExactly) {
+  const ModelOptions o = SmallModel(GetParam());
+  FloatChunk f = MakeChunk(o, 5, 7, 6, /*seed=*/43);
+  AddEndpoints(&f, {0, 1, 2, 3, 4}, {2, 1, 6, 0, 9});
+  ChunkWorkspace ws(o.dim, 5, 7);
+  Grads plain(f);
+  const float plain_loss = ChunkForwardBackward(o, f.rel.data(), f.input, plain.View(), &ws);
+  for (float w : {1.0f, 2.0f}) {
+    const std::vector<float> weights(5, w);
+    f.input.weights = weights.data();
+    Grads weighted(f);
+    const float loss = ChunkForwardBackward(o, f.rel.data(), f.input, weighted.View(), &ws);
+    EXPECT_EQ(loss, w * plain_loss) << "weight " << w;
+    for (auto [a, b] :
+         {std::pair(&plain.lhs, &weighted.lhs), std::pair(&plain.rhs, &weighted.rhs),
+          std::pair(&plain.src_negs, &weighted.src_negs),
+          std::pair(&plain.dst_negs, &weighted.dst_negs), std::pair(&plain.rel, &weighted.rel)}) {
+      for (size_t k = 0; k < a->size(); ++k) {
+        ASSERT_EQ((*b)[k], w * (*a)[k]) << "weight " << w << ", gradient " << k;
+      }
+    }
+  }
+}
+
 // Every model: mixed where SupportsMixedChunks (MixedGradientTest), grouped
 // always.
 std::vector<ModelParam> AllModels(bool mixed_only) {
@@ -412,6 +458,13 @@ class MixedGradientTest : public testing::TestWithParam<ModelParam> {};
 TEST_P(MixedGradientTest, MixedChunkMatchesCentralDifferencesOfReference) {
   const ModelOptions o = SmallModel(GetParam());
   FloatChunk f = MakeChunk(o, 5, 4, 6, /*seed=*/37, 0.5f, /*slots=*/3);
+  ExpectGradientsMatchReference(o, f);
+}
+
+TEST_P(MixedGradientTest, WeightedMixedChunk) {
+  const ModelOptions o = SmallModel(GetParam());
+  FloatChunk f = MakeChunk(o, 5, 4, 6, /*seed=*/37, 0.5f, /*slots=*/3);
+  AddWeights(&f);
   ExpectGradientsMatchReference(o, f);
 }
 

@@ -85,6 +85,34 @@ TEST_P(PlanTest, BatchesTileTheBucketAndKeepEveryEdgeOnce) {
   EXPECT_EQ(next, edges.size());
 }
 
+// Weights (weighted graphs) move with their edges through the batch
+// plan's permutation, its per-batch shuffles and the relation sort, and the
+// edges end in the order they take without weights.
+TEST_P(PlanTest, WeightsStayBesideTheirEdges) {
+  const PartitionData part = FeaturedPartition(HeavyTailedNnz(5000, 1));
+  std::vector<Edge> edges = RandomEdges(20000, 5000, 2);
+  for (size_t i = 0; i < edges.size(); ++i) edges[i].rel = i % 3;
+  // A weight that names its edge; edges repeat, and so do their weights.
+  auto weight_of = [](const Edge& e) { return float(e.src) + float(e.dst % 7) / 8 + e.rel; };
+  std::vector<float> weights(edges.size());
+  for (size_t i = 0; i < edges.size(); ++i) weights[i] = weight_of(edges[i]);
+  std::vector<Edge> unweighted = edges;
+  BucketTask task;
+  task.src = const_cast<PartitionData*>(&part);
+  task.dst = task.src;
+  const std::vector<BatchRange> with =
+      PlanWindowBatches(GetParam(), task, std::span<Edge>(edges), 256, 9, 7,
+                        /*group_by_relation=*/true, 0, std::span<float>(weights));
+  const std::vector<BatchRange> without =
+      PlanWindowBatches(GetParam(), task, std::span<Edge>(unweighted), 256, 9, 7,
+                        /*group_by_relation=*/true, 0);
+  EXPECT_EQ(edges, unweighted);
+  ASSERT_EQ(with.size(), without.size());
+  size_t wrong = 0;
+  for (size_t i = 0; i < edges.size(); ++i) wrong += weights[i] != weight_of(edges[i]);
+  EXPECT_EQ(wrong, 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Kinds, PlanTest,
                          ::testing::Values(BatchingKind::kFixed, BatchingKind::kVarianceAware),
                          [](const auto& info) {

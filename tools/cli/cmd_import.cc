@@ -29,6 +29,9 @@ ABSL_FLAG(std::string, delimiter, "auto",
 ABSL_FLAG(std::string, columns, "",
           "import: 0-based SRC,DST or SRC,REL,DST columns. Default: 2 "
           "fields are src dst, 3 are src rel dst; lines of more fields need --columns.");
+ABSL_FLAG(int, weight_column, -1,
+          "import: 0-based column of each edge's weight (a number above 0; e.g. a rating), "
+          "which scales the edge's loss in training. -1: unweighted.");
 ABSL_FLAG(bool, header, false, "import: skip the first line of each file.");
 ABSL_FLAG(bool, integer_ids, false,
           "import: ids are non-negative 64-bit integers (faster).");
@@ -102,6 +105,11 @@ absl::StatusOr<ImportOptions> OptionsFromFlags(const std::vector<std::string>& f
   if (!absl::GetFlag(FLAGS_columns).empty()) {
     ASSIGN_OR_RETURN(o.columns, ParseColumnsFlag(absl::GetFlag(FLAGS_columns)));
   }
+  o.weight_column = absl::GetFlag(FLAGS_weight_column);
+  if (o.weight_column < -1) {
+    return absl::InvalidArgumentError(absl::StrCat("--weight-column ", o.weight_column,
+                                                   ": expected a 0-based column index, or -1"));
+  }
   o.header = absl::GetFlag(FLAGS_header);
   o.integer_ids = absl::GetFlag(FLAGS_integer_ids);
   o.dedupe = absl::GetFlag(FLAGS_dedupe);
@@ -160,6 +168,10 @@ nlohmann::json SummaryJson(const ImportSummary& s) {
                                                {"node_count_seconds", s.node_count_seconds}}
                               : nlohmann::json(nullptr)},
       {"lines", s.lines},
+      {"weights", s.weights.max > 0 ? nlohmann::json{{"min", s.weights.min},
+                                                     {"mean", s.weights.mean},
+                                                     {"max", s.weights.max}}
+                                    : nlohmann::json(nullptr)},
       {"rejected", rejected},
       {"self_loops_dropped", s.self_loops_dropped},
       {"duplicates_dropped", s.duplicates_dropped},
@@ -192,6 +204,10 @@ void PrintSummary(const ImportSummary& s, const std::string& out, bool append) {
     if (t.name.empty()) continue;
     std::printf("  type %s: %llu nodes in %u partition%s\n", t.name.c_str(),
                 (unsigned long long)t.nodes, t.partitions, t.partitions == 1 ? "" : "s");
+  }
+  if (s.weights.max > 0) {
+    std::printf("edge weights: min %g, mean %g, max %g\n", s.weights.min, s.weights.mean,
+                s.weights.max);
   }
   std::printf("read %s in %.2f s (%s edges/s)\n", HumanBytes(s.input_bytes).c_str(),
               s.seconds, HumanCount(s.seconds > 0 ? s.lines / s.seconds : 0).c_str());

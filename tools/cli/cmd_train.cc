@@ -108,6 +108,10 @@ ABSL_FLAG(ember::FeaturizedMode, featurized, kTrainDefaults.model.featurized,
 ABSL_FLAG(ember::BatchingKind, batching, kTrainDefaults.pipeline.batching,
           "train: fixed (--batch-size edges per batch) or variance-aware (batches of equal "
           "work, i.e. feature non-zeros, dealt to whichever trainer is free).");
+ABSL_FLAG(ember::EdgeWeightMode, weights, kTrainDefaults.edge_weights,
+          "train: a weighted graph's edge weights (import --weight-column): loss (scale each "
+          "edge's loss by its weight), sample (draw edges at a rate proportional to their "
+          "weight) or ignore. Unweighted graphs train the same under each.");
 ABSL_FLAG(bool, eval_valid, kTrainDefaults.validation.enabled,
           "train: after each epoch, filtered validation MRR with its 95% interval, by "
           "default of a sample of --eval-max-edges valid edges ranked against all nodes "
@@ -139,6 +143,7 @@ absl::StatusOr<TrainOptions> TrainOptionsFromFlags() {
   o.pipeline.batching = absl::GetFlag(FLAGS_batching);
   o.pipeline.relation_batching = absl::GetFlag(FLAGS_relation_batching);
   o.pipeline.endpoint_negatives = absl::GetFlag(FLAGS_endpoint_negatives);
+  o.edge_weights = absl::GetFlag(FLAGS_weights);
   o.epochs = absl::GetFlag(FLAGS_epochs);
   if (o.epochs < 1) {
     return absl::InvalidArgumentError(absl::StrCat(

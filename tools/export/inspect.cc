@@ -87,6 +87,10 @@ absl::StatusOr<std::string> InspectJson(const Graph& graph) {
     Json j = Json::object();
     j["dir"] = graph.dir();
     j["format_version"] = m.format_version;
+    j["edge_weights"] = m.edge_weights ? Json{{"min", m.edge_weight_stats.min},
+                                              {"mean", m.edge_weight_stats.mean},
+                                              {"max", m.edge_weight_stats.max}}
+                                       : Json(nullptr);
     j["nodes"] = m.num_nodes;
     j["integer_ids"] = m.integer_ids;
     j["edges"] = {{"train", m.edges.train},
@@ -155,6 +159,12 @@ std::string InspectText(const Graph& graph) {
   std::string out;
   absl::StrAppend(&out, "graph          ", graph.dir(), "\n");
   absl::StrAppend(&out, "format         version ", m.format_version, "\n");
+  if (m.edge_weights) {
+    absl::StrAppend(&out, "edge weights   ",
+                    absl::StrFormat("min %g, mean %g, max %g", m.edge_weight_stats.min,
+                                    m.edge_weight_stats.mean, m.edge_weight_stats.max),
+                    "\n");
+  }
   absl::StrAppend(&out, "nodes          ", m.num_nodes,
                   m.integer_ids ? " (integer ids)" : " (string ids)", "\n");
   absl::StrAppend(&out, "edges          ", m.edges.total(), " (train ",

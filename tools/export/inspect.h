@@ -10,7 +10,8 @@
 namespace ember::tools {
 
 // The graph as a JSON object (pretty-printed, ends with a newline). Keys:
-//   dir, format_version, nodes, integer_ids, edges {train, valid, test,
+//   dir, format_version, edge_weights ({min, mean, max} of a weighted
+//   graph's edge weights, else null), nodes, integer_ids, edges {train, valid, test,
 //   total}, relations [names], num_relations, partitions, partitions_auto
 //   ({dim, memory_budget} when import --partitions auto chose P, else null),
 //   partitioner, seed,

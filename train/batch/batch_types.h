@@ -57,6 +57,10 @@ struct BatchRange {
   uint64_t work = 0;        // sum of EdgeWork of its edges (batch_former.h)
   uint64_t nnz = 0;         // feature non-zeros of its edges' endpoints
   float lr_scale = 1.0f;    // step-size scale (StepScale)
+  // The batch's edges' loss weights (weighted graphs under `--weights
+  // loss`), hi - lo floats beside the edges handed with the batch, owned by
+  // the batch's window; null: every weight 1. Set by the pipeline.
+  const float* weights = nullptr;
 };
 
 // What one batch took: for the per-batch time and non-zeros spread, and the

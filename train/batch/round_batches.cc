@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "storage/base/node_hash.h"
 #include "storage/base/splitmix.h"
@@ -39,32 +41,39 @@ std::vector<uint32_t> EdgeWorks(const BucketTask& task, std::span<const Edge> ed
   return work;
 }
 
-void PermuteInPlace(std::span<Edge> edges, std::span<const uint32_t> order) {
+void PermuteInPlace(std::span<Edge> edges, std::span<const uint32_t> order,
+                    std::span<float> weights) {
   EMBER_CHECK(order.size() == edges.size());
+  EMBER_CHECK(weights.empty() || weights.size() == edges.size());
+  const bool weighted = !weights.empty();
   std::vector<bool> done(edges.size(), false);
   for (size_t i = 0; i < edges.size(); ++i) {
     if (done[i]) continue;
     // Follow the cycle through i: position j takes the edge at order[j].
     const Edge first = edges[i];
+    const float first_weight = weighted ? weights[i] : 0.0f;
     size_t j = i;
     while (true) {
       done[j] = true;
       const size_t from = order[j];
       if (from == i) {
         edges[j] = first;
+        if (weighted) weights[j] = first_weight;
         break;
       }
       edges[j] = edges[from];
+      if (weighted) weights[j] = weights[from];
       j = from;
     }
   }
 }
 
 std::vector<BatchRange> PlanWindowBatches(BatchingKind kind, const BucketTask& task,
-                                          std::span<Edge> edges, uint32_t batch_size,
-                                          uint64_t seed, uint32_t edge_cost,
-                                          bool group_by_relation, uint64_t first_index) {
+                                          std::span<Edge> edges, uint32_t batch_size, uint64_t seed,
+                                          uint32_t edge_cost, bool group_by_relation,
+                                          uint64_t first_index, std::span<float> weights) {
   EMBER_CHECK(edges.size() < (uint64_t{1} << 32));
+  EMBER_CHECK(weights.empty() || weights.size() == edges.size());
   const std::vector<uint32_t> work = EdgeWorks(task, edges, edge_cost);
   std::vector<BatchRange> out;
   if (kind == BatchingKind::kFixed) {
@@ -81,13 +90,15 @@ std::vector<BatchRange> PlanWindowBatches(BatchingKind kind, const BucketTask& t
   } else {
     // The default options, always valid.
     const BatchPlan plan = VarianceAwareBatches(work, batch_size, seed).value();
-    PermuteInPlace(edges, plan.order);
+    PermuteInPlace(edges, plan.order, weights);
     for (size_t b = 0; b < plan.num_batches(); ++b) {
       // Deferred heavy edges open the next batch together; shuffled, they do
       // not all land in its first chunk (whose edges are each other's
       // negatives).
-      SplitMix64(Mix64(seed, b)).Shuffle(edges.subspan(
-          plan.batch_start[b], plan.batch_start[b + 1] - plan.batch_start[b]));
+      const size_t lo = plan.batch_start[b], n = plan.batch_start[b + 1] - lo;
+      SplitMix64(Mix64(seed, b))
+          .ShuffleAlong(edges.subspan(lo, n),
+                        weights.empty() ? std::span<float>() : weights.subspan(lo, n));
       BatchRange r;
       r.lo = plan.batch_start[b];
       r.hi = plan.batch_start[b + 1];
@@ -99,9 +110,23 @@ std::vector<BatchRange> PlanWindowBatches(BatchingKind kind, const BucketTask& t
     }
   }
   if (group_by_relation) {
+    std::vector<std::pair<Edge, float>> weighted;
     for (const BatchRange& b : out) {
-      std::stable_sort(edges.begin() + b.lo, edges.begin() + b.hi,
-                       [](const Edge& x, const Edge& y) { return x.rel < y.rel; });
+      if (weights.empty()) {
+        std::stable_sort(edges.begin() + b.lo, edges.begin() + b.hi,
+                         [](const Edge& x, const Edge& y) { return x.rel < y.rel; });
+        continue;
+      }
+      // The same order as the edges alone would take (a stable sort's
+      // result depends only on the keys and their order), weights beside.
+      weighted.clear();
+      for (uint64_t i = b.lo; i < b.hi; ++i) weighted.emplace_back(edges[i], weights[i]);
+      std::stable_sort(weighted.begin(), weighted.end(),
+                       [](const auto& x, const auto& y) { return x.first.rel < y.first.rel; });
+      for (uint64_t i = b.lo; i < b.hi; ++i) {
+        edges[i] = weighted[i - b.lo].first;
+        weights[i] = weighted[i - b.lo].second;
+      }
     }
   }
   return out;

@@ -50,15 +50,18 @@ class BatchCostModel {
 // the closing window, and no outlier batch takes more than twice the normal
 // step. With `group_by_relation`, each batch's edges are then stably sorted
 // by relation (the trainer cuts chunks at relation changes). Batch indices
-// count from `first_index`. REQUIRES: edges.size() < 2^32.
+// count from `first_index`. `weights` (empty, or one per edge) is
+// reordered with the edges. REQUIRES: edges.size() < 2^32.
 std::vector<BatchRange> PlanWindowBatches(BatchingKind kind, const BucketTask& task,
-                                          std::span<Edge> edges, uint32_t batch_size,
-                                          uint64_t seed, uint32_t edge_cost,
-                                          bool group_by_relation, uint64_t first_index);
+                                          std::span<Edge> edges, uint32_t batch_size, uint64_t seed,
+                                          uint32_t edge_cost, bool group_by_relation,
+                                          uint64_t first_index, std::span<float> weights = {});
 
 // Moves edges[order[i]] to position i for every i, in place: `order` is a
-// permutation of [0, edges.size()).
-void PermuteInPlace(std::span<Edge> edges, std::span<const uint32_t> order);
+// permutation of [0, edges.size()). `weights` (empty, or one per edge)
+// moves the same way.
+void PermuteInPlace(std::span<Edge> edges, std::span<const uint32_t> order,
+                    std::span<float> weights = {});
 
 // Fixed dealing (a static split): the trainer that takes batch `index` of
 // the round's bucket `bucket` (of `buckets`) among `trainers` >= buckets

@@ -73,6 +73,7 @@ std::vector<RankSetting> TrainLoop::RankSettings(uint32_t trainers) const {
       {"--relation-batching", std::string(RelationBatchingName(p.relation_batching))},
       {"--endpoint-negatives", std::string(EnumToName(p.endpoint_negatives))},
       {"edge_sample", absl::StrFormat("%.17g", options_.edge_sample)},
+      {"--weights", std::string(EdgeWeightModeName(options_.edge_weights))},
   };
   // Beta's order reads a buffer capacity, which each rank plans from its
   // own budget: the ranks must plan the same one (other orders read none:

@@ -108,7 +108,7 @@ inline void GemmTN(int m, int n, int k, const float* x, int ldx,
 // undefined-vector argument, a known false positive.)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-float SoftmaxRows16(const float* s, int rows, int n, float* g) {
+float SoftmaxRows16(const float* s, int rows, int n, float* g, const float* weights) {
   const int full = n / 16 * 16;
   const auto tail = static_cast<__mmask16>((1u << (n - full)) - 1);
   constexpr int kBlock = 16;
@@ -145,8 +145,13 @@ float SoftmaxRows16(const float* s, int rows, int n, float* g) {
       const int i = first + r;
       const float* sr = s + int64_t{i} * n;
       float* gr = g + int64_t{i} * n;
-      loss += std::log(row_sum[r]) + row_max[r] - sr[i];
-      const __m512 inv_sum = _mm512_set1_ps(1.0f / row_sum[r]);
+      // A weight w scales the row's loss and gradient: w (e/Z - onehot).
+      // (w = 1 leaves every product as it is without weights.)
+      const float w = weights != nullptr ? weights[i] : 1.0f;
+      const float row_loss = std::log(row_sum[r]) + row_max[r] - sr[i];
+      loss += weights != nullptr ? w * row_loss : row_loss;
+      const __m512 inv_sum =
+          _mm512_set1_ps(weights != nullptr ? (1.0f / row_sum[r]) * w : 1.0f / row_sum[r]);
       for (int j = 0; j < full; j += 16) {
         _mm512_storeu_ps(gr + j, _mm512_mul_ps(_mm512_loadu_ps(gr + j), inv_sum));
       }
@@ -154,7 +159,7 @@ float SoftmaxRows16(const float* s, int rows, int n, float* g) {
         _mm512_mask_storeu_ps(gr + full, tail,
                               _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, gr + full), inv_sum));
       }
-      gr[i] -= 1.0f;
+      gr[i] -= w;
     }
   }
   return loss;
@@ -215,15 +220,26 @@ float RowLoss(const float* s, int n, int pos_col, float margin, float* g) {
 }
 
 // The loss of `rows` score rows of n columns whose positive is on the
-// diagonal (row i's at column i): the sum of RowLoss over the rows.
+// diagonal (row i's at column i): the sum of RowLoss over the rows, each
+// row's loss and gradient scaled by weights[i] unless `weights` is null.
 template <Loss kLoss>
-float DiagonalRowsLoss(const float* s, int rows, int n, float margin, float* g) {
+float DiagonalRowsLoss(const float* s, int rows, int n, float margin, float* g,
+                       const float* weights) {
 #if defined(__AVX512F__)
-  if constexpr (kLoss == Loss::kSoftmax) return SoftmaxRows16(s, rows, n, g);
+  if constexpr (kLoss == Loss::kSoftmax) return SoftmaxRows16(s, rows, n, g, weights);
 #endif
   float loss = 0.0f;
   for (int i = 0; i < rows; ++i) {
-    loss += RowLoss<kLoss>(s + int64_t{i} * n, n, i, margin, g + int64_t{i} * n);
+    float* gi = g + int64_t{i} * n;
+    const float row_loss = RowLoss<kLoss>(s + int64_t{i} * n, n, i, margin, gi);
+    if (weights == nullptr) {
+      loss += row_loss;
+      continue;
+    }
+    const float w = weights[i];
+    loss += w * row_loss;
+    vec::Map(
+        n, gi, [w](vec::F8 x) { return x * w; }, gi);
   }
   return loss;
 }
@@ -292,14 +308,15 @@ class ChunkKernels {
   // Scores queries q (m rows) against candidates k (n rows) into side->scores
   // (the positive of row i at column i; with endpoint_col >= 0, row i's own
   // endpoint at column endpoint_col + i), excludes candidates, and returns the
-  // side's loss with dLoss/dscores in side->g. Keeps the comparator's
+  // side's loss with dLoss/dscores in side->g (row i's scaled by
+  // weights[i] unless `weights` is null). Keeps the comparator's
   // operands in *qh, *kh for the backward pass. With `mirror` (dot only):
   // its first m columns are this side's transposed, S(i, j) = M(j, i) for
   // j < m, and only the other columns are multiplied.
   template <Comparator kCmp, Loss kLoss>
   static float SideForward(const float* q, int m, const float* k, int n, int d,
                            const Products& prod, float margin, int endpoint_col,
-                           const std::vector<std::pair<int, int>>* excluded,
+                           const std::vector<std::pair<int, int>>* excluded, const float* weights,
                            Side* side, const float** qh, const float** kh,
                            const Side* mirror = nullptr, int mirror_cols = 0);
 
@@ -339,12 +356,11 @@ class ChunkKernels {
 };
 
 template <Comparator kCmp, Loss kLoss>
-float ChunkKernels::SideForward(const float* q, int m, const float* k, int n,
-                                int d, const Products& prod, float margin, int endpoint_col,
+float ChunkKernels::SideForward(const float* q, int m, const float* k, int n, int d,
+                                const Products& prod, float margin, int endpoint_col,
                                 const std::vector<std::pair<int, int>>* excluded,
-                                Side* side, const float** qh_out,
-                                const float** kh_out, const Side* mirror,
-                                int mirror_cols) {
+                                const float* weights, Side* side, const float** qh_out,
+                                const float** kh_out, const Side* mirror, int mirror_cols) {
   const float* qh = q;
   const float* kh = k;
   float* q_aux = side->q_aux.data();
@@ -412,7 +428,7 @@ float ChunkKernels::SideForward(const float* q, int m, const float* k, int n,
     for (const auto& [i, j] : *excluded) s[int64_t{i} * n + j] = kExcludedScore;
   }
   float* g = side->g.data();
-  const float loss = DiagonalRowsLoss<kLoss>(s, m, n, margin, g);
+  const float loss = DiagonalRowsLoss<kLoss>(s, m, n, margin, g, weights);
   *qh_out = qh;
   *kh_out = kh;
   return loss;
@@ -610,12 +626,11 @@ float ChunkKernels::Step(const ModelOptions& options, const float* rel,
   const float *qdh, *kdh, *qsh, *ksh;
   const Products prod{options.precision == Precision::kBf16, ws->pack_a_.data(),
                       ws->pack_b_.data()};
-  float loss = SideForward<kCmp, kLoss>(qd, c, kd, nkd, d, prod, options.margin,
-                                        e > 0 ? c + nd : -1,
-                                        excluded_dst.empty() ? nullptr : &excluded_dst, &dst,
-                                        &qdh, &kdh);
+  float loss = SideForward<kCmp, kLoss>(
+      qd, c, kd, nkd, d, prod, options.margin, e > 0 ? c + nd : -1,
+      excluded_dst.empty() ? nullptr : &excluded_dst, in.weights, &dst, &qdh, &kdh);
   loss += SideForward<kCmp, kLoss>(qs, c, ks, nks, d, prod, options.margin, e > 0 ? c + ns : -1,
-                                   excluded_src.empty() ? nullptr : &excluded_src, &src,
+                                   excluded_src.empty() ? nullptr : &excluded_src, in.weights, &src,
                                    &qsh, &ksh, mirrored ? &dst : nullptr, nkd);
   // N3 (model_options.h) of each row's positives, (s, r, d) and (d, r⁻¹ or
   // r, s): e_s and e_d twice, each side's relation parameters once. Its

@@ -81,6 +81,10 @@ struct ChunkInput {
   const uint32_t* lhs_nodes = nullptr;
   const uint32_t* rhs_nodes = nullptr;
   bool same_node_table = false;
+  // Edge weights (chunk floats, each > 0): row i's loss on both sides, and
+  // so its gradients, is scaled by weights[i]. Null: every weight 1, which
+  // a weight of exactly 1 reproduces bit for bit.
+  const float* weights = nullptr;
 
   // Rows of Kd and Ks (the columns of Sd and Ss).
   int dst_candidates() const { return chunk + num_dst_negs + (endpoint_negs ? chunk : 0); }

@@ -70,6 +70,24 @@ struct EnumNames<EndpointNegatives> {
   }};
 };
 
+// What training does with a weighted graph's edge weights (`--weights`;
+// import --weight-column). Unweighted graphs train the same under each.
+enum class EdgeWeightMode : uint8_t {
+  kLoss = 0,    // each positive edge's loss (and gradient) is scaled by its weight
+  kSample = 1,  // edges are drawn at a rate proportional to their weight
+  kIgnore = 2,  // every edge counts once, as if unweighted
+};
+template <>
+struct EnumNames<EdgeWeightMode> {
+  static constexpr std::string_view kWhat = "edge weight mode";
+  static constexpr EnumNameTable<EdgeWeightMode, 3> kTable = {{
+      {EdgeWeightMode::kLoss, "loss"},
+      {EdgeWeightMode::kSample, "sample"},
+      {EdgeWeightMode::kIgnore, "ignore"},
+  }};
+};
+inline std::string_view EdgeWeightModeName(EdgeWeightMode mode) { return EnumToName(mode); }
+
 // PBG's step size: the default, and what --lr auto keeps unless its probes
 // show another to be better (train/probe.h).
 inline constexpr float kLrDefault = 0.1f;
@@ -228,6 +246,9 @@ struct TrainOptions {
   // the rows of nodes it added: old nodes' embeddings stay frozen.
   // Default: false.
   bool only_new_edges = false;
+  // A weighted graph's edge weights: scale each edge's loss, draw edges in
+  // proportion to them, or ignore them. Default: kLoss.
+  EdgeWeightMode edge_weights = EdgeWeightMode::kLoss;
   // Train on a seeded sample of about this share of the train edges, the
   // same edges every epoch, in (0, 1] (probes: train/probe.h). Default: 1.
   double edge_sample = 1.0;

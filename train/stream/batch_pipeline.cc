@@ -117,7 +117,7 @@ absl::Status BatchPipeline::Run(BatchSource* source, size_t tokens,
                   const size_t t = Acquire(b->trainer);
                   const auto t0 = Clock::now();
                   absl::StatusOr<double> loss =
-                      rep_->trainers[t]->TrainBatch(*b->task, b->range, b->edges());
+                      rep_->trainers[t]->TrainBatch(*b->task, b->weighted_range(), b->edges());
                   out->done.record.seconds =
                       std::chrono::duration<double>(Clock::now() - t0).count();
                   Release(t);

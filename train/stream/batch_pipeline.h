@@ -34,6 +34,13 @@ struct PipelineBatch {
   std::span<const Edge> edges() const {
     return std::span<const Edge>(window->edges).subspan(range.lo, range.hi - range.lo);
   }
+  // The range with its edges' weights (BatchRange::weights), as trainers
+  // take it.
+  BatchRange weighted_range() const {
+    BatchRange r = range;
+    r.weights = window->weights.empty() ? nullptr : window->weights.data() + range.lo;
+    return r;
+  }
 };
 
 class BatchSource {

@@ -16,16 +16,16 @@ uint64_t WindowSeed(uint64_t seed, uint64_t number) {
 }
 
 BucketWindowReader::BucketWindowReader(const Graph* graph, IoExecutor* io,
-                                       const BucketReadSpec& spec, uint64_t window_edges,
-                                       int depth)
+                                       const BucketReadSpec& spec, uint64_t window_edges, int depth)
     : graph_(graph),
       io_(io),
       spec_(spec),
       window_edges_(std::max<uint64_t>(1, window_edges)),
       depth_(static_cast<size_t>(std::max(1, depth))),
       sampling_(spec.sample < 1.0),
-      keep_below_(static_cast<uint64_t>(std::ldexp(std::clamp(spec.sample, 0.0, 1.0), 64) *
-                                        (1 - 1e-12))) {
+      copies_per_weight_(spec.weight_sample_mean > 0 ? 1.0 / spec.weight_sample_mean : 0.0),
+      keep_below_(
+          static_cast<uint64_t>(std::ldexp(std::clamp(spec.sample, 0.0, 1.0), 64) * (1 - 1e-12))) {
   MutexLock lock(&mu_);
   ScheduleRead();
 }
@@ -59,6 +59,7 @@ std::unique_ptr<EdgeWindow> BucketWindowReader::NewWindow() const {
                                                              : uint64_t{0});
   }
   w->edges.reserve(hint);
+  if (spec_.weights) w->weights.reserve(hint);
   return w;
 }
 
@@ -70,6 +71,7 @@ absl::StatusOr<std::unique_ptr<EdgeWindow>> BucketWindowReader::FillWindow() {
   }
   std::unique_ptr<EdgeWindow> window = NewWindow();
   std::vector<Edge>& edges = window->edges;
+  std::vector<float>& weights = window->weights;
   while (edges.size() < window_edges_ && !scan_done_) {
     if (block_at_ == block_.size()) {
       ASSIGN_OR_RETURN(const bool more, cursor_->Next());
@@ -78,17 +80,34 @@ absl::StatusOr<std::unique_ptr<EdgeWindow>> BucketWindowReader::FillWindow() {
       block_at_ = 0;
       continue;
     }
-    if (sampling_) {
+    if (sampling_ || copies_per_weight_ > 0) {
       for (; block_at_ < block_.size() && edges.size() < window_edges_; ++block_at_) {
         const Edge e = block_[block_at_];
-        const uint64_t h = Mix64(spec_.sample_seed ^ e.rel, (uint64_t{e.src} << 32) | e.dst);
-        if (h < keep_below_) edges.push_back(e);
+        const uint64_t key = (uint64_t{e.src} << 32) | e.dst;
+        const uint64_t scanned = edges_scanned_++;
+        if (sampling_ && Mix64(spec_.sample_seed ^ e.rel, key) >= keep_below_) continue;
+        uint32_t copies = 1;
+        float w = 1.0f;
+        if (copies_per_weight_ > 0 || spec_.weights) block_.CopyWeightsTo(block_at_, 1, &w);
+        if (copies_per_weight_ > 0) {
+          const double r = std::min<double>(w * copies_per_weight_, kMaxWeightCopies);
+          copies = static_cast<uint32_t>(r);
+          const double u =
+              static_cast<double>(Mix64(spec_.seed ^ Mix64(e.rel, scanned), key) >> 11) * 0x1.0p-53;
+          if (u < r - copies) ++copies;
+        }
+        edges.insert(edges.end(), copies, e);
+        if (spec_.weights) weights.insert(weights.end(), copies, w);
       }
     } else {
       const size_t take = std::min<size_t>(window_edges_ - edges.size(), block_.size() - block_at_);
       const size_t at = edges.size();
       edges.resize(at + take);
       block_.CopyTo(block_at_, take, edges.data() + at);
+      if (spec_.weights) {
+        weights.resize(at + take);
+        block_.CopyWeightsTo(block_at_, take, weights.data() + at);
+      }
       block_at_ += take;
     }
   }
@@ -109,7 +128,8 @@ void BucketWindowReader::ReadWindow() {
   absl::StatusOr<std::unique_ptr<EdgeWindow>> window = FillWindow();
   if (window.ok() && *window != nullptr) {
     EdgeWindow& w = **window;
-    SplitMix64(WindowSeed(spec_.seed, w.number)).Shuffle(std::span<Edge>(w.edges));
+    SplitMix64(WindowSeed(spec_.seed, w.number))
+        .ShuffleAlong(std::span<Edge>(w.edges), std::span<float>(w.weights));
   }
   MutexLock lock(&mu_);
   reading_ = false;

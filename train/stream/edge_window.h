@@ -29,6 +29,9 @@ namespace ember {
 // Shared by the batches planned over it; freed when the last is done.
 struct EdgeWindow {
   std::vector<Edge> edges;
+  // With BucketReadSpec::weights: edges[i]'s weight, moved with it by every
+  // reordering; empty otherwise (every weight 1).
+  std::vector<float> weights;
   uint64_t number = 0;  // 0-based within its bucket
 };
 
@@ -47,6 +50,17 @@ struct BucketReadSpec {
   // share, so the sample is the same every epoch. 1: every edge.
   double sample = 1.0;
   uint64_t sample_seed = 0;
+  // Read the edges' weights into EdgeWindow::weights (a weighted graph
+  // trained with --weights loss). Default: false.
+  bool weights = false;
+  // > 0 (a weighted graph trained with --weights sample): each edge of
+  // weight w enters the windows r = w / weight_sample_mean times in
+  // expectation: floor(r) times, and once more with probability r -
+  // floor(r), drawn from a hash of the edge, its position and `seed` (so
+  // anew each epoch, and the same in every run), at most kMaxWeightCopies
+  // times. A window may then exceed window_edges by one edge's copies.
+  // 0: every edge once. Default: 0.
+  double weight_sample_mean = 0;
   // Edges expected (a capacity hint; 0: unknown). Windows reserve
   // min(window_edges, expected - read so far) so that they never regrow.
   uint64_t expected_edges = 0;
@@ -54,6 +68,9 @@ struct BucketReadSpec {
 
 class BucketWindowReader {
  public:
+  // The most copies of one edge that BucketReadSpec::weight_sample_mean draws.
+  static constexpr uint32_t kMaxWeightCopies = 1024;
+
   // Starts reading at once, on `io`. REQUIRES: window_edges >= 1,
   // depth >= 1; `graph` and `io` outlive the reader.
   BucketWindowReader(const Graph* graph, IoExecutor* io, const BucketReadSpec& spec,
@@ -84,6 +101,7 @@ class BucketWindowReader {
   const uint64_t window_edges_;
   const size_t depth_;
   const bool sampling_;
+  const double copies_per_weight_;  // 1 / weight_sample_mean; 0: no weight sampling
   const uint64_t keep_below_;  // a sampled edge's hash is below it
 
   // Where the scan stands: touched only by the one read task under way
@@ -93,6 +111,7 @@ class BucketWindowReader {
   size_t block_at_ = 0;  // its edges already taken
   bool scan_done_ = false;
   uint64_t edges_read_ = 0;
+  uint64_t edges_scanned_ = 0;  // stored edges passed, for weight sampling's draws
   uint64_t windows_read_ = 0;
 
   Mutex mu_;

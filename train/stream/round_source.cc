@@ -86,9 +86,11 @@ std::vector<std::unique_ptr<BucketWindowReader>> RoundBatchSource::OpenReaders(
     spec.min_generation = options_.min_generation;
     spec.sample = options_.edge_sample;
     spec.sample_seed = Mix64(options_.seed, 0x5a3b1e);
+    spec.weights = options_.read_weights;
+    spec.weight_sample_mean = options_.weight_sample_mean;
     spec.seed = BucketSeed(options_.seed, options_.epoch, b, P) ^ 0x5eed5eedULL;
     if (options_.min_generation == 0 && options_.edge_sample == 1.0 &&
-        !m.train_bucket_edges.empty()) {
+        options_.weight_sample_mean == 0 && !m.train_bucket_edges.empty()) {
       spec.expected_edges = m.train_bucket_edges[uint64_t{b.src} * P + b.dst];
     }
     readers.push_back(std::make_unique<BucketWindowReader>(graph_, io_, spec,
@@ -150,9 +152,8 @@ absl::StatusOr<bool> RoundBatchSource::Refill(Slot* slot) {
   const BucketTask& task = *slot->task;
   slot->batches = PlanWindowBatches(
       options_.batching, task, std::span<Edge>(w->edges), options_.batch_size,
-      WindowSeed(Mix64(task.seed, 0xba7c4u), w->number),
-      current_->edge_cost,
-      options_.group_by_relation, slot->batch_index);
+      WindowSeed(Mix64(task.seed, 0xba7c4u), w->number), current_->edge_cost,
+      options_.group_by_relation, slot->batch_index, std::span<float>(w->weights));
   slot->batch_index += slot->batches.size();
   slot->next = 0;
   slot->window = std::move(w);

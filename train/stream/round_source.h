@@ -45,6 +45,13 @@ struct RoundSourceOptions {
   uint32_t min_generation = 0;
   double edge_sample = 1.0;  // BucketReadSpec::sample; in (0, 1]
   bool group_by_relation = false;
+  // Read each edge's weight with it (BucketReadSpec::weights), for the
+  // trainers' loss (BatchRange::weights). Only for weighted graphs.
+  bool read_weights = false;
+  // > 0: draw each edge at a rate proportional to its weight, this being
+  // the mean weight (BucketReadSpec::weight_sample_mean). Only for weighted
+  // graphs. 0: every edge once.
+  double weight_sample_mean = 0;
   size_t trainers = 1;  // >= 1
   // Fixed batching with several trainers: each batch goes to the trainer a
   // static split names when true (trainers of one kind, equal speed), to

@@ -163,6 +163,7 @@ class CpuTrainer final : public Trainer {
       in.lhs_nodes = s.src_nodes.data();
       in.rhs_nodes = s.dst_nodes.data();
       in.same_node_table = task.src == task.dst;
+      in.weights = b.weights != nullptr ? b.weights + begin : nullptr;
       ChunkGrads g;
       g.lhs = s.g_lhs.data();
       g.rhs = s.g_rhs.data();

@@ -152,6 +152,12 @@ class DeviceTrainer final : public Trainer {
   absl::StatusOr<double> TrainBatch(const BucketTask& task, const BatchRange& batch,
                                     std::span<const Edge> edges) override {
     if (edges.empty()) return 0.0;
+    if (batch.weights != nullptr) {
+      // Never trained as if unweighted: the train loop refuses such runs
+      // first (train --weights loss on a weighted graph with a device).
+      return absl::UnimplementedError(
+          absl::StrCat(device(), ": the device trainer does not scale losses by edge weights yet"));
+    }
     Slot& slot = AcquireSlot();
     absl::StatusOr<double> loss = TrainOn(slot, task, batch, edges);
     ReleaseSlot(slot);
