@@ -28,6 +28,18 @@ if(faiss_FOUND)
   set(EMBER_FAISS_LIBS faiss)
 endif()
 
+# HDF5's C library (libhdf5-dev), for `ember export --format h5` (PBG's
+# checkpoint layout). Optional: without it ember builds, and --format h5
+# says it is not built.
+option(EMBER_HDF5 "Build export --format h5 where HDF5's C library is found" ON)
+set(EMBER_HAVE_HDF5 OFF)
+if(EMBER_HDF5)
+  find_package(HDF5 COMPONENTS C QUIET)
+  if(HDF5_FOUND AND TARGET HDF5::HDF5)
+    set(EMBER_HAVE_HDF5 ON)
+  endif()
+endif()
+
 include(CheckLanguage)
 set(EMBER_HAVE_CUDA OFF)
 if(EMBER_CUDA)
@@ -46,4 +58,5 @@ if(EMBER_CUDA)
     set(EMBER_HAVE_CUDA ON)
   endif()
 endif()
-message(STATUS "ember: CUDA trainer ${EMBER_HAVE_CUDA}, FAISS ${faiss_FOUND}")
+message(STATUS "ember: CUDA trainer ${EMBER_HAVE_CUDA}, FAISS ${faiss_FOUND}, "
+  "HDF5 ${EMBER_HAVE_HDF5} (export --format h5)")

@@ -253,4 +253,13 @@ std::vector<std::vector<Bucket>> FormRounds(std::span<const Bucket> order,
   return rounds;
 }
 
+std::vector<Bucket> WithoutEmptyBuckets(std::vector<Bucket> order,
+                                        std::span<const uint64_t> bucket_edges,
+                                        uint32_t num_partitions) {
+  std::erase_if(order, [&](const Bucket& b) {
+    return bucket_edges[uint64_t{b.src} * num_partitions + b.dst] == 0;
+  });
+  return order;
+}
+
 }  // namespace ember

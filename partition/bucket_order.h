@@ -74,6 +74,15 @@ inline std::string_view BucketOrderName(BucketOrderKind kind) { return EnumToNam
 std::vector<Bucket> BucketOrder(BucketOrderKind kind, uint32_t num_partitions,
                                 uint32_t buffer_capacity, uint64_t seed);
 
+// `order` without the buckets that hold no edges (bucket_edges[src * P +
+// dst] == 0), in the same order. For typed graphs, where most of the P x P
+// grid joins types no relation joins (a user-item graph of P user
+// partitions and one item partition trains P buckets): an empty bucket
+// would still cost its partitions' loads.
+std::vector<Bucket> WithoutEmptyBuckets(std::vector<Bucket> order,
+                                        std::span<const uint64_t> bucket_edges,
+                                        uint32_t num_partitions);
+
 // The number of partition loads a buffer of `capacity` slots needs to train
 // `order` bucket by bucket, starting empty, evicting by Belady's rule (when a
 // slot is needed, evict the resident partition, other than the ones the

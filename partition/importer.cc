@@ -18,22 +18,28 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "partition/line_reader.h"
 #include "partition/node_aggregator.h"
 #include "partition/node_slots.h"
 #include "partition/record_file.h"
-#include "storage/base/file_system.h"
-#include "storage/base/parallel.h"
+#include "partition/schema.h"
 #include "partition/train_memory.h"
+#include "storage/base/file_system.h"
+#include "storage/base/node_hash.h"
+#include "storage/base/parallel.h"
+#include "storage/base/status_macros.h"
 #include "storage/graph.h"
 #include "storage/graph_builder.h"
-#include "storage/base/node_hash.h"
-#include "storage/base/status_macros.h"
 
 namespace ember {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// A node occurrence's `where`: the input's index above this many bits, its
+// line below.
+constexpr int kWhereLineBits = 40;
 
 // An edge between phases. Endpoints are node keys until translated, then
 // PackSlot() values; flags say which.
@@ -139,8 +145,18 @@ class Importer {
     return absl::StrCat(builder_->scratch_dir(), "/", std::string(name));
   }
 
+  // The node types: one per schema type, or one spanning every partition.
+  bool typed() const { return !schema_.types.empty(); }
+  uint32_t num_types() const { return typed() ? schema_.types.size() : 1; }
+  // Lays the types' partitions out one after the other (type_first_) from
+  // their counts (type_parts_); num_partitions_ is their sum.
+  void LayOutTypes();
+  absl::Status PlanTypes();
+
   const ImportOptions& options_;
   const Clock::time_point start_;
+  GraphSchema schema_;                             // empty: untyped
+  std::vector<uint32_t> type_first_, type_parts_;  // per type; a 0 count: auto
   std::unique_ptr<Graph> graph_;  // the graph being appended to
   std::unique_ptr<GraphBuilder> builder_;
   std::vector<InputFile> inputs_;
@@ -231,6 +247,23 @@ void Importer::ParseChunk(ParseToken* t) const {
   const LineFormat& format = t->format.line;
   const bool has_rel = format.rel_col >= 0;
   absl::flat_hash_map<std::string_view, uint32_t> local_rels;
+  std::vector<RelationTypes> local_types;  // by local relation id (typed graphs)
+  RelationTypes types;                     // of the line's relation
+  if (typed() && !has_rel) {
+    const GraphSchema::Relation* entry = schema_.Find("");
+    if (entry == nullptr) {
+      t->status = absl::InvalidArgumentError(absl::StrCat(
+          InputName(inputs_[t->file_index].path),
+          ": lines without a relation column need a schema entry SOURCE_TYPE:DESTINATION_TYPE "
+          "(or a line `",
+          std::string(kDefaultRelation),
+          "<TAB>source type<TAB>destination type` in a schema "
+          "file)"));
+      return;
+    }
+    types = entry->types;
+  }
+  const uint64_t file_where = uint64_t{t->file_index} << kWhereLineBits;
   std::vector<NodeOccurrence> occurrences;
   t->edges.reserve(t->lines.num_lines);
   occurrences.reserve(2 * t->lines.num_lines);
@@ -281,9 +314,24 @@ void Importer::ParseChunk(ParseToken* t) const {
     uint64_t rel_key = 0;
     if (has_rel) {
       auto [it, inserted] = local_rels.try_emplace(parsed.rel, t->rel_names.size());
-      if (inserted) t->rel_names.push_back(parsed.rel);
+      if (inserted) {
+        t->rel_names.push_back(parsed.rel);
+        if (typed()) {
+          const GraphSchema::Relation* entry = schema_.Find(parsed.rel);
+          if (entry == nullptr) {
+            t->status = absl::InvalidArgumentError(absl::StrCat(
+                InputName(inputs_[t->file_index].path), ":", line_no, ": relation '",
+                std::string(parsed.rel),
+                "' is not in the schema; declare its source and "
+                "destination types (a line relation<TAB>source type<TAB>destination type)"));
+            return;
+          }
+          local_types.push_back(entry->types);
+        }
+      }
       rel = it->second;
       rel_key = StringNodeKey(parsed.rel);
+      if (typed()) types = local_types[rel];
     }
     Split split = fixed.has_value()
                       ? *fixed
@@ -292,8 +340,9 @@ void Importer::ParseChunk(ParseToken* t) const {
     t->edges.push_back(EdgeRecord{src_key, dst_key, rel,
                                   static_cast<uint8_t>(split), 0, 0});
     const bool train = split == Split::kTrain;
-    occurrences.push_back({src_key, parsed.src, train});
-    occurrences.push_back({dst_key, parsed.dst, train});
+    const uint64_t where = file_where | line_no;
+    occurrences.push_back({src_key, parsed.src, train, static_cast<uint16_t>(types.src), where});
+    occurrences.push_back({dst_key, parsed.dst, train, static_cast<uint16_t>(types.dst), where});
   }
   t->status = nodes_->Add(occurrences);
 }
@@ -330,6 +379,11 @@ absl::Status Importer::ReadAndParse() {
   NodeAggregatorOptions agg;
   agg.integer_ids = options_.integer_ids;
   agg.spill_dir = builder_->scratch_dir();
+  agg.describe_where = [this](uint64_t where) {
+    return absl::StrCat(InputName(inputs_[where >> kWhereLineBits].path), ":",
+                        where & ((uint64_t{1} << kWhereLineBits) - 1));
+  };
+  agg.type_name = [this](uint16_t type) { return schema_.types[type]; };
   // Parse tokens and RocksDB take ~256 MiB; the node shards get most of the
   // rest while this phase runs.
   agg.memory_bytes = std::max<uint64_t>(
@@ -423,26 +477,81 @@ absl::Status Importer::ReadAndParse() {
 // P for `--partitions auto`, from the distinct node count. Partitions are
 // assigned while the merged nodes stream by, so the count comes first: free
 // when no node shard spilled, one key-only read of the node runs otherwise.
+// With types, the partition size auto chooses for all the nodes is every
+// type's: a type gets as many partitions as its nodes fill (at least one),
+// so a small type (items, tags) stays one resident partition while a large
+// one is cut to fit the budget.
 absl::Status Importer::ChoosePartitions() {
   const Clock::time_point start = Clock::now();
   Report("count nodes", 0, 0, "nodes");
-  ASSIGN_OR_RETURN(const uint64_t nodes, nodes_->CountDistinct());
+  ASSIGN_OR_RETURN(std::vector<uint64_t> by_type, nodes_->CountDistinctByType());
+  by_type.resize(num_types(), 0);
+  uint64_t nodes = 0;
+  for (uint64_t n : by_type) nodes += n;
   summary_.node_count_seconds =
       std::chrono::duration<double>(Clock::now() - start).count();
-  num_partitions_ = AutoPartitions(nodes, options_.auto_dim, options_.memory_budget);
+  const uint32_t all = AutoPartitions(nodes, options_.auto_dim, options_.memory_budget);
+  const uint64_t rows = std::max<uint64_t>(1, (nodes + all - 1) / all);
+  for (uint32_t t = 0; t < num_types(); ++t) {
+    if (type_parts_[t] != 0) continue;
+    type_parts_[t] =
+        typed() ? static_cast<uint32_t>(std::max<uint64_t>(1, (by_type[t] + rows - 1) / rows))
+                : all;
+  }
+  LayOutTypes();
+  if (num_partitions_ > kMaxAutoPartitions) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the types need ", num_partitions_, " partitions in all, more than ",
+                     kMaxAutoPartitions, "; raise --memory-budget or give --type-partitions"));
+  }
   summary_.partitions_auto = PartitionsAuto{static_cast<uint32_t>(options_.auto_dim),
                                             options_.memory_budget};
   return builder_->SetNumPartitions(num_partitions_);
+}
+
+void Importer::LayOutTypes() {
+  type_first_.assign(type_parts_.size(), 0);
+  num_partitions_ = 0;
+  for (size_t t = 0; t < type_parts_.size(); ++t) {
+    type_first_[t] = num_partitions_;
+    num_partitions_ += type_parts_[t];
+  }
+}
+
+// The partition count of each type, from --type-partitions (by name), else
+// --partitions (0: auto, chosen once the nodes are counted).
+absl::Status Importer::PlanTypes() {
+  type_parts_.assign(num_types(), options_.num_partitions);
+  for (const auto& [name, count] : options_.type_partitions) {
+    if (!typed()) {
+      return absl::InvalidArgumentError("--type-partitions needs a --schema that names types");
+    }
+    auto it = std::find(schema_.types.begin(), schema_.types.end(), name);
+    if (it == schema_.types.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--type-partitions names type '", name,
+          "', which the schema does not (its types: ", absl::StrJoin(schema_.types, ", "), ")"));
+    }
+    type_parts_[it - schema_.types.begin()] = count;
+  }
+  LayOutTypes();
+  if (num_partitions_ > kMaxAutoPartitions) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the types have ", num_partitions_, " partitions in all, more than ", kMaxAutoPartitions));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Importer::AssignNodes() {
   ASSIGN_OR_RETURN(auto node_writer, builder_->NewNodeWriter());
   ASSIGN_OR_RETURN(auto slot_writer, RecordWriter::Create(Scratch("slots")));
   if (graph_ == nullptr) partition_sizes_.assign(num_partitions_, 0);
-  std::optional<DegreeBalancer> balancer;
+  // One degree balancer per type, over that type's partitions.
+  std::vector<std::optional<DegreeBalancer>> balancers(num_types());
   if (options_.partitioner == PartitionerKind::kDegree && graph_ == nullptr) {
-    balancer.emplace(num_partitions_);
+    for (uint32_t t = 0; t < num_types(); ++t) balancers[t].emplace(type_parts_[t]);
   }
+  summary_.types.assign(num_types(), ImportSummary::TypeCount{});
   // Degrees below kExactDegrees counted one by one (exact percentiles),
   // larger ones by their power of two.
   constexpr uint64_t kExactDegrees = uint64_t{1} << 16;
@@ -458,18 +567,29 @@ absl::Status Importer::AssignNodes() {
       name = std::string_view(digits, end - digits);
     }
     ++num_nodes_;
+    const uint32_t type = n.type;
+    ++summary_.types[type].nodes;
     if (graph_ != nullptr) {
       // Existing nodes keep their place; only new ones are written.
       absl::StatusOr<NodeRef> existing = graph_->LookupNode(name);
       if (existing.ok()) {
+        const uint32_t had = graph_->manifest().TypeOfPartition(existing->partition);
+        if (typed() && had != type) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              InputName(inputs_[n.where >> kWhereLineBits].path), ":",
+              n.where & ((uint64_t{1} << kWhereLineBits) - 1), ": node '", std::string(name),
+              "' is of type ", schema_.types[type],
+              " here (by the schema), but the graph holds it as type ", schema_.types[had]));
+        }
         SlotRecord rec{n.key, PackSlot(existing->partition, existing->offset, true)};
         return slot_writer->Append(&rec, sizeof(rec));
       }
       if (!absl::IsNotFound(existing.status())) return existing.status();
       ++summary_.new_nodes;
     }
-    const uint32_t p = balancer ? balancer->Assign(n.degree)
-                                : HashPartition(n.key, num_partitions_);
+    const uint32_t p =
+        type_first_[type] + (balancers[type] ? balancers[type]->Assign(n.degree)
+                                             : HashPartition(n.key, type_parts_[type]));
     const uint64_t offset = partition_sizes_[p]++;
     if (offset > kMaxPartitionNodes) {
       return absl::ResourceExhaustedError(absl::StrCat(
@@ -528,6 +648,13 @@ absl::Status Importer::OpenForAppend() {
   }
   num_partitions_ = m.num_partitions;
   partition_sizes_ = m.partition_sizes;
+  schema_ = SchemaOf(m);
+  type_first_.clear();
+  type_parts_.clear();
+  for (uint32_t t = 0; t < num_types(); ++t) {
+    type_first_.push_back(m.FirstPartitionOf(t));
+    type_parts_.push_back(m.PartitionsOf(t));
+  }
   for (const std::string& r : m.relations) {
     relation_ids_.emplace(r, relations_.size());
     relations_.push_back(r);
@@ -795,7 +922,10 @@ absl::StatusOr<ImportSummary> Importer::Run() {
     RETURN_IF_ERROR(OpenForAppend());
     ASSIGN_OR_RETURN(builder_, GraphBuilder::CreateAppend(graph_.get()));
   } else {
-    num_partitions_ = options_.num_partitions;
+    if (!options_.schema.empty()) {
+      ASSIGN_OR_RETURN(schema_, ParseSchema(options_.schema));
+    }
+    RETURN_IF_ERROR(PlanTypes());
     GraphBuilderOptions bopts;
     // With auto the count is set once the nodes are counted (ChoosePartitions).
     bopts.num_partitions = std::max<uint32_t>(num_partitions_, 1);
@@ -804,7 +934,8 @@ absl::StatusOr<ImportSummary> Importer::Run() {
   }
 
   RETURN_IF_ERROR(ReadAndParse());
-  if (!options_.append && options_.num_partitions == 0) {
+  if (!options_.append &&
+      std::find(type_parts_.begin(), type_parts_.end(), 0u) != type_parts_.end()) {
     RETURN_IF_ERROR(ChoosePartitions());
   }
   RETURN_IF_ERROR(AssignNodes());
@@ -846,6 +977,26 @@ absl::StatusOr<ImportSummary> Importer::Run() {
   m.num_nodes = 0;
   for (uint64_t s : partition_sizes_) m.num_nodes += s;
   m.relations = relations_;
+  if (typed()) {
+    m.node_types.clear();
+    for (uint32_t t = 0; t < num_types(); ++t) {
+      m.node_types.push_back({schema_.types[t], type_first_[t], type_parts_[t]});
+    }
+    m.relation_types.clear();
+    for (const std::string& name : relations_) {
+      const GraphSchema::Relation* entry = schema_.Find(name);
+      if (entry == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("relation '", name, "' is not in the schema"));
+      }
+      m.relation_types.push_back(entry->types);
+    }
+  }
+  for (uint32_t t = 0; t < num_types(); ++t) {
+    summary_.types[t].name = typed() ? schema_.types[t] : "";
+    summary_.types[t].partitions = type_parts_[t];
+    summary_.types[t].nodes = m.NodesOf(t);
+  }
   Report("commit", 0, 0, "");
   RETURN_IF_ERROR(builder_->Commit(m));
   if (graph_ != nullptr) {  // an append wrote into the graph's DBs
@@ -872,6 +1023,18 @@ absl::Status ImportOptions::Validate() const {
   }
   if (files.empty()) {
     return absl::InvalidArgumentError("no training input: give at least one FILE");
+  }
+  if (append && (!schema.empty() || !type_partitions.empty())) {
+    return absl::InvalidArgumentError(
+        "--schema and --type-partitions do not apply to --append: the graph keeps its schema "
+        "and partitions");
+  }
+  for (const auto& [name, count] : type_partitions) {
+    if (count > kMaxAutoPartitions) {
+      return absl::InvalidArgumentError(absl::StrCat("--type-partitions ", name, "=", count,
+                                                     " is outside [1, ", kMaxAutoPartitions,
+                                                     "] (or auto)"));
+    }
   }
   if (append && !node_feature_files.empty()) {
     return absl::InvalidArgumentError(

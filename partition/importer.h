@@ -20,6 +20,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -66,6 +67,16 @@ struct ImportOptions {
   // The embedding dimension training will use; read only when
   // num_partitions is 0. Default: 100.
   int auto_dim = 100;
+  // Node types (partition/schema.h): a schema file or its inline form.
+  // Every node gets its type from the relation and column it appears in; a
+  // node of two types is an error naming both places. Each type fills its
+  // own partitions (Manifest::node_types). Not with `append` (the graph
+  // keeps its schema). Default: "" (one untyped kind of node).
+  std::string schema;
+  // Partitions of the named types (0: auto), overriding num_partitions for
+  // them. With auto, a type gets as many partitions as its nodes fill at the
+  // size auto chooses for all nodes, at least one. Default: none.
+  std::vector<std::pair<std::string, uint32_t>> type_partitions;
   PartitionerKind partitioner = PartitionerKind::kHash;
   SplitFractions split;                  // Default: all train.
   char delimiter = '\0';                 // '\0': detect per file
@@ -116,6 +127,13 @@ struct ImportSummary {
   uint32_t key_ranges = 1;      // >1: the slot table did not fit the budget
   uint64_t new_nodes = 0;       // with append: nodes not in the graph before
   FeatureImportSummary features;  // with node_feature_files
+  // Nodes and partitions of each type (one entry, named "", when untyped).
+  struct TypeCount {
+    std::string name;
+    uint64_t nodes = 0;
+    uint32_t partitions = 0;
+  };
+  std::vector<TypeCount> types;
   // What the import went on past but the user should hear of ("file:line:
   // ... looks like a header ..."), one sentence each.
   std::vector<std::string> warnings;

@@ -17,15 +17,20 @@ namespace {
 struct Entry {
   uint64_t degree = 0;
   uint64_t name_offset = 0;  // into the shard's arena
+  uint64_t where = 0;        // the first occurrence added
   uint32_t name_length = 0;
+  uint16_t type = 0;
   bool in_train = false;
 };
 
-// Run record: [key u64][degree u64][in_train u8][name_length u32][name].
+// Run record: [key u64][degree u64][where u64][name_length u32][type u16]
+// [in_train u8][name].
 struct RunHeader {
   uint64_t key;
   uint64_t degree;
+  uint64_t where;
   uint32_t name_length;
+  uint16_t type;
   uint8_t in_train;
 } __attribute__((packed));
 
@@ -34,6 +39,17 @@ absl::Status CollisionError(uint64_t key, std::string_view a,
   return absl::FailedPreconditionError(absl::StrCat(
       "node ids '", std::string(a), "' and '", std::string(b), "' have the same 64-bit key ", key,
       "; rename one of them"));
+}
+
+absl::Status TypeConflict(const NodeAggregatorOptions& o, std::string_view name, uint64_t key,
+                          uint16_t type_a, uint64_t where_a, uint16_t type_b, uint64_t where_b) {
+  auto where = [&](uint64_t w) { return o.describe_where ? o.describe_where(w) : absl::StrCat(w); };
+  auto type = [&](uint16_t t) { return o.type_name ? o.type_name(t) : absl::StrCat(t); };
+  const std::string node = o.integer_ids || name.empty() ? absl::StrCat(key) : std::string(name);
+  return absl::InvalidArgumentError(
+      absl::StrCat(where(where_b), ": node '", node, "' is of type ", type(type_b),
+                   " here (by the schema), but of type ", type(type_a), " at ", where(where_a),
+                   "; a node has one type: rename one of them or fix the schema"));
 }
 
 // Reads one run file sequentially.
@@ -132,6 +148,17 @@ absl::Status NodeAggregator::Add(std::span<const NodeOccurrence> occurrences) {
       const NodeOccurrence& o = occurrences[order[k]];
       auto [it, inserted] = shard.map.try_emplace(o.key);
       Entry& e = it->second;
+      if (inserted) {
+        e.type = o.type;
+        e.where = o.where;
+      } else if (e.type != o.type) {
+        std::string_view name;
+        if (!options_.integer_ids) {
+          name = std::string_view(shard.arena).substr(e.name_offset, e.name_length);
+        }
+        shard.status = TypeConflict(options_, name, o.key, e.type, e.where, o.type, o.where);
+        return shard.status;
+      }
       ++e.degree;
       e.in_train |= o.train;
       if (options_.integer_ids) continue;
@@ -162,7 +189,7 @@ absl::Status NodeAggregator::SpillShard(Shard* shard, int index)
                                   shard->runs.size(), ".run");
   ASSIGN_OR_RETURN(auto writer, RecordWriter::Create(path));
   for (const auto& [key, e] : entries) {
-    RunHeader h{key, e.degree, e.name_length, e.in_train};
+    RunHeader h{key, e.degree, e.where, e.name_length, e.type, e.in_train};
     RETURN_IF_ERROR(writer->Append(&h, sizeof(h)));
     RETURN_IF_ERROR(writer->Append(shard->arena.data() + e.name_offset, e.name_length));
   }
@@ -175,18 +202,29 @@ absl::Status NodeAggregator::SpillShard(Shard* shard, int index)
 }
 
 absl::StatusOr<uint64_t> NodeAggregator::CountDistinct() {
+  ASSIGN_OR_RETURN(const std::vector<uint64_t> by_type, CountDistinctByType());
   uint64_t total = 0;
+  for (uint64_t n : by_type) total += n;
+  return total;
+}
+
+absl::StatusOr<std::vector<uint64_t>> NodeAggregator::CountDistinctByType() {
+  std::vector<uint64_t> total;
+  auto count = [&total](uint16_t type) {
+    if (total.size() <= type) total.resize(type + 1, 0);
+    ++total[type];
+  };
   for (int s = 0; s < kNumShards; ++s) {
     Shard& shard = *shards_[s];
     MutexLock lock(&shard.mu);
     RETURN_IF_ERROR(shard.status);
     if (shard.runs.empty()) {
-      total += shard.map.size();
+      for (const auto& [key, entry] : shard.map) count(entry.type);
       continue;
     }
-    std::vector<uint64_t> mem;
+    std::vector<std::pair<uint64_t, uint16_t>> mem;  // (key, type)
     mem.reserve(shard.map.size());
-    for (const auto& [key, entry] : shard.map) mem.push_back(key);
+    for (const auto& [key, entry] : shard.map) mem.emplace_back(key, entry.type);
     std::sort(mem.begin(), mem.end());
     std::vector<RunCursor> cursors(shard.runs.size());
     // (key, run); run == cursors.size() is the in-memory part.
@@ -197,17 +235,19 @@ absl::StatusOr<uint64_t> NodeAggregator::CountDistinct() {
       if (!cursors[r].done()) heap.push({cursors[r].header().key, r});
     }
     size_t mem_pos = 0;
-    if (!mem.empty()) heap.push({mem[0], cursors.size()});
+    if (!mem.empty()) heap.push({mem[0].first, cursors.size()});
     bool any = false;
     uint64_t last = 0;
     while (!heap.empty()) {
       const auto [key, r] = heap.top();
       heap.pop();
-      if (!any || key != last) ++total;
+      if (!any || key != last) {
+        count(r == cursors.size() ? mem[mem_pos].second : cursors[r].header().type);
+      }
       any = true;
       last = key;
       if (r == cursors.size()) {
-        if (++mem_pos < mem.size()) heap.push({mem[mem_pos], r});
+        if (++mem_pos < mem.size()) heap.push({mem[mem_pos].first, r});
       } else {
         RETURN_IF_ERROR(cursors[r].Advance());
         if (!cursors[r].done()) heap.push({cursors[r].header().key, r});
@@ -254,21 +294,31 @@ absl::Status NodeAggregator::ForEachMerged(
         int r = heap.top();
         heap.pop();
         std::string_view run_name;
+        uint16_t type;
+        uint64_t where;
         if (r == mem_run) {
           const Entry& e = mem[mem_pos].second;
           node.degree += e.degree;
           node.in_train |= e.in_train;
+          type = e.type;
+          where = e.where;
           run_name = std::string_view(shard.arena).substr(e.name_offset, e.name_length);
         } else {
           node.degree += cursors[r].header().degree;
           node.in_train |= cursors[r].header().in_train != 0;
+          type = cursors[r].header().type;
+          where = cursors[r].header().where;
           run_name = cursors[r].name();
         }
         if (first) {
           name.assign(run_name);
+          node.type = type;
+          node.where = where;
           first = false;
         } else if (!options_.integer_ids && run_name != name) {
           return CollisionError(node.key, name, run_name);
+        } else if (type != node.type) {
+          return TypeConflict(options_, name, node.key, node.type, node.where, type, where);
         }
         if (r == mem_run) {
           ++mem_pos;

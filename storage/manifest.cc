@@ -108,6 +108,38 @@ absl::StatusOr<Manifest> FromJson(const Json& j, const std::string& path) {
                                      &a.memory_budget));
     m.partitions_auto = a;
   }
+  if ((v = JsonReader::Find(j, "node_types")) != nullptr) {
+    if (!v->is_array()) return r.Error("node_types", "must be an array");
+    for (size_t i = 0; i < v->size(); ++i) {
+      const std::string where = absl::StrCat("node_types[", i, "]");
+      const Json& t = (*v)[i];
+      RETURN_IF_ERROR(r.Object(t, where));
+      NodeType type;
+      RETURN_IF_ERROR(r.Required(t, "name", where + ".name", &type.name));
+      RETURN_IF_ERROR(
+          r.Required(t, "first_partition", where + ".first_partition", &type.first_partition));
+      RETURN_IF_ERROR(r.Required(t, "partitions", where + ".partitions", &type.num_partitions));
+      m.node_types.push_back(std::move(type));
+    }
+  }
+  if ((v = JsonReader::Find(j, "relation_types")) != nullptr) {
+    if (!v->is_array()) return r.Error("relation_types", "must be an array");
+    for (size_t i = 0; i < v->size(); ++i) {
+      const std::string where = absl::StrCat("relation_types[", i, "]");
+      const Json& t = (*v)[i];
+      RETURN_IF_ERROR(r.Object(t, where));
+      std::string src, dst;
+      RETURN_IF_ERROR(r.Required(t, "src", where + ".src", &src));
+      RETURN_IF_ERROR(r.Required(t, "dst", where + ".dst", &dst));
+      RelationTypes types;
+      for (auto [name, index] : {std::pair(&src, &types.src), std::pair(&dst, &types.dst)}) {
+        const absl::StatusOr<uint32_t> found = m.FindType(*name);
+        if (!found.ok()) return r.Error(where, std::string(found.status().message()));
+        *index = *found;
+      }
+      m.relation_types.push_back(types);
+    }
+  }
   m.training.edge_generation = m.edge_generation;
   if ((v = JsonReader::Find(j, "training")) != nullptr) {
     RETURN_IF_ERROR(r.Object(*v, "training"));
@@ -154,6 +186,21 @@ absl::StatusOr<Json> ToJson(const Manifest& m) {
     j["partitions_auto"] = {{"dim", m.partitions_auto->dim},
                             {"memory_budget", m.partitions_auto->memory_budget}};
   }
+  if (m.typed()) {
+    Json types = Json::array();
+    for (const NodeType& t : m.node_types) {
+      types.push_back({{"name", t.name},
+                       {"first_partition", t.first_partition},
+                       {"partitions", t.num_partitions}});
+    }
+    j["node_types"] = std::move(types);
+    Json relation_types = Json::array();
+    for (const RelationTypes& t : m.relation_types) {
+      relation_types.push_back(
+          {{"src", m.node_types[t.src].name}, {"dst", m.node_types[t.dst].name}});
+    }
+    j["relation_types"] = std::move(relation_types);
+  }
   return j;
 }
 
@@ -187,6 +234,43 @@ uint64_t Manifest::PartitionBase(uint32_t p) const {
   uint64_t base = 0;
   for (uint32_t i = 0; i < p; ++i) base += partition_sizes[i];
   return base;
+}
+
+uint32_t Manifest::TypeOfPartition(uint32_t p) const {
+  for (uint32_t t = 0; t < node_types.size(); ++t) {
+    if (p < node_types[t].first_partition + node_types[t].num_partitions) return t;
+  }
+  return 0;
+}
+
+uint32_t Manifest::FirstPartitionOf(uint32_t type) const {
+  return typed() ? node_types[type].first_partition : 0;
+}
+
+uint32_t Manifest::PartitionsOf(uint32_t type) const {
+  return typed() ? node_types[type].num_partitions : num_partitions;
+}
+
+uint64_t Manifest::NodesOf(uint32_t type) const {
+  uint64_t n = 0;
+  const uint32_t first = FirstPartitionOf(type);
+  for (uint32_t p = first; p < first + PartitionsOf(type); ++p) n += partition_sizes[p];
+  return n;
+}
+
+absl::StatusOr<uint32_t> Manifest::FindType(std::string_view name) const {
+  std::vector<std::string> names;
+  for (uint32_t t = 0; t < node_types.size(); ++t) {
+    if (node_types[t].name == name) return t;
+    names.push_back(node_types[t].name);
+  }
+  if (names.empty()) {
+    return absl::NotFoundError(absl::StrCat("no node type '", std::string(name),
+                                            "': the graph has no types (import it with --schema)"));
+  }
+  return absl::NotFoundError(absl::StrCat("no node type '", std::string(name),
+                                          "' (the graph's types: ", absl::StrJoin(names, ", "),
+                                          ")"));
 }
 
 absl::Status Manifest::Validate() const {
@@ -244,6 +328,43 @@ absl::Status Manifest::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat(
         "partitions_auto has dim ", partitions_auto->dim, " and memory_budget ",
         partitions_auto->memory_budget, "; both must be positive"));
+  }
+  if (typed()) {
+    uint32_t next = 0;
+    for (size_t t = 0; t < node_types.size(); ++t) {
+      const NodeType& type = node_types[t];
+      if (type.name.empty()) return absl::InvalidArgumentError("a node type has no name");
+      for (size_t u = 0; u < t; ++u) {
+        if (node_types[u].name == type.name) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("node type '", type.name, "' is declared twice"));
+        }
+      }
+      if (type.first_partition != next || type.num_partitions == 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("node type '", type.name, "' has partitions [", type.first_partition, ", ",
+                         type.first_partition + type.num_partitions,
+                         "); the types' partitions must "
+                         "follow each other from 0, at least one each"));
+      }
+      next += type.num_partitions;
+    }
+    if (next != num_partitions) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the node types cover ", next, " partitions, num_partitions is ", num_partitions));
+    }
+    if (relation_types.size() != relations.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("relation_types has ", relation_types.size(),
+                                                     " entries, the graph has ", relations.size(),
+                                                     " relations"));
+    }
+    for (const RelationTypes& t : relation_types) {
+      if (t.src >= node_types.size() || t.dst >= node_types.size()) {
+        return absl::InvalidArgumentError("relation_types names a type that does not exist");
+      }
+    }
+  } else if (!relation_types.empty()) {
+    return absl::InvalidArgumentError("relation_types without node_types");
   }
   return ParseTrainerMembers(training).status();
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -61,6 +62,26 @@ struct PartitionsAuto {
   uint64_t memory_budget = 0;  // the --memory-budget given to import, bytes
 };
 
+// A kind of node (PBG's entity type: users, items, tags). A typed graph's
+// partitions are typed: the nodes of type t fill partitions
+// [first_partition, first_partition + num_partitions), so bucket (i, j)
+// holds only edges from type(i) to type(j), and a partition's negatives are
+// of its type. A type of one partition is "unpartitioned" in PBG's words:
+// small, and resident in every bucket that needs it.
+struct NodeType {
+  std::string name;
+  uint32_t first_partition = 0;
+  uint32_t num_partitions = 1;
+};
+
+// The types of a relation's two sides (PBG's lhs and rhs), as indices into
+// Manifest::node_types.
+struct RelationTypes {
+  uint32_t src = 0;
+  uint32_t dst = 0;
+  friend bool operator==(const RelationTypes&, const RelationTypes&) = default;
+};
+
 struct Manifest {
   static constexpr int kFormatVersion = 1;
   int format_version = kFormatVersion;
@@ -86,12 +107,32 @@ struct Manifest {
   // Set when num_partitions was chosen by `import --partitions auto`;
   // absent when it was given. `import --append` keeps it.
   std::optional<PartitionsAuto> partitions_auto;
+  // The node types of a graph imported with a schema, in the order their
+  // partitions follow each other; empty for an untyped graph (one kind of
+  // node in every partition, as every graph before schemas).
+  std::vector<NodeType> node_types;
+  // With node_types: the types of each relation's sides, index = relation
+  // id. Empty otherwise.
+  std::vector<RelationTypes> relation_types;
+
+  bool typed() const { return !node_types.empty(); }
+  // The type of partition p: an index into node_types (0 when untyped).
+  uint32_t TypeOfPartition(uint32_t p) const;
+  // The partitions of type t: all of them when untyped.
+  uint32_t FirstPartitionOf(uint32_t type) const;
+  uint32_t PartitionsOf(uint32_t type) const;
+  // The nodes of type t (all nodes when untyped).
+  uint64_t NodesOf(uint32_t type) const;
+  // Index of the type named `name`; NotFound naming the known types.
+  absl::StatusOr<uint32_t> FindType(std::string_view name) const;
 
   // Global id of offset 0 of partition p: the sum of the sizes before it.
   uint64_t PartitionBase(uint32_t p) const;
   // Rows of the largest partition (0 with none).
   uint64_t LargestPartition() const;
-  // Checks internal consistency (sizes add up, vector lengths match P).
+  // Checks internal consistency (sizes add up, vector lengths match P; the
+  // types' partitions follow each other and cover [0, P); one
+  // relation_types entry per relation, naming existing types).
   absl::Status Validate() const;
 };
 

@@ -6,9 +6,9 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   clang-format librocksdb-dev libtbb-dev libabsl-dev libgtest-dev libgmock-dev
-  libbenchmark-dev libopenblas-dev libopenmpi-dev libfaiss-dev
+  libbenchmark-dev libopenblas-dev libopenmpi-dev libfaiss-dev libhdf5-dev
   libxxhash-dev nlohmann-json3-dev zlib1g-dev
-  python3 python3-numpy python3-matplotlib time bc
+  python3 python3-numpy python3-matplotlib python3-h5py python3-faiss time bc
   clang libclang-rt-14-dev curl
 )
 

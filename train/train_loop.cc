@@ -281,7 +281,7 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
     scheduler_ = std::move(s);
   } else {
     scheduler_ = MakeRoundScheduler(options_.schedule.bucket_order, P_, capacity_, round_size_,
-                                    options_.seed + epoch, first_round);
+                                    options_.seed + epoch, first_round, TypedBucketEdges());
   }
   RoundSourceOptions so;
   so.batching = options_.pipeline.batching;
@@ -427,8 +427,9 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
           for (const RankBucket& b : g.buckets) rounds.back().push_back(b.bucket);
         }
       } else {
-        auto counter = MakeRoundScheduler(options_.schedule.bucket_order, P_, capacity_,
-                                          round_size_, options_.seed + epoch, 0);
+        auto counter =
+            MakeRoundScheduler(options_.schedule.bucket_order, P_, capacity_, round_size_,
+                               options_.seed + epoch, 0, TypedBucketEdges());
         while (std::optional<Round> r = counter->Next()) rounds.push_back(std::move(r->buckets));
       }
       MutexLock lock(&progress_mu_);

@@ -158,6 +158,13 @@ TEST(ImportCliTest, ExistingOutRefusedThenOverwritten) {
                                tmp.path());
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(fs::exists(out + "/keep"));
+  // --overwrite replaces only what ember made: a folder of the user's stays.
+  r = RunProcess({kEmber, "import", "--out", out, "--overwrite", "--quiet", input}, tmp.path());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(fs::exists(out + "/keep"));
+  fs::remove_all(out);
+  r = RunProcess({kEmber, "import", "--out", out, "--quiet", input}, tmp.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   r = RunProcess({kEmber, "import", "--out", out, "--overwrite", "--quiet", "--json",
                   input},
                  tmp.path());
@@ -166,7 +173,6 @@ TEST(ImportCliTest, ExistingOutRefusedThenOverwritten) {
   ASSERT_FALSE(j.is_discarded()) << "--json output is not JSON: " << r.out;
   EXPECT_EQ(j["nodes"], 3);
   EXPECT_EQ(j["edges"]["train"], 2);
-  EXPECT_FALSE(fs::exists(out + "/keep"));
 }
 
 // The README spells flags with dashes (--integer-ids, --self-loops,

@@ -54,13 +54,16 @@ case_deterministic() {
   fresh kg one && fresh kg two
   "$ember" train "$work/one" "${flags[@]}" --trainers 2 --threads 2 >/dev/null
   "${mpi[@]}" -np 2 "$ember" train "$work/two" "${flags[@]}" --trainers 1 --threads 1 \
-    --quiet=false >"$work/two.out" 2>"$work/two.err" ||
+    --quiet=false --verbose >"$work/two.out" 2>"$work/two.err" ||
     { cat "$work/two.err" >&2; fail "mpirun -np 2 failed"; }
   grep -q "training across 2 ranks" "$work/two.err" || fail "rank 0 did not name the ranks"
   [ "$(grep -c "^  rank [01] on .*: 1 cpu trainer" "$work/two.err")" = 2 ] ||
     fail "rank 0 did not name both ranks' hosts and trainers"
-  # Rank 0 alone speaks: one GEMM line, one line per epoch.
+  # Rank 0 alone speaks: one GEMM line (--verbose), at most one GEMM
+  # warning (where the environment pins OpenBLAS), one line per epoch.
   [ "$(grep -c "^GEMM:" "$work/two.err")" = 1 ] || fail "more than one rank printed its start-up"
+  [ "$(grep -c "^warning: OpenBLAS" "$work/two.err")" -le 1 ] ||
+    fail "more than one rank printed the GEMM warning"
   [ "$(grep -c "^epoch [0-9]*:" "$work/two.out")" = 2 ] || fail "not one line per epoch on stdout"
   "$ember" export "$work/one" --format npy --out "$work/one.npy" --quiet >/dev/null
   "$ember" export "$work/two" --format npy --out "$work/two.npy" --quiet >/dev/null

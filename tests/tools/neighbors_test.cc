@@ -1,6 +1,7 @@
 // ember neighbors: flat equals brute force, IVF/HNSW recall against flat,
 // block purity on an SBM graph, relation operators, saved FAISS indexes, the
-// --json line format.
+// --json line format, one type's index and known links left out (against
+// `ember recommend`).
 #include "tools/export/neighbors.h"
 
 #include <faiss/Index.h>
@@ -472,6 +473,185 @@ TEST(NeighborsRelationTest, OperatorAppliedToQuery) {
     // The operator changes the answers (it is not silently ignored).
     EXPECT_GT(differs, 0u);
   }
+}
+
+// A typed user-item graph: --type item indexes the items only, results map
+// back to global ids; the queries (users) are outside the index. With
+// exclude_known a user's train items are left out, and the top K is then
+// what `ember recommend` computes, the same exact ranking.
+TEST(NeighborsTypedTest, OneTypeAndKnownLinksLeftOut) {
+  TempDir tmp;
+  const std::string edges = tmp.Sub("likes.tsv"), g = tmp.Sub("g");
+  {
+    std::ofstream out(edges);
+    uint64_t x = 7;
+    for (int u = 0; u < 200; ++u) {
+      std::set<int> items;
+      while (items.size() < 8) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        // Mostly the user's group (u % 6) of 60 items.
+        items.insert((x >> 33) % 4 == 0 ? (x >> 40) % 60 : u % 6 + 6 * ((x >> 40) % 10));
+      }
+      for (int i : items) out << "user" << u << "\tlikes\titem" << i << "\n";
+    }
+  }
+  const std::string bin = EMBER_BINARY;
+  ASSERT_EQ(RunShell(bin +
+                     " import --quiet --schema likes:user:item --type-partitions user=2 "
+                     "--split 0.8,0,0.2 --seed 3 --out " +
+                     g + " " + edges + " > /dev/null"),
+            0);
+  ASSERT_EQ(RunShell(bin + " train " + g +
+                     " --quiet --epochs 3 --dim 16 --operator translation --comparator dot "
+                     "--seed 1 --threads 2 > /dev/null"),
+            0);
+  auto graph = Graph::Open(g);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const Manifest& m = (*graph)->manifest();
+  const Table t = LoadTable(**graph);
+  auto item_type = m.FindType("item");
+  ASSERT_TRUE(item_type.ok());
+  const uint64_t first = m.PartitionBase(m.FirstPartitionOf(*item_type));
+  const uint64_t items = m.NodesOf(*item_type);
+  ASSERT_EQ(first + items, t.n) << "items come after the users' partitions";
+
+  NeighborIndexOptions o;
+  o.type = "item";
+  auto index = NeighborIndex::Build(**graph, o);
+  ASSERT_TRUE(index.ok()) << index.status();
+  EXPECT_EQ((*index)->size(), items);
+  EXPECT_EQ((*index)->first_id(), first);
+
+  // Each query's train items (global ids).
+  std::map<uint64_t, std::set<uint64_t>> known;
+  for (uint32_t p = 0; p < m.num_partitions; ++p) {
+    for (uint32_t q = 0; q < m.num_partitions; ++q) {
+      ASSERT_TRUE((*graph)
+                      ->ForEachEdgeBlock(Split::kTrain, p, q,
+                                         [&](std::span<const Edge> block) {
+                                           for (const Edge& e : block) {
+                                             known[m.PartitionBase(p) + e.src].insert(
+                                                 m.PartitionBase(q) + e.dst);
+                                           }
+                                           return absl::OkStatus();
+                                         })
+                      .ok());
+    }
+  }
+  std::vector<std::string> queries;
+  for (int u = 0; u < 200; u += 9) queries.push_back("user" + std::to_string(u));
+  // Brute force over the items, leaving out `skip`.
+  auto brute = [&](uint64_t query, const std::set<uint64_t>& skip) {
+    const std::vector<double> q = ApplyOp(t, 0, t.Row(query));
+    std::vector<Scored> all;
+    for (uint64_t i = first; i < t.n; ++i) {
+      if (!skip.count(i)) all.push_back({Score(Comparator::kDot, q, t.Row(i)), i});
+    }
+    std::sort(all.begin(), all.end(), [](const Scored& a, const Scored& b) {
+      return a.score != b.score ? a.score > b.score : a.id < b.id;
+    });
+    all.resize(10);
+    return all;
+  };
+  auto plain = (*index)->Search(queries, "likes", 10);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  auto fresh = (*index)->Search(queries, "likes", 10, /*exclude_known=*/true);
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  uint64_t known_in_plain = 0;
+  for (size_t i = 0; i < queries.size(); ++i) {
+    SCOPED_TRACE(queries[i]);
+    const uint64_t query = t.ids.at(queries[i]);
+    const std::set<uint64_t>& links = known[query];
+    ASSERT_FALSE(links.empty());
+    for (const auto& [list, skip] :
+         {std::pair{&(*plain)[i], std::set<uint64_t>{}}, std::pair{&(*fresh)[i], links}}) {
+      const std::vector<Scored> want = brute(query, skip);
+      ASSERT_EQ(list->neighbors.size(), 10u);
+      for (int r = 0; r < 10; ++r) {
+        const Neighbor& n = list->neighbors[r];
+        EXPECT_GE(n.global_id, first) << "a node of another type: " << n.node;
+        EXPECT_EQ(n.node, t.names[n.global_id]);
+        EXPECT_EQ(n.global_id, want[r].id) << "rank " << r;
+        EXPECT_NEAR(n.score, want[r].score, 1e-4) << "rank " << r;
+      }
+    }
+    for (const Neighbor& n : (*plain)[i].neighbors) known_in_plain += links.count(n.global_id);
+    for (const Neighbor& n : (*fresh)[i].neighbors)
+      EXPECT_FALSE(links.count(n.global_id)) << n.node;
+  }
+  // Leaving them out changed something: the model ranks what users have high.
+  EXPECT_GT(known_in_plain, 0u);
+  auto bad = (*index)->Search(queries, "", 10, /*exclude_known=*/true);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << bad.status();
+
+  // The CLI: the same lists, and the same as `ember recommend`'s.
+  const std::string users = tmp.Sub("users.txt");
+  {
+    std::ofstream f(users);
+    for (const std::string& q : queries) f << q << "\n";
+  }
+  const std::string json = tmp.Sub("out.jsonl"), recs = tmp.Sub("recs.tsv");
+  ASSERT_EQ(RunShell(bin + " neighbors " + g +
+                     " --quiet --json --type item --relation likes "
+                     "--exclude-known --k 10 --queries " +
+                     users + " > " + json),
+            0);
+  ASSERT_EQ(RunShell(bin + " recommend " + g + " --quiet --relation likes --k 10 --users " + users +
+                     " --out " + recs),
+            0);
+  std::map<std::string, std::vector<std::pair<std::string, double>>> recommended;
+  for (const std::string& line : ReadLines(recs)) {
+    std::istringstream in(line);
+    std::string user, item;
+    double score;
+    in >> user >> item >> score;
+    recommended[user].emplace_back(item, score);
+  }
+  const std::vector<std::string> lines = ReadLines(json);
+  ASSERT_EQ(lines.size(), queries.size());
+  for (size_t i = 0; i < queries.size(); ++i) {
+    const nlohmann::json j = nlohmann::json::parse(lines[i]);
+    ASSERT_EQ(j["node"], queries[i]);
+    const auto& rec = recommended[queries[i]];
+    ASSERT_EQ(j["neighbors"].size(), 10u);
+    ASSERT_EQ(rec.size(), 10u);
+    for (int r = 0; r < 10; ++r) {
+      EXPECT_EQ(j["neighbors"][r]["node"], (*fresh)[i].neighbors[r].node);
+      EXPECT_EQ(j["neighbors"][r]["node"], rec[r].first) << queries[i] << " rank " << r;
+      EXPECT_NEAR(j["neighbors"][r]["score"].get<double>(), rec[r].second, 1e-4);
+    }
+  }
+  // Without --exclude-known the known items stay (the flag is recommend's,
+  // on there by default, off here unless given).
+  ASSERT_EQ(RunShell(bin + " neighbors " + g +
+                     " --quiet --json --type item --relation likes "
+                     "--k 10 --queries " +
+                     users + " > " + json),
+            0);
+  EXPECT_EQ(nlohmann::json::parse(ReadLines(json)[0])["neighbors"][0]["node"],
+            (*plain)[0].neighbors[0].node);
+
+  // Refusals, and the saved index holds the type's rows.
+  const std::string err = tmp.Sub("err.txt");
+  EXPECT_EQ(RunShell(bin + " neighbors " + g +
+                     " --quiet --node user1 --exclude-known > /dev/null 2> " + err),
+            1);
+  EXPECT_THAT(ReadWholeFile(err), ::testing::HasSubstr("--exclude-known needs --relation"));
+  EXPECT_EQ(RunShell(bin + " neighbors " + g +
+                     " --quiet --node user1 --type movie > /dev/null 2> " + err),
+            1);
+  EXPECT_THAT(ReadWholeFile(err), ::testing::HasSubstr("movie"));
+  const std::string saved = tmp.Sub("items.index");
+  ASSERT_EQ(RunShell(bin + " neighbors " + g + " --quiet --type item --node item3 --save-index " +
+                     saved + " > /dev/null"),
+            0);
+  EXPECT_EQ(ReadLines(saved + ".names.tsv").size(), items);
+  const nlohmann::json meta = nlohmann::json::parse(ReadWholeFile(saved + ".meta.json"));
+  EXPECT_EQ(meta["type"], "item");
+  EXPECT_EQ(meta["first_global_id"], first);
+  std::unique_ptr<faiss::Index> read(faiss::read_index(saved.c_str()));
+  EXPECT_EQ(uint64_t(read->ntotal), items);
 }
 
 }  // namespace

@@ -154,9 +154,11 @@ TEST(ReadBesideTrainTest, ReadersGetCompleteResultsOrNameTheWriter) {
   TempDir tmp;
   const std::string edges = tmp.Sub("edges.tsv");
   tools::gen::SbmOptions sbm = train_test::StandardSbm();
-  // Epochs long enough (a few tenths of a second) that a reader can open
-  // between two checkpoints, as between a real run's epochs.
-  sbm.nodes = 8000;
+  // Epochs long enough (about a second between checkpoints) that a reader
+  // can open between two of them, as between a real run's epochs, even on a
+  // machine whose cores other tests keep busy: at 8000 nodes (0.3 s) a
+  // loaded CI machine's readers lost 23 of 30 opens to the writer.
+  sbm.nodes = 24000;
   sbm.blocks = 20;
   train_test::WriteSbmEdges(sbm, edges);
   const std::string graph = tmp.Sub("g");

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <functional>
+#include <map>
 #include <numbers>
 #include <random>
 #include <set>
@@ -113,6 +114,67 @@ TEST_P(HandRanksTest, TiesFilteredAndRawAsComputedByHand) {
 INSTANTIATE_TEST_SUITE_P(Partitions, HandRanksTest, ::testing::Values(1, 3));
 
 // A second true tail above the true answer: raw rank 2, filtered rank 1.
+// A typed graph ranks each query among its answer's type only: users
+// u1 u2 and items i1 i2 i3, dot on (x, 0) rows u1=1 u2=2 i1=3 i2=2 i3=5;
+// train u1->i1, u2->i2, u2->i3; test u1->i2.
+// Tail (u1, ?) among the items: i1 and i3 score higher: raw rank 3;
+//   filtered (u1->i1 is true): rank 2. (Untyped, u2's tie: raw 3.5.)
+// Head (?, i2) among the users, 2x: u2 scores 4 > 2: raw rank 2; filtered
+//   (u2->i2 is true): rank 1. (Untyped, i1, i2, i3 join: raw 5.)
+TinyGraphSpec TypedSpec(uint32_t user_partitions) {
+  TinyGraphSpec spec;
+  spec.train = "u1\ti1\nu2\ti2\nu2\ti3\n";
+  spec.test = "u1\ti2\n";
+  spec.schema = "user:item";
+  spec.type_partitions = {{"user", user_partitions}};
+  return spec;
+}
+
+void TypedRow(std::string_view name, float* row) {
+  const std::map<std::string_view, float> x = {
+      {"u1", 1}, {"u2", 2}, {"i1", 3}, {"i2", 2}, {"i3", 5}};
+  row[0] = x.at(name);
+  row[1] = 0;
+}
+
+TEST(EvaluatorTest, TypedGraphsRankAmongTheAnswersType) {
+  for (uint32_t user_partitions : {1u, 2u}) {
+    SCOPED_TRACE(user_partitions);
+    TempDir tmp;
+    ModelOptions model;
+    model.dim = 2;
+    auto graph = MakeGraph(tmp, TypedSpec(user_partitions), model, TypedRow);
+    ASSERT_NE(graph, nullptr);
+    ASSERT_TRUE(graph->manifest().typed());
+    EvalOptions options;
+    options.threads = 2;
+    const EvalResult r = EvalStored(*graph, options);
+    EXPECT_TRUE(r.typed);
+    EXPECT_DOUBLE_EQ(r.raw.mr, (3 + 2) / 2.0);
+    EXPECT_DOUBLE_EQ(r.filtered.mr, (2 + 1) / 2.0);
+    EXPECT_DOUBLE_EQ(r.raw.auc, 0);  // no candidate of the type scores below
+    EXPECT_NE(DescribeProtocol(r).find("answer's type"), std::string::npos);
+    // Sampled negatives come from the answer's type too: still none below.
+    options.negatives = 50;
+    const EvalResult sampled = EvalStored(*graph, options);
+    EXPECT_DOUBLE_EQ(sampled.raw.auc, 0);
+    EXPECT_GT(sampled.raw.mr, 2);
+  }
+  // The same edges untyped: users and items rank together.
+  TempDir tmp;
+  ModelOptions model;
+  model.dim = 2;
+  TinyGraphSpec untyped = TypedSpec(1);
+  untyped.schema.clear();
+  untyped.type_partitions.clear();
+  auto graph = MakeGraph(tmp, untyped, model, TypedRow);
+  ASSERT_NE(graph, nullptr);
+  EvalOptions options;
+  const EvalResult r = EvalStored(*graph, options);
+  EXPECT_FALSE(r.typed);
+  EXPECT_DOUBLE_EQ(r.raw.mr, (3.5 + 5) / 2);
+}
+
 TEST(EvaluatorTest, OtherTrueTailIsFilteredOut) {
   TempDir tmp;
   ModelOptions model;

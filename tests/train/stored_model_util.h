@@ -10,6 +10,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -31,6 +32,8 @@ struct TinyGraphSpec {
   std::string test;   // "": no test file
   uint32_t partitions = 1;
   uint64_t seed = 0;
+  std::string schema;  // ImportOptions::schema ("": untyped)
+  std::vector<std::pair<std::string, uint32_t>> type_partitions;
 };
 
 // Imports `spec` into `out`, writing its files under `scratch`. Valid/test
@@ -51,6 +54,8 @@ inline absl::Status ImportTinyGraph(const std::string& out,
   if (!spec.test.empty()) o.test_files = {write("test.tsv", spec.test)};
   o.num_partitions = spec.partitions;
   o.seed = spec.seed;
+  o.schema = spec.schema;
+  o.type_partitions = spec.type_partitions;
   o.threads = 2;
   o.delimiter = '\t';
   return ImportGraph(o).status();

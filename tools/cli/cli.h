@@ -21,6 +21,7 @@ int NeighborsMain(const std::vector<std::string>& args);
 int InspectMain(const std::vector<std::string>& args);
 int GenMain(const std::vector<std::string>& args);
 int TuneMain(const std::vector<std::string>& args);
+int RecommendMain(const std::vector<std::string>& args);
 
 // Parses flags and dispatches on argv[1]; returns the process exit code.
 // `ember --help` lists the commands; `ember <command> --help` (or -h)

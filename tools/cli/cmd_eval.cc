@@ -14,14 +14,25 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "nlohmann/json.hpp"
-#include "storage/graph.h"
 #include "storage/base/status_macros.h"
+#include "storage/graph.h"
 #include "tools/cli/cli.h"
-#include "train/blas/blas_startup.h"
 #include "tools/cli/common_flags.h"
 #include "tools/cli/eval_flags.h"
-#include "train/model/checkpoint.h"
+#include "train/blas/blas_startup.h"
 #include "train/eval/evaluator.h"
+#include "train/eval/recommend_eval.h"
+#include "train/eval/recommender.h"
+#include "train/model/checkpoint.h"
+
+ABSL_FLAG(std::string, protocol, "link",
+          "eval: link (rank each held-out edge's ends among all nodes: MRR, Hits@k) or "
+          "recommend (per source of --relation, its top --k with the train split's links left "
+          "out against its held-out destinations: Recall@K, NDCG@K, hit rate, beside a "
+          "popularity baseline).");
+ABSL_FLAG(uint64_t, max_sources, 0,
+          "eval: with --protocol recommend, a seeded sample of this many sources with held-out "
+          "destinations (0: all of them).");
 
 namespace ember::tools {
 namespace {
@@ -114,8 +125,108 @@ std::string RelationTable(const EvalResult& r, const Manifest& manifest) {
   return out;
 }
 
+nlohmann::ordered_json RecommendJson(const std::vector<RecommendMetrics>& cuts) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const RecommendMetrics& c : cuts) {
+    out[absl::StrCat("recall@", c.k)] = c.recall;
+    out[absl::StrCat("recall@", c.k, "_ci95")] = c.recall_ci95;
+    out[absl::StrCat("ndcg@", c.k)] = c.ndcg;
+    out[absl::StrCat("ndcg@", c.k, "_ci95")] = c.ndcg_ci95;
+    out[absl::StrCat("hit_rate@", c.k)] = c.hit_rate;
+    out[absl::StrCat("hit_rate@", c.k, "_ci95")] = c.hit_rate_ci95;
+  }
+  return out;
+}
+
+// `--protocol recommend`.
+absl::Status RunRecommend(const std::string& dir, const EvalOptions& link) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::Open(dir));
+  const Manifest& m = graph->manifest();
+  RecommendEvalOptions options;
+  const std::string relation = absl::GetFlag(FLAGS_relation);
+  if (relation.empty() && m.relations.size() != 1) {
+    return absl::InvalidArgumentError(
+        "--protocol recommend needs --relation: the graph has several relations");
+  }
+  options.relation = static_cast<uint32_t>(
+      std::find(m.relations.begin(), m.relations.end(), relation) - m.relations.begin());
+  if (relation.empty()) options.relation = 0;
+  if (options.relation >= m.relations.size()) {
+    return absl::NotFoundError(absl::StrCat("no relation '", relation, "' in ", dir));
+  }
+  if (FlagWasSet("k")) options.ks = absl::GetFlag(FLAGS_k).values;
+  if (link.split == Split::kTrain) {
+    return absl::InvalidArgumentError(
+        "--protocol recommend evaluates valid or test: the train split is what it leaves out");
+  }
+  options.split = link.split;
+  options.max_sources = absl::GetFlag(FLAGS_max_sources);
+  options.seed = link.seed;
+  options.threads = link.threads;
+  options.memory_budget = link.memory_budget;
+  ASSIGN_OR_RETURN(StoredModel model, LoadStoredModel(*graph));
+  ProgressPrinter progress = ProgressFromFlags();
+  options.progress = [&](uint64_t done, uint64_t total) {
+    progress.Update("recommend", done, total, "sources");
+  };
+  absl::StatusOr<RecommendEvalResult> evaluated = EvaluateRecommendations(*graph, model, options);
+  progress.Finish();
+  ASSIGN_OR_RETURN(RecommendEvalResult r, std::move(evaluated));
+  const RelationTypes types = TypesOfRelation(m, options.relation);
+  const std::string candidates =
+      m.typed() ? absl::StrCat(r.candidates, " ", m.node_types[types.dst].name, " nodes")
+                : absl::StrCat(r.candidates, " nodes");
+  const std::string protocol = absl::StrCat(
+      "top-K of ", candidates, " per source of '", m.relations[options.relation], "', its ",
+      std::string(SplitName(Split::kTrain)), " links left out, against its held-out ",
+      std::string(SplitName(options.split)), " links (", r.sources, " of ", r.sources_held_out,
+      " sources, ", r.held_out, " held-out edges)");
+  if (absl::GetFlag(FLAGS_json)) {
+    nlohmann::ordered_json j = {{"protocol", "recommend"},
+                                {"description", protocol},
+                                {"relation", m.relations[options.relation]},
+                                {"split", std::string(SplitName(options.split))},
+                                {"sources", r.sources},
+                                {"sources_with_held_out", r.sources_held_out},
+                                {"held_out", r.held_out},
+                                {"candidates", r.candidates},
+                                {"seconds", r.seconds},
+                                {"model", RecommendJson(r.model)},
+                                {"popularity", RecommendJson(r.popularity)}};
+    std::printf("%s\n", j.dump().c_str());
+    return absl::OkStatus();
+  }
+  std::printf("%s, %.2f s\n", protocol.c_str(), r.seconds);
+  std::string header = absl::StrFormat("%-11s", "");
+  for (const RecommendMetrics& c : r.model) {
+    for (const char* name : {"Recall", "NDCG", "HitRate"}) {
+      absl::StrAppend(&header, absl::StrFormat(" %-17s", absl::StrCat(name, "@", c.k)));
+    }
+  }
+  std::printf("%s\n", std::string(absl::StripTrailingAsciiWhitespace(header)).c_str());
+  for (const auto& [name, cuts] :
+       {std::pair("model", &r.model), std::pair("popularity", &r.popularity)}) {
+    std::string line = absl::StrFormat("%-11s", name);
+    for (const RecommendMetrics& c : *cuts) {
+      for (auto [v, ci] : {std::pair(c.recall, c.recall_ci95), std::pair(c.ndcg, c.ndcg_ci95),
+                           std::pair(c.hit_rate, c.hit_rate_ci95)}) {
+        absl::StrAppend(&line, absl::StrFormat(" %.4f ± %-8.4f", v, ci));
+      }
+    }
+    std::printf("%s\n", std::string(absl::StripTrailingAsciiWhitespace(line)).c_str());
+  }
+  std::printf("(± is the half-width of a 95 %% confidence interval over sources)\n");
+  return absl::OkStatus();
+}
+
 absl::Status Run(const std::string& dir) {
   ASSIGN_OR_RETURN(EvalOptions options, EvalOptionsFromFlags());
+  const std::string protocol = absl::GetFlag(FLAGS_protocol);
+  if (protocol == "recommend") return RunRecommend(dir, options);
+  if (protocol != "link") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--protocol takes link or recommend, got \"", protocol, "\""));
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::Open(dir));
   ASSIGN_OR_RETURN(StoredModel model, LoadStoredModel(*graph));
   ProgressPrinter progress = ProgressFromFlags();

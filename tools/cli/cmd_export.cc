@@ -1,5 +1,5 @@
-// ember export GRAPH --format tsv|npy|w2v|fvecs --out PATH [--relations-out FILE]
-//                    [--memory-budget B]
+// ember export GRAPH --format tsv|npy|w2v|fvecs|h5 --out PATH [--type T]
+//                    [--relations-out FILE] [--memory-budget B]
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -16,7 +16,10 @@
 
 ABSL_FLAG(ember::tools::ExportFormat, format, ember::tools::ExportFormat::kTsv,
           "export: tsv (PBG: name<TAB>v1..vd), npy (NumPy float32 (n, d) + "
-          "PATH.names.tsv), w2v (word2vec text) or fvecs (+ PATH.names.tsv). "
+          "PATH.names.tsv), w2v (word2vec text), fvecs (+ PATH.names.tsv) or h5 (PBG's "
+          "checkpoint layout: PATH is a directory of embeddings_<type>_<part>.v<N>.h5, "
+          "entity_names_<type>_<part>.json and entity_count_<type>_<part>.txt per type and "
+          "partition, checkpoint_version.txt and meta.json). "
           "Rows in global-id order; PATH.meta.json describes the model. "
           "Memory: one partition of embeddings at a time.");
 
@@ -29,6 +32,7 @@ absl::StatusOr<ExportOptions> OptionsFromFlags() {
   o.format = absl::GetFlag(FLAGS_format);
   o.relations_out = absl::GetFlag(FLAGS_relations_out);
   o.overwrite = absl::GetFlag(FLAGS_overwrite);
+  o.type = absl::GetFlag(FLAGS_type);
   o.threads = ThreadCount();
   ASSIGN_OR_RETURN(o.memory_budget, MemoryBudget());
   RETURN_IF_ERROR(o.Validate());
@@ -40,9 +44,9 @@ absl::StatusOr<ExportOptions> OptionsFromFlags() {
 int ExportMain(const std::vector<std::string>& args) {
   if (args.size() != 1) {
     return ReportStatus("export", absl::InvalidArgumentError(
-                                      "usage: ember export GRAPH --format tsv|npy|w2v|fvecs "
-                                      "--out PATH [--relations-out FILE] [--overwrite] "
-                                      "[--memory-budget B]"));
+                                      "usage: ember export GRAPH --format tsv|npy|w2v|fvecs|h5 "
+                                      "--out PATH [--type T] [--relations-out FILE] "
+                                      "[--overwrite] [--memory-budget B]"));
   }
   auto options = OptionsFromFlags();
   if (!options.ok()) return ReportStatus("export", options.status());
@@ -76,8 +80,14 @@ int ExportMain(const std::vector<std::string>& args) {
                 (unsigned long long)stats->rows, stats->dim,
                 (unsigned long long)stats->checkpoint_version, options->out.c_str(),
                 HumanBytes(stats->bytes).c_str(), stats->seconds, mbps);
-    for (size_t i = 1; i < stats->files.size(); ++i) {
-      std::printf("  wrote %s\n", stats->files[i].c_str());
+    if (options->format == ExportFormat::kH5) {
+      std::printf("  wrote %zu files in %s (PBG's checkpoint layout, version %llu)\n",
+                  stats->files.size() - 1, options->out.c_str(),
+                  (unsigned long long)stats->checkpoint_version);
+    } else {
+      for (size_t i = 1; i < stats->files.size(); ++i) {
+        std::printf("  wrote %s\n", stats->files[i].c_str());
+      }
     }
   }
   return 0;

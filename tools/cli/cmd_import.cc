@@ -48,6 +48,14 @@ ABSL_FLAG(std::string, append, "",
 ABSL_FLAG(std::vector<std::string>, node_features, {},
           "import: file(s) of node<TAB>feat[:weight] feat[:weight] ... lines "
           "(sparse node features; comma list).");
+ABSL_FLAG(std::string, schema, "",
+          "import: node types: a file of relation<TAB>source type<TAB>destination type lines, "
+          "or inline REL:SRC_TYPE:DST_TYPE,... (SRC_TYPE:DST_TYPE for files without a relation "
+          "column). Each type gets its own partitions, and negatives, evaluation and "
+          "recommendations of a relation come from its side's type. Empty: one kind of node.");
+ABSL_FLAG(std::string, type_partitions, "",
+          "import: partitions of named types, e.g. user=16,item=1 (or auto), overriding "
+          "--partitions for them; a type of 1 partition stays resident in every bucket.");
 ABSL_FLAG(std::string, memory_budget, "2G",
           "import: peak memory target, e.g. 1G, 512M; with --partitions auto "
           "also the train --memory-budget P is chosen for.");
@@ -76,6 +84,19 @@ absl::StatusOr<ImportOptions> OptionsFromFlags(const std::vector<std::string>& f
         "--partitions does not apply to --append: the graph keeps its partition count");
   }
   o.partitioner = absl::GetFlag(FLAGS_partitioner);
+  o.schema = absl::GetFlag(FLAGS_schema);
+  for (absl::string_view entry :
+       absl::StrSplit(absl::GetFlag(FLAGS_type_partitions), ',', absl::SkipWhitespace())) {
+    const size_t eq = entry.rfind('=');
+    PartitionCount count;
+    std::string error;
+    if (eq == absl::string_view::npos || !AbslParseFlag(entry.substr(eq + 1), &count, &error)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--type-partitions entry '", entry, "': expected TYPE=P (P in [1, 4096] or auto)",
+          error.empty() ? "" : absl::StrCat(": ", error)));
+    }
+    o.type_partitions.emplace_back(std::string(entry.substr(0, eq)), count.value);
+  }
   ASSIGN_OR_RETURN(o.split, ParseSplitFractions(absl::GetFlag(FLAGS_split)));
   ASSIGN_OR_RETURN(o.delimiter, ParseDelimiterFlag(absl::GetFlag(FLAGS_delimiter)));
   if (!absl::GetFlag(FLAGS_columns).empty()) {
@@ -96,6 +117,16 @@ absl::StatusOr<ImportOptions> OptionsFromFlags(const std::vector<std::string>& f
   ASSIGN_OR_RETURN(o.memory_budget, MemoryBudget());
   o.overwrite = absl::GetFlag(FLAGS_overwrite);
   return o;
+}
+
+// {"user": {"nodes": N, "partitions": P}, ...}; {} for an untyped graph.
+nlohmann::json TypesJson(const ImportSummary& s) {
+  nlohmann::json types = nlohmann::json::object();
+  for (const ImportSummary::TypeCount& t : s.types) {
+    if (t.name.empty()) continue;
+    types[t.name] = {{"nodes", t.nodes}, {"partitions", t.partitions}};
+  }
+  return types;
 }
 
 nlohmann::json SummaryJson(const ImportSummary& s) {
@@ -134,6 +165,7 @@ nlohmann::json SummaryJson(const ImportSummary& s) {
       {"duplicates_dropped", s.duplicates_dropped},
       {"moved_to_train", s.moved_to_train},
       {"new_nodes", s.new_nodes},
+      {"types", TypesJson(s)},
       {"warnings", s.warnings},
       {"input_bytes", s.input_bytes},
       {"seconds", s.seconds},
@@ -156,6 +188,11 @@ void PrintSummary(const ImportSummary& s, const std::string& out, bool append) {
                                     ByteSizeText(s.partitions_auto->memory_budget))
                         .c_str()
                   : "");
+  for (const ImportSummary::TypeCount& t : s.types) {
+    if (t.name.empty()) continue;
+    std::printf("  type %s: %llu nodes in %u partition%s\n", t.name.c_str(),
+                (unsigned long long)t.nodes, t.partitions, t.partitions == 1 ? "" : "s");
+  }
   std::printf("read %s in %.2f s (%s edges/s)\n", HumanBytes(s.input_bytes).c_str(),
               s.seconds, HumanCount(s.seconds > 0 ? s.lines / s.seconds : 0).c_str());
   if (rejected > 0) {

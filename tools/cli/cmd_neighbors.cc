@@ -1,5 +1,5 @@
-// ember neighbors GRAPH --node NAME | --queries FILE [--relation R] [--k 10]
-//     [--index flat|ivf|hnsw] [--save-index PATH] [--json]
+// ember neighbors GRAPH --node NAME | --queries FILE [--relation R [--exclude-known]]
+//     [--type T] [--k 10] [--index flat|ivf|hnsw] [--save-index PATH] [--json]
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -20,10 +20,6 @@
 ABSL_FLAG(std::string, node, "", "neighbors: the query node's name.");
 ABSL_FLAG(std::string, queries, "",
           "neighbors: file of query node names, one a line (with or instead of --node).");
-ABSL_FLAG(std::string, relation, "",
-          "neighbors: apply this relation's operator to the query: what would NODE "
-          "link to through it.");
-ABSL_FLAG(int, k, 10, "neighbors: neighbours per query (the query itself excluded).");
 ABSL_FLAG(ember::tools::IndexKind, index, ember::tools::IndexKind::kFlat,
           "neighbors: FAISS index: flat (exact), ivf (IndexIVFFlat) or hnsw "
           "(IndexHNSWFlat). The index holds ALL embeddings in memory "
@@ -41,8 +37,9 @@ namespace ember::tools {
 
 int NeighborsMain(const std::vector<std::string>& args) {
   const std::string usage =
-      "usage: ember neighbors GRAPH --node NAME | --queries FILE [--relation R] [--k 10] "
-      "[--index flat|ivf|hnsw] [--save-index PATH] [--json]";
+      "usage: ember neighbors GRAPH --node NAME | --queries FILE [--relation R "
+      "[--exclude-known]] [--type T] [--k 10] [--index flat|ivf|hnsw] [--save-index PATH] "
+      "[--json]";
   if (args.size() != 1) return ReportStatus("neighbors", absl::InvalidArgumentError(usage));
   std::vector<std::string> queries;
   if (!absl::GetFlag(FLAGS_node).empty()) queries.push_back(absl::GetFlag(FLAGS_node));
@@ -55,14 +52,26 @@ int NeighborsMain(const std::vector<std::string>& args) {
   if (queries.empty() && save_path.empty()) {
     return ReportStatus("neighbors", absl::InvalidArgumentError(usage));
   }
-  const int k = absl::GetFlag(FLAGS_k);
+  if (absl::GetFlag(FLAGS_k).values.size() != 1) {
+    return ReportStatus("neighbors",
+                        absl::InvalidArgumentError("--k takes one number of neighbours"));
+  }
+  const int k = static_cast<int>(absl::GetFlag(FLAGS_k).values.front());
   if (k < 1) return ReportStatus("neighbors", absl::InvalidArgumentError("--k must be >= 1"));
+  // recommend's flag, on by default there; here off unless given.
+  const bool exclude_known = FlagWasSet("exclude_known") && absl::GetFlag(FLAGS_exclude_known);
+  if (exclude_known && absl::GetFlag(FLAGS_relation).empty()) {
+    return ReportStatus("neighbors", absl::InvalidArgumentError(
+                                         "--exclude-known needs --relation: it leaves out what "
+                                         "the query already links to through that relation"));
+  }
 
   NeighborIndexOptions options;
   options.kind = absl::GetFlag(FLAGS_index);
   options.nlist = absl::GetFlag(FLAGS_nlist);
   options.nprobe = absl::GetFlag(FLAGS_nprobe);
   options.ef_search = absl::GetFlag(FLAGS_ef_search);
+  options.type = absl::GetFlag(FLAGS_type);
   options.threads = absl::GetFlag(FLAGS_threads);  // 0: OpenMP's default
   if (absl::GetFlag(FLAGS_seed) != 0) options.seed = absl::GetFlag(FLAGS_seed);
   auto budget = MemoryBudget();
@@ -97,7 +106,7 @@ int NeighborsMain(const std::vector<std::string>& args) {
   if (!index.ok()) return ReportStatus("neighbors", index.status());
 
   const auto start = std::chrono::steady_clock::now();
-  auto results = (*index)->Search(queries, absl::GetFlag(FLAGS_relation), k);
+  auto results = (*index)->Search(queries, absl::GetFlag(FLAGS_relation), k, exclude_known);
   const double search_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!results.ok()) return ReportStatus("neighbors", results.status());

@@ -58,6 +58,13 @@ const std::vector<CommandFlags>& Table() {
         {"progress_interval"}}},
       {"eval",
        {{"split", "eval: the split to evaluate: test, valid or train.", "test"},
+        {"relation",
+         "eval: with --protocol recommend, the relation evaluated (may be left "
+         "out when the graph has one)."},
+        {"k",
+         "eval: with --protocol recommend, the cut-offs K of Recall@K, NDCG@K and hit "
+         "rate.",
+         "10,20,100"},
         {"memory_budget",
          "eval: memory ranking may use (the largest partition's rows, a "
          "batch of edges, RocksDB's cache); batches shrink to fit, and a "
@@ -69,7 +76,11 @@ const std::vector<CommandFlags>& Table() {
         {"verbose"},
         {"progress_interval"}}},
       {"export",
-       {{"out"},
+       {{"type",
+         "export: only the nodes of this type of a typed graph (imported with --schema), in "
+         "global-id order; PATH.meta.json names the type and its first global id. Empty: every "
+         "node (h5: every type, each in its own files)."},
+        {"out"},
         {"memory_budget",
          "export: memory the export may hold (the largest partition's rows, "
          "a batch of text, RocksDB's cache); a bigger one is refused before "
@@ -80,7 +91,18 @@ const std::vector<CommandFlags>& Table() {
         {"quiet"},
         {"progress_interval"}}},
       {"neighbors",
-       {{"memory_budget",
+       {{"relation",
+         "neighbors: apply this relation's operator to the query: what would NODE "
+         "link to through it."},
+        {"k", "neighbors: neighbours per query (the query itself excluded)."},
+        {"type",
+         "neighbors: rank only the nodes of this type of a typed graph (the index holds that "
+         "type's rows; queries may be of any type). Empty: every node."},
+        {"exclude_known",
+         "neighbors: with --relation, leave out the nodes the query already links to through "
+         "it in the train split; off unless given.",
+         "false"},
+        {"memory_budget",
          "neighbors: memory the index may take (every vector, as FAISS "
          "holds them, plus its links or lists); a bigger index is refused "
          "before it is built."},
@@ -101,6 +123,23 @@ const std::vector<CommandFlags>& Table() {
         {"json"},
         {"quiet"},
         {"verbose"}}},
+      {"recommend",
+       {{"relation",
+         "recommend: the relation whose destinations are recommended (may be "
+         "left out when the graph has one)."},
+        {"k", "recommend: recommendations per source."},
+        {"out",
+         "recommend: the file to write, user<TAB>item<TAB>score<TAB>rank lines, best "
+         "first."},
+        {"memory_budget",
+         "recommend: memory the job may use (a source partition's rows and "
+         "heaps, the candidates' rows when they fit half of it)."},
+        {"overwrite"},
+        {"threads"},
+        {"json"},
+        {"quiet"},
+        {"verbose"},
+        {"progress_interval"}}},
       {"inspect", {{"json"}}},
       {"gen", {{"out"}, {"seed"}, {"threads"}, {"overwrite"}, {"json"}, {"quiet"}}},
   };

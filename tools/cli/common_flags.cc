@@ -7,6 +7,8 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "partition/importer.h"
 #include "partition/train_memory.h"
 #include "train/blas/blas_startup.h"
@@ -30,6 +32,14 @@ ABSL_FLAG(
 ABSL_FLAG(ember::tools::ProgressInterval, progress_interval, ember::tools::ProgressInterval{},
           "Seconds between progress lines when stderr is not a terminal (a log); 0: a line "
           "at every update. On a terminal one line is redrawn in place.");
+ABSL_FLAG(ember::tools::CutOffs, k, ember::tools::CutOffs{},
+          "Results per query (neighbors, recommend); cut-offs of eval --protocol recommend.");
+ABSL_FLAG(std::string, type, "",
+          "Only the nodes of this type of a typed graph (export, neighbors); empty: every "
+          "node.");
+ABSL_FLAG(std::string, relation, "",
+          "The relation whose operator scores a query (neighbors, recommend, eval --protocol "
+          "recommend).");
 ABSL_FLAG(int, dim, ember::ModelOptions{}.dim,
           "Embedding dimension (train); import --partitions auto: the --dim "
           "you will train with.");
@@ -50,6 +60,23 @@ bool AbslParseFlag(absl::string_view text, PartitionCount* out, std::string* err
   out->value = p;
   return true;
 }
+
+bool AbslParseFlag(absl::string_view text, CutOffs* out, std::string* error) {
+  CutOffs k;
+  k.values.clear();
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    uint32_t v = 0;
+    if (!absl::SimpleAtoi(part, &v) || v < 1 || v > (1u << 20)) {
+      *error = "expected a count in [1, 2^20], or a comma list of them (10,20,100)";
+      return false;
+    }
+    k.values.push_back(v);
+  }
+  *out = std::move(k);
+  return true;
+}
+
+std::string AbslUnparseFlag(const CutOffs& k) { return absl::StrJoin(k.values, ","); }
 
 std::string AbslUnparseFlag(const PartitionCount& p) {
   return p.value == 0 ? "auto" : absl::StrCat(p.value);

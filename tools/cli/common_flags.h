@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/flags/declare.h"
 #include "absl/status/statusor.h"
@@ -21,6 +22,14 @@ struct PartitionCount {
 // in the error ("Illegal value 'x' specified for flag 'partitions'; ...").
 bool AbslParseFlag(absl::string_view text, PartitionCount* out, std::string* error);
 std::string AbslUnparseFlag(const PartitionCount& p);
+
+// The value of --k: one count (neighbors, recommend) or a list of cut-offs
+// (`eval --protocol recommend`), each in [1, 2^20].
+struct CutOffs {
+  std::vector<uint32_t> values{10};
+};
+bool AbslParseFlag(absl::string_view text, CutOffs* out, std::string* error);
+std::string AbslUnparseFlag(const CutOffs& k);
 
 // The value of --progress-interval: seconds >= 0.
 struct ProgressInterval {
@@ -40,6 +49,13 @@ ABSL_DECLARE_FLAG(bool, quiet);
 ABSL_DECLARE_FLAG(bool, verbose);
 ABSL_DECLARE_FLAG(std::string, relations_out);
 ABSL_DECLARE_FLAG(int, dim);
+ABSL_DECLARE_FLAG(ember::tools::CutOffs, k);
+ABSL_DECLARE_FLAG(std::string, relation);
+// --type: export and neighbors.
+ABSL_DECLARE_FLAG(std::string, type);
+// Defined by recommend (cmd_recommend.cc); neighbors reads it too, only
+// when given (FlagWasSet, cli.h).
+ABSL_DECLARE_FLAG(bool, exclude_known);
 ABSL_DECLARE_FLAG(ember::tools::ProgressInterval, progress_interval);
 // Defined by import (cmd_import.cc); train, tune, eval, export and neighbors
 // bound their memory by it too.

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Recommender walk-through: a user–item "likes" graph with known taste
-# groups -> import -> train -> export -> top-k items for a user -> append
-# new users -> train only their edges -> their recommendations.
+# Recommender walk-through: a typed user–item "likes" graph with known taste
+# groups -> import with a schema -> train -> recommender metrics beside a
+# popularity baseline -> every user's top-10 items (`ember recommend`) ->
+# append new users -> train only their edges -> their recommendations ->
+# item embeddings for a serving system.
 #
 # Usage (from the repo root, on a built tree):
 #   tools/examples/recommender.sh [WORKDIR]
@@ -11,9 +13,10 @@
 #   KEEP=1                keep WORKDIR when the script made it (default: removed)
 #
 # Users in taste group g mostly like items of group g (user u and item i are
-# in groups u % 10 and i % 10). The script fails (exit 1) if fewer than 70%
-# of the top-10 items recommended to a demo user are in the user's group,
-# so it doubles as a smoke test.
+# in groups u % 10 and i % 10). The script fails (exit 1) if the model does
+# not beat the popularity baseline's Recall@10, or if fewer than 70% of the
+# top-10 items recommended to a demo user are in the user's group, so it
+# doubles as a smoke test.
 set -euo pipefail
 
 ember=${EMBER:-build/ember}
@@ -64,36 +67,28 @@ gen_likes() {  # first last seed
     }'
 }
 
-# Reads `ember neighbors --json` lines on stdin; prints, per query, the top
-# `k` items the user has not liked yet (users, and items in the LIKES files,
-# are skipped) with their groups, and the share in the user's group. Exits 1
-# if a share is below min_share.
-report() {  # k LIKES...
-  local k=$1
-  shift
-  awk -v k="$k" -v groups="$groups" -v min_share="$min_share" '
-    FILENAME != "-" { seen[$1 SUBSEP $3] = 1; next }
-    {
-      n = split($0, parts, "\"node\":\"")
-      user = parts[2]; sub(/".*/, "", user)
-      ug = substr(user, 5) % groups
-      shown = 0; same = 0; line = ""
-      for (j = 3; j <= n && shown < k; ++j) {
-        name = parts[j]; sub(/".*/, "", name)
-        if (name !~ /^item/ || (user SUBSEP name) in seen) continue
-        ig = substr(name, 5) % groups
-        line = line sprintf(" %s(g%d)", name, ig)
-        ++shown
-        same += (ig == ug)
-      }
-      share = shown ? same / shown : 0
-      printf "%s (group %d): top-%d new items:%s\n", user, ug, shown, line
-      printf "%s: in-group share %.2f\n", user, share
-      if (shown < k || share < min_share) bad = 1
+# Reads `ember recommend` output (user<TAB>item<TAB>score<TAB>rank) on
+# stdin; prints, for each of the USERS, its top items with their groups and
+# the share in the user's group. Exits 1 if a share is below min_share.
+report() {  # USERS...
+  awk -v groups="$groups" -v min_share="$min_share" -v users="$*" '
+    BEGIN { n = split(users, list, " "); for (i = 1; i <= n; ++i) wanted[list[i]] = 1 }
+    ($1 in wanted) {
+      ig = substr($2, 5) % groups
+      line[$1] = line[$1] sprintf(" %s(g%d)", $2, ig)
+      ++shown[$1]
+      same[$1] += (ig == substr($1, 5) % groups)
     }
     END {
-      if (bad) { print "FAIL: in-group share below " min_share " (or too few items)"; exit 1 }
-    }' "$@" -
+      for (i = 1; i <= n; ++i) {
+        u = list[i]
+        share = shown[u] ? same[u] / shown[u] : 0
+        printf "%s (group %d): top-%d items:%s\n", u, substr(u, 5) % groups, shown[u], line[u]
+        printf "%s: in-group share %.2f\n", u, share
+        if (shown[u] == 0 || share < min_share) bad = 1
+      }
+      if (bad) { print "FAIL: in-group share below " min_share " (or no items)"; exit 1 }
+    }'
 }
 
 echo "== generate $users users x $likes likes over $items items in $groups taste groups"
@@ -101,35 +96,44 @@ gen_likes 0 "$users" 1 >"$work/likes.tsv"
 gen_likes "$users" $((users + new_users)) 2 >"$work/new_users.tsv"
 wc -l "$work/likes.tsv" "$work/new_users.tsv"
 
-echo "== ember import"
-"$ember" import --out "$graph" --overwrite --threads "$threads" --quiet "$work/likes.tsv"
+# The schema says a `likes` edge goes from a user to an item: users and
+# items get their own partitions, negatives of a `likes` edge are items,
+# and rankings are among items only.
+echo "== ember import --schema likes:user:item (10% of the likes held out for evaluation)"
+"$ember" import --out "$graph" --overwrite --schema likes:user:item --type-partitions user=2 \
+  --split 0.9,0,0.1 --threads "$threads" --quiet "$work/likes.tsv"
+"$ember" inspect "$graph" | grep -A1 "node types"
 
 echo "== ember train"
 "$ember" train "$graph" --dim 32 --epochs 10 --batch-size 500 --operator translation \
   --comparator dot --threads "$threads" --seed 1 --quiet
 
-echo "== ember export --format tsv"
-"$ember" export "$graph" --format tsv --out "$work/embeddings.tsv" --overwrite \
-  --threads "$threads" --quiet
-echo "$(wc -l <"$work/embeddings.tsv") rows in $work/embeddings.tsv"
+echo "== ember eval --protocol recommend: Recall@10, NDCG@10 and hit rate beside popularity"
+"$ember" eval "$graph" --protocol recommend --relation likes --k 10 --threads "$threads" \
+  --quiet | tee "$work/eval.txt"
+awk '$1 == "model" { m = $2 } $1 == "popularity" { p = $2 }
+     END { if (!(m > p)) { print "FAIL: Recall@10 " m " does not beat popularity " p; exit 1 } }' \
+  "$work/eval.txt"
 
-# `neighbors` ranks every node (users too) and has no filter; ask for 100
-# and keep the first 10 items the user has not liked yet.
-echo "== ember neighbors --relation likes: top-10 items for $demo_users"
-printf '%s\n' $demo_users >"$work/queries.txt"
-"$ember" neighbors "$graph" --queries "$work/queries.txt" --relation likes --k 100 --json \
-  --threads "$threads" --quiet | report 10 "$work/likes.tsv"
+echo "== ember recommend: every user's top-10 new items"
+"$ember" recommend "$graph" --relation likes --k 10 --out "$work/recommendations.tsv" \
+  --overwrite --threads "$threads" --quiet
+report $demo_users <"$work/recommendations.tsv"
 
 echo "== ember import --append: $new_users new users"
 "$ember" import --append "$graph" --threads "$threads" --quiet "$work/new_users.tsv"
 
 echo "== ember train --only-new-edges (old users and items stay frozen)"
-"$ember" train "$graph" --only-new-edges --epochs 3 --dim 32 --batch-size 500 \
-  --operator translation --comparator dot --threads "$threads" --seed 1 --quiet
+"$ember" train "$graph" --only-new-edges --epochs 3 --threads "$threads" --seed 1 --quiet
 
-echo "== ember neighbors --relation likes: top-10 items for new users $demo_new_users"
+echo "== ember recommend --users: top-10 items for the new users $demo_new_users"
 printf '%s\n' $demo_new_users >"$work/new_queries.txt"
-"$ember" neighbors "$graph" --queries "$work/new_queries.txt" --relation likes --k 100 --json \
-  --threads "$threads" --quiet | report 10 "$work/new_users.tsv"
+"$ember" recommend "$graph" --relation likes --k 10 --users "$work/new_queries.txt" \
+  --out "$work/new_recommendations.tsv" --overwrite --threads "$threads" --quiet
+report $demo_new_users <"$work/new_recommendations.tsv"
+
+echo "== ember export --type item: the item embeddings for a serving system"
+"$ember" export "$graph" --type item --format npy --out "$work/items.npy" --overwrite --quiet
+echo "$(wc -l <"$work/items.npy.names.tsv") item rows in $work/items.npy"
 
 echo "== done"

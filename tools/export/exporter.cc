@@ -13,8 +13,9 @@
 #include "oneapi/tbb/task_arena.h"
 #include "storage/base/file_system.h"
 #include "storage/base/parallel.h"
-#include "storage/base/status_macros.h"
 #include "storage/base/progress.h"
+#include "storage/base/status_macros.h"
+#include "tools/export/pbg_export.h"
 
 namespace ember::tools {
 namespace {
@@ -108,7 +109,13 @@ std::string_view NearestNeighborMetric(Comparator comparator) {
 
 absl::Status ExportOptions::Validate() const {
   if (out.empty()) return absl::InvalidArgumentError("export needs an output path (--out)");
-  if (out.back() == '/') {
+  if (format == ExportFormat::kH5) {
+    if (!relations_out.empty()) {
+      return absl::InvalidArgumentError(
+          "--relations-out is not for --format h5: the relation parameters are in the "
+          "export's meta.json");
+    }
+  } else if (out.back() == '/') {
     return absl::InvalidArgumentError(absl::StrCat("output path ", out, " names a directory"));
   }
   if (!relations_out.empty() && relations_out == out) {
@@ -119,8 +126,11 @@ absl::Status ExportOptions::Validate() const {
 }
 
 std::string MetaJson(const Graph& graph, const StoredModel& model, std::string_view format,
-                     const std::string& file, const std::string& names_file) {
+                     const std::string& file, const std::string& names_file,
+                     const std::string& type) {
   const Manifest& m = graph.manifest();
+  const absl::StatusOr<uint32_t> type_index =
+      type.empty() ? absl::StatusOr<uint32_t>(0) : m.FindType(type);
   nlohmann::json relations = nlohmann::json::array();
   for (uint32_t r = 0; r < m.relations.size(); ++r) {
     nlohmann::json params = nlohmann::json::array();
@@ -135,7 +145,7 @@ std::string MetaJson(const Graph& graph, const StoredModel& model, std::string_v
       {"file", file},
       {"names_file", names_file.empty() ? nlohmann::json(nullptr) : nlohmann::json(names_file)},
       {"dimension", model.model.dim},
-      {"count", m.num_nodes},
+      {"count", type.empty() || !type_index.ok() ? m.num_nodes : m.NodesOf(*type_index)},
       {"operator", std::string(OperatorName(model.model.op))},
       // Featurized models export their composed rows (id and/or features).
       {"featurized", std::string(FeaturizedModeName(model.model.featurized))},
@@ -149,6 +159,10 @@ std::string MetaJson(const Graph& graph, const StoredModel& model, std::string_v
       {"graph", graph.dir()},
       {"relations", relations},
   };
+  if (!type.empty() && type_index.ok()) {
+    j["type"] = type;
+    j["first_global_id"] = m.PartitionBase(m.FirstPartitionOf(*type_index));
+  }
   return j.dump(2) + "\n";
 }
 
@@ -169,7 +183,17 @@ class Exporter {
     const auto start = std::chrono::steady_clock::now();
     const Manifest& m = graph_.manifest();
     stats_.dim = dim_;
-    stats_.partitions = m.num_partitions;
+    if (!options_.type.empty()) {
+      ASSIGN_OR_RETURN(const uint32_t t, m.FindType(options_.type));
+      first_partition_ = m.FirstPartitionOf(t);
+      end_partition_ = first_partition_ + m.PartitionsOf(t);
+      rows_total_ = m.NodesOf(t);
+    } else {
+      first_partition_ = 0;
+      end_partition_ = m.num_partitions;
+      rows_total_ = m.num_nodes;
+    }
+    stats_.partitions = end_partition_ - first_partition_;
     stats_.checkpoint_version = model_.version;
 
     ASSIGN_OR_RETURN(main_, AtomicOutputFile::Create(options_.out, options_.overwrite));
@@ -188,26 +212,28 @@ class Exporter {
     // Header.
     switch (options_.format) {
       case ExportFormat::kNpy:
-        RETURN_IF_ERROR(main_->Append(NpyHeader(m.num_nodes, dim_)));
+        RETURN_IF_ERROR(main_->Append(NpyHeader(rows_total_, dim_)));
         break;
       case ExportFormat::kW2v:
-        RETURN_IF_ERROR(main_->Append(absl::StrCat(m.num_nodes, " ", dim_, "\n")));
+        RETURN_IF_ERROR(main_->Append(absl::StrCat(rows_total_, " ", dim_, "\n")));
         break;
       default:
         break;
     }
 
-    for (uint32_t p = 0; p < m.num_partitions; ++p) RETURN_IF_ERROR(ExportPartition(p));
-    if (rows_done_ != m.num_nodes) {
-      return absl::DataLossError(absl::StrFormat(
-          "graph %s: exported %d rows but the manifest counts %d nodes", graph_.dir(),
-          rows_done_, m.num_nodes));
+    for (uint32_t p = first_partition_; p < end_partition_; ++p) {
+      RETURN_IF_ERROR(ExportPartition(p));
+    }
+    if (rows_done_ != rows_total_) {
+      return absl::DataLossError(
+          absl::StrFormat("graph %s: exported %d rows but the manifest counts %d nodes",
+                          graph_.dir(), rows_done_, rows_total_));
     }
 
     if (rels) RETURN_IF_ERROR(WriteRelations(rels.get()));
     RETURN_IF_ERROR(meta->Append(MetaJson(graph_, model_, ExportFormatName(options_.format),
                                           BaseName(options_.out),
-                                          names_ ? BaseName(names_path) : "")));
+                                          names_ ? BaseName(names_path) : "", options_.type)));
     // Everything complete on disk before anything becomes visible; PATH last.
     RETURN_IF_ERROR(main_->Close());
     if (names_) RETURN_IF_ERROR(names_->Close());
@@ -352,11 +378,13 @@ class Exporter {
         RETURN_IF_ERROR(main_->Append(text_));
         break;
       }
+      case ExportFormat::kH5:  // tools/export/pbg_export.cc
+        return absl::InternalError("the h5 export does not write through Exporter");
     }
     rows_done_ += n;
     if (options_.progress) {
-      options_.progress({p, graph_.manifest().num_partitions, rows_done_,
-                         graph_.manifest().num_nodes, main_->bytes()});
+      options_.progress({p - first_partition_, end_partition_ - first_partition_, rows_done_,
+                         rows_total_, main_->bytes()});
     }
     if (options_.fail_after_rows > 0 && rows_done_ >= options_.fail_after_rows) {
       return absl::AbortedError(
@@ -395,6 +423,9 @@ class Exporter {
   std::vector<std::string> pieces_;
   uint64_t rows_done_ = 0;
   uint64_t rows_held_ = 0;
+  // The partitions exported (a type's, or all) and their rows.
+  uint32_t first_partition_ = 0, end_partition_ = 0;
+  uint64_t rows_total_ = 0;
   ExportStats stats_;
 };
 
@@ -410,6 +441,7 @@ uint64_t ExportMemoryBytes(const Manifest& manifest, int dim) {
 
 absl::StatusOr<ExportStats> ExportEmbeddings(const Graph& graph, const ExportOptions& options) {
   RETURN_IF_ERROR(options.Validate());
+  if (options.format == ExportFormat::kH5) RETURN_IF_ERROR(PbgExportAvailable());
   ASSIGN_OR_RETURN(StoredModel model, LoadStoredModel(graph));
   if (const uint64_t need = ExportMemoryBytes(graph.manifest(), model.model.dim);
       options.memory_budget > 0 && need > options.memory_budget) {
@@ -425,6 +457,7 @@ absl::StatusOr<ExportStats> ExportEmbeddings(const Graph& graph, const ExportOpt
         "graph %s: checkpoint %d lists %d partition versions for %d partitions", graph.dir(),
         model.version, model.partition_versions.size(), graph.manifest().num_partitions));
   }
+  if (options.format == ExportFormat::kH5) return ExportPbgCheckpoint(graph, model, options);
   Exporter exporter(graph, model, options);
   return exporter.Run();
 }

@@ -1,6 +1,7 @@
 // `ember export`: the trained embeddings of a graph, written as one file in a
 // format other tools read (PBG tsv, NumPy .npy, text word2vec, fvecs), plus
-// sidecars. Rows are written in global-id order (partition 0 offset 0 first),
+// sidecars, or as a directory in PBG's checkpoint layout (h5,
+// tools/export/pbg_export.h). Rows are written in global-id order (partition 0 offset 0 first),
 // streaming one partition at a time: memory is bounded by one partition's
 // embedding rows (plus fixed-size write buffers), never by the graph.
 //
@@ -17,6 +18,9 @@
 //          separated; names containing whitespace are refused).
 //   fvecs  per row: int32 LE d, then d float32 LE (the ANN-benchmarks /
 //          TEXMEX layout). Names go to PATH.names.tsv.
+//   h5     PATH is a directory in PBG's checkpoint layout, one set of files
+//          per type and partition (see tools/export/pbg_export.h); its
+//          meta.json is inside it.
 // Every export also writes PATH.meta.json (see MetaJson) and, on request, a
 // relation parameter file ("name\tp1\t...\tpk\n" per relation, k = 0 for the
 // operator "none").
@@ -46,7 +50,7 @@
 
 namespace ember::tools {
 
-enum class ExportFormat : uint8_t { kTsv = 0, kNpy = 1, kW2v = 2, kFvecs = 3 };
+enum class ExportFormat : uint8_t { kTsv = 0, kNpy = 1, kW2v = 2, kFvecs = 3, kH5 = 4 };
 using ::ember::AbslParseFlag;
 using ::ember::AbslUnparseFlag;
 
@@ -55,11 +59,12 @@ using ::ember::AbslUnparseFlag;
 template <>
 struct ember::EnumNames<ember::tools::ExportFormat> {
   static constexpr std::string_view kWhat = "export format";
-  static constexpr EnumNameTable<tools::ExportFormat, 4> kTable = {{
+  static constexpr EnumNameTable<tools::ExportFormat, 5> kTable = {{
       {tools::ExportFormat::kTsv, "tsv"},
       {tools::ExportFormat::kNpy, "npy"},
       {tools::ExportFormat::kW2v, "w2v"},
       {tools::ExportFormat::kFvecs, "fvecs"},
+      {tools::ExportFormat::kH5, "h5"},
   }};
 };
 
@@ -87,13 +92,21 @@ struct ExportProgress {
 
 struct ExportOptions {
   // Output file; sidecars are PATH.meta.json and PATH.names.tsv. Required.
+  // For kH5 a directory, new or empty (or, with `overwrite`, an h5 export
+  // ember made).
   std::string out;
   // Default: kTsv.
   ExportFormat format = ExportFormat::kTsv;
-  // Also write relation parameters here (tsv). Empty: none. Default: "".
+  // Also write relation parameters here (tsv). Empty: none. Not with kH5,
+  // whose meta.json holds them. Default: "".
   std::string relations_out;
   // Replace existing outputs. Default: false.
   bool overwrite = false;
+  // Only the nodes of this type of a typed graph, in global-id order (its
+  // partitions are consecutive); the meta file names it. NotFound for a type
+  // the graph has not. Default: "" (every node; kH5: every type, each in its
+  // own files).
+  std::string type;
   // Threads formatting text rows (tsv, w2v); 0: all cores. Default: 0.
   int threads = 0;
   // Peak-memory target in bytes (ExportMemoryBytes); 0: none. An export
@@ -141,9 +154,11 @@ absl::StatusOr<ExportStats> ExportEmbeddings(const Graph& graph,
 // "partition_versions" (the table version each partition's rows were read
 // from: the checkpoint's), "epochs", "graph", "relations": [{"name",
 // "parameters": [...]}]}.
-std::string MetaJson(const Graph& graph, const StoredModel& model,
-                     std::string_view format, const std::string& file,
-                     const std::string& names_file);
+// With a `type` (ExportOptions::type), "count" is its nodes and "type" and
+// "first_global_id" say which rows the file holds.
+std::string MetaJson(const Graph& graph, const StoredModel& model, std::string_view format,
+                     const std::string& file, const std::string& names_file,
+                     const std::string& type = "");
 
 }  // namespace ember::tools
 

@@ -116,6 +116,20 @@ absl::StatusOr<std::string> InspectJson(const Graph& graph) {
       j["buckets"] = nullptr;
     }
     j["num_features"] = m.num_features;
+    // {"user": {"nodes", "partitions", "first_partition"}, ...}; null untyped.
+    Json types = m.typed() ? Json::object() : Json(nullptr);
+    for (uint32_t t = 0; t < m.node_types.size(); ++t) {
+      types[m.node_types[t].name] = {{"nodes", m.NodesOf(t)},
+                                     {"partitions", m.node_types[t].num_partitions},
+                                     {"first_partition", m.node_types[t].first_partition}};
+    }
+    j["node_types"] = std::move(types);
+    Json schema = m.typed() ? Json::object() : Json(nullptr);
+    for (size_t r = 0; r < m.relation_types.size(); ++r) {
+      schema[m.relations[r]] = {{"src", m.node_types[m.relation_types[r].src].name},
+                                {"dst", m.node_types[m.relation_types[r].dst].name}};
+    }
+    j["schema"] = std::move(schema);
     j["degree"] = {{"min", m.degree.min}, {"max", m.degree.max},
                    {"mean", m.degree.mean}, {"p50", m.degree.p50},
                    {"p90", m.degree.p90}, {"p99", m.degree.p99}};
@@ -155,6 +169,24 @@ std::string InspectText(const Graph& graph) {
                     m.relations.size() > shown.size() ? ", ..." : "");
   }
   absl::StrAppend(&out, "\n");
+  if (m.typed()) {
+    for (uint32_t t = 0; t < m.node_types.size(); ++t) {
+      const NodeType& type = m.node_types[t];
+      absl::StrAppend(&out, t == 0 ? "node types     " : "               ", type.name, ": ",
+                      m.NodesOf(t), " nodes in ", type.num_partitions,
+                      type.num_partitions == 1 ? " partition" : " partitions", " (",
+                      type.first_partition, type.num_partitions == 1 ? "" : "-",
+                      type.num_partitions == 1
+                          ? std::string()
+                          : absl::StrCat(type.first_partition + type.num_partitions - 1),
+                      ")\n");
+    }
+    for (size_t r = 0; r < m.relation_types.size() && r < kRelationsShown; ++r) {
+      absl::StrAppend(&out, r == 0 ? "schema         " : "               ", m.relations[r], ": ",
+                      m.node_types[m.relation_types[r].src].name, " -> ",
+                      m.node_types[m.relation_types[r].dst].name, "\n");
+    }
+  }
   absl::StrAppend(&out, "features       ",
                   m.num_features == 0 ? std::string("none")
                                       : absl::StrCat(m.num_features),

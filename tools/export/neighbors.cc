@@ -15,13 +15,14 @@
 #include <fstream>
 #include <random>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
+#include "storage/base/progress.h"
 #include "storage/base/status_macros.h"
 #include "tools/export/exporter.h"
-#include "storage/base/progress.h"
 #include "train/model/candidate_scorer.h"
 #include "train/model/checkpoint.h"
 
@@ -113,6 +114,10 @@ struct NeighborIndex::Rep {
   NeighborIndexOptions options;
   int dim = 0;
   uint64_t n = 0;
+  // The partitions indexed, [first_partition, end_partition): a type's or
+  // all; row i of the index is global id first_id + i.
+  uint32_t first_partition = 0, end_partition = 0;
+  uint64_t first_id = 0;
   bool normalize = false;
   std::vector<float> norms;  // cos only: the norm of each row before normalising
   std::unique_ptr<faiss::Index> index;
@@ -132,8 +137,8 @@ struct NeighborIndex::Rep {
                                                  graph->dir(), p, rows.size(), size * dim));
     }
     if (normalize) {
-      const uint64_t base = graph->manifest().PartitionBase(p);
-      for (uint64_t i = 0; i < size; ++i) norms[base + i] = NormalizeRow(&rows[i * dim], dim);
+      const uint64_t row = graph->manifest().PartitionBase(p) - first_id;
+      for (uint64_t i = 0; i < size; ++i) norms[row + i] = NormalizeRow(&rows[i * dim], dim);
     }
     return rows;
   }
@@ -165,14 +170,15 @@ struct NeighborIndex::Rep {
     std::vector<float> sample(ids.size() * dim);
     size_t next = 0;
     const Manifest& m = graph->manifest();
-    for (uint32_t p = 0; p < m.num_partitions && next < ids.size(); ++p) {
-      const uint64_t base = m.PartitionBase(p), size = m.partition_sizes[p];
+    for (uint32_t p = first_partition; p < end_partition && next < ids.size(); ++p) {
+      // Rows of the index, not global ids.
+      const uint64_t base = m.PartitionBase(p) - first_id, size = m.partition_sizes[p];
       if (ids[next] >= base + size) continue;
       ASSIGN_OR_RETURN(std::vector<float> rows, LoadRows(p));
       for (; next < ids.size() && ids[next] < base + size; ++next) {
         std::copy_n(&rows[(ids[next] - base) * dim], dim, &sample[next * dim]);
       }
-      Progress("ivf sample", p + 1, m.num_partitions);
+      Progress("ivf sample", p - first_partition + 1, end_partition - first_partition);
     }
     ivf->train(static_cast<idx_t>(ids.size()), sample.data());
     return absl::OkStatus();
@@ -212,10 +218,10 @@ struct NeighborIndex::Rep {
         break;
       }
     }
-    for (uint32_t p = 0; p < m.num_partitions; ++p) {
+    for (uint32_t p = first_partition; p < end_partition; ++p) {
       ASSIGN_OR_RETURN(std::vector<float> rows, LoadRows(p));
       index->add(static_cast<idx_t>(m.partition_sizes[p]), rows.data());
-      Progress("index", p + 1, m.num_partitions);
+      Progress("index", p - first_partition + 1, end_partition - first_partition);
     }
     if (static_cast<uint64_t>(index->ntotal) != n) {
       return absl::InternalError(
@@ -255,9 +261,27 @@ absl::StatusOr<std::unique_ptr<NeighborIndex>> NeighborIndex::Build(
   rep->options = options;
   ASSIGN_OR_RETURN(rep->model, LoadStoredModel(graph));
   rep->dim = rep->model.model.dim;
-  rep->n = graph.manifest().num_nodes;
+  const Manifest& m = graph.manifest();
+  if (options.type.empty()) {
+    rep->first_partition = 0;
+    rep->end_partition = m.num_partitions;
+    rep->n = m.num_nodes;
+  } else {
+    ASSIGN_OR_RETURN(const uint32_t t, m.FindType(options.type));
+    rep->first_partition = m.FirstPartitionOf(t);
+    rep->end_partition = rep->first_partition + m.PartitionsOf(t);
+    rep->n = m.NodesOf(t);
+  }
+  rep->first_id = m.PartitionBase(rep->first_partition);
+  uint64_t largest = 0;
+  for (uint32_t p = rep->first_partition; p < rep->end_partition; ++p) {
+    largest = std::max(largest, m.partition_sizes[p]);
+  }
   if (rep->n == 0) {
-    return absl::FailedPreconditionError(absl::StrCat("graph ", graph.dir(), " has no nodes"));
+    return absl::FailedPreconditionError(
+        options.type.empty()
+            ? absl::StrCat("graph ", graph.dir(), " has no nodes")
+            : absl::StrCat("type '", options.type, "' of graph ", graph.dir(), " has no nodes"));
   }
   if (rep->model.partition_versions.size() != graph.manifest().num_partitions) {
     return absl::DataLossError(absl::StrCat("graph ", graph.dir(),
@@ -266,9 +290,8 @@ absl::StatusOr<std::unique_ptr<NeighborIndex>> NeighborIndex::Build(
   }
   rep->normalize = rep->model.model.comparator == Comparator::kCos;
   if (options.memory_budget > 0) {
-    const uint64_t need = IndexMemoryBytes(options.kind, rep->n, rep->dim,
-                                           graph.manifest().LargestPartition(), rep->normalize,
-                                           options);
+    const uint64_t need =
+        IndexMemoryBytes(options.kind, rep->n, rep->dim, largest, rep->normalize, options);
     if (need > options.memory_budget) {
       return absl::ResourceExhaustedError(absl::StrFormat(
           "graph %s: a %s index of %d nodes x %d dims needs about %s (FAISS holds every "
@@ -290,12 +313,18 @@ absl::StatusOr<std::unique_ptr<NeighborIndex>> NeighborIndex::Build(
 }
 
 absl::StatusOr<std::vector<NeighborList>> NeighborIndex::Search(
-    const std::vector<std::string>& nodes, const std::string& relation, int k) const {
+    const std::vector<std::string>& nodes, const std::string& relation, int k,
+    bool exclude_known) const {
   const Rep& r = *rep_;
   const Manifest& m = r.graph->manifest();
   const int d = r.dim;
   if (k < 1) return absl::InvalidArgumentError(absl::StrCat("k must be >= 1, got ", k));
+  if (exclude_known && relation.empty()) {
+    return absl::InvalidArgumentError(
+        "leaving out known links needs a relation: what the query already links to through it");
+  }
   const float* param = nullptr;
+  uint32_t rel = 0;
   if (!relation.empty()) {
     auto it = std::find(m.relations.begin(), m.relations.end(), relation);
     if (it == m.relations.end()) {
@@ -303,7 +332,7 @@ absl::StatusOr<std::vector<NeighborList>> NeighborIndex::Search(
                                               r.graph->dir(), " (relations: ",
                                               absl::StrJoin(m.relations, ", "), ")"));
     }
-    const uint32_t rel = static_cast<uint32_t>(it - m.relations.begin());
+    rel = static_cast<uint32_t>(it - m.relations.begin());
     if (r.model.relations.param_size > 0) {
       if (rel >= r.model.relations.num_relations) {
         return absl::DataLossError(absl::StrCat("checkpoint has no parameters for relation '",
@@ -313,26 +342,67 @@ absl::StatusOr<std::vector<NeighborList>> NeighborIndex::Search(
     }
   }
 
-  // Query vectors.
+  // The queries' nodes, and which partitions they are in.
   const size_t nq = nodes.size();
+  std::vector<NodeRef> refs(nq);
   std::vector<uint64_t> query_ids(nq);
+  for (size_t i = 0; i < nq; ++i) {
+    auto ref = r.graph->LookupNode(nodes[i]);
+    if (!ref.ok()) {
+      if (absl::IsNotFound(ref.status())) {
+        return absl::NotFoundError(
+            absl::StrCat("unknown node '", nodes[i], "' in graph ", r.graph->dir()));
+      }
+      return ref.status();
+    }
+    refs[i] = *ref;
+    query_ids[i] = r.graph->GlobalId(*ref);
+  }
+  auto indexed = [&r](uint64_t id) { return id >= r.first_id && id - r.first_id < r.n; };
+  // Queries grouped by partition, for the reads below (one partition at a
+  // time).
+  std::vector<std::pair<uint32_t, size_t>> by_partition(nq);
+  for (size_t i = 0; i < nq; ++i) by_partition[i] = {refs[i].partition, i};
+  std::sort(by_partition.begin(), by_partition.end());
+
+  // Query vectors: a row of the index as FAISS holds it (its norm put back
+  // for cos), or, for a query outside the index, its row from the
+  // checkpoint.
   std::vector<float> queries(nq * d);
   std::vector<float> raw(d);
-  try {
-    for (size_t i = 0; i < nq; ++i) {
-      auto ref = r.graph->LookupNode(nodes[i]);
-      if (!ref.ok()) {
-        if (absl::IsNotFound(ref.status())) {
-          return absl::NotFoundError(
-              absl::StrCat("unknown node '", nodes[i], "' in graph ", r.graph->dir()));
-        }
-        return ref.status();
+  for (size_t g = 0; g < nq;) {
+    const uint32_t p = by_partition[g].first;
+    size_t end = g;
+    bool outside = false;
+    while (end < nq && by_partition[end].first == p) {
+      outside = outside || !indexed(query_ids[by_partition[end].second]);
+      ++end;
+    }
+    std::vector<float> rows;
+    if (outside) {
+      ASSIGN_OR_RETURN(rows, LoadPartitionEmbeddings(*r.graph, r.model, p));
+      if (rows.size() != m.partition_sizes[p] * d) {
+        return absl::DataLossError(
+            absl::StrFormat("graph %s: partition %d has %d floats, "
+                            "expected %d",
+                            r.graph->dir(), p, rows.size(), m.partition_sizes[p] * d));
       }
-      query_ids[i] = r.graph->GlobalId(*ref);
-      r.index->reconstruct(static_cast<idx_t>(query_ids[i]), raw.data());
-      if (r.normalize) {
-        const float norm = r.norms[query_ids[i]];
-        for (float& x : raw) x *= norm;
+    }
+    for (; g < end; ++g) {
+      const size_t i = by_partition[g].second;
+      const uint64_t id = query_ids[i];
+      if (indexed(id)) {
+        try {
+          r.index->reconstruct(static_cast<idx_t>(id - r.first_id), raw.data());
+        } catch (const std::exception& e) {
+          return absl::InternalError(absl::StrCat("FAISS reconstruct failed: ", e.what()));
+        }
+        if (r.normalize) {
+          const float norm = r.norms[id - r.first_id];
+          for (float& x : raw) x *= norm;
+        }
+      } else {
+        std::copy_n(&rows[uint64_t(refs[i].offset) * d], d, raw.data());
       }
       float* q = &queries[i * d];
       if (relation.empty()) {
@@ -342,12 +412,55 @@ absl::StatusOr<std::vector<NeighborList>> NeighborIndex::Search(
       }
       if (r.normalize) NormalizeRow(q, d);
     }
-  } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("FAISS reconstruct failed: ", e.what()));
   }
 
-  // Candidates: k + 1, so that k remain once the query is dropped.
-  const idx_t kk = static_cast<idx_t>(std::min<uint64_t>(uint64_t(k) + 1, r.n));
+  // What each query links to through the relation in the train split (rows
+  // of the index, sorted): read from the train edges of its partition, whose
+  // shard holds every edge leaving it.
+  std::vector<std::vector<uint64_t>> known(exclude_known ? nq : 0);
+  size_t most_known = 0;
+  if (exclude_known) {
+    uint32_t dst_first = 0, dst_end = m.num_partitions;
+    if (m.typed()) {
+      const uint32_t t = m.relation_types[rel].dst;
+      dst_first = m.FirstPartitionOf(t);
+      dst_end = dst_first + m.PartitionsOf(t);
+    }
+    for (size_t g = 0; g < nq;) {
+      const uint32_t p = by_partition[g].first;
+      size_t end = g;
+      while (end < nq && by_partition[end].first == p) ++end;
+      // Offset in p -> the queries at it (a node may be asked twice).
+      absl::flat_hash_map<uint32_t, std::vector<size_t>> at;
+      for (size_t j = g; j < end; ++j) {
+        at[refs[by_partition[j].second].offset].push_back(by_partition[j].second);
+      }
+      for (uint32_t dp = dst_first; dp < dst_end; ++dp) {
+        const uint64_t base = m.PartitionBase(dp);
+        RETURN_IF_ERROR(r.graph->ForEachEdgeBlock(
+            Split::kTrain, p, dp, [&](std::span<const Edge> block) -> absl::Status {
+              for (const Edge& e : block) {
+                if (e.rel != rel) continue;
+                auto it = at.find(e.src);
+                if (it == at.end() || !indexed(base + e.dst)) continue;
+                for (size_t i : it->second) known[i].push_back(base + e.dst - r.first_id);
+              }
+              return absl::OkStatus();
+            }));
+      }
+      for (size_t j = g; j < end; ++j) {
+        std::vector<uint64_t>& list = known[by_partition[j].second];
+        std::sort(list.begin(), list.end());
+        list.erase(std::unique(list.begin(), list.end()), list.end());
+        most_known = std::max(most_known, list.size());
+      }
+      g = end;
+    }
+  }
+
+  // Candidates: k + 1 + what may be left out, so that k remain once the
+  // query and its known links are dropped.
+  const idx_t kk = static_cast<idx_t>(std::min<uint64_t>(uint64_t(k) + 1 + most_known, r.n));
   std::vector<float> distances(nq * kk);
   std::vector<idx_t> labels(nq * kk);
   try {
@@ -368,14 +481,20 @@ absl::StatusOr<std::vector<NeighborList>> NeighborIndex::Search(
     scored.clear();
     const float* q = &queries[i * d];
     for (idx_t j = 0; j < kk; ++j) {
-      const idx_t id = labels[i * kk + j];
-      if (id < 0 || static_cast<uint64_t>(id) == query_ids[i]) continue;
+      const idx_t label = labels[i * kk + j];
+      if (label < 0) continue;
+      const uint64_t id = r.first_id + static_cast<uint64_t>(label);
+      if (id == query_ids[i]) continue;
+      if (exclude_known &&
+          std::binary_search(known[i].begin(), known[i].end(), static_cast<uint64_t>(label))) {
+        continue;
+      }
       try {
-        r.index->reconstruct(id, row.data());
+        r.index->reconstruct(label, row.data());
       } catch (const std::exception& e) {
         return absl::InternalError(absl::StrCat("FAISS reconstruct failed: ", e.what()));
       }
-      scored.emplace_back(r.Score(q, row.data()), static_cast<uint64_t>(id));
+      scored.emplace_back(r.Score(q, row.data()), id);
     }
     std::sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) {
       return a.first != b.first ? a.first > b.first : a.second < b.second;
@@ -392,13 +511,12 @@ absl::StatusOr<std::vector<NeighborList>> NeighborIndex::Search(
 
 absl::Status NeighborIndex::Save(const std::string& path, bool overwrite) const {
   const Rep& r = *rep_;
-  const Manifest& m = r.graph->manifest();
   ASSIGN_OR_RETURN(auto index_file, AtomicOutputFile::Create(path, overwrite));
   ASSIGN_OR_RETURN(auto names_file, AtomicOutputFile::Create(path + ".names.tsv", true));
   ASSIGN_OR_RETURN(auto meta_file, AtomicOutputFile::Create(path + ".meta.json", true));
 
   std::string text;
-  for (uint32_t p = 0; p < m.num_partitions; ++p) {
+  for (uint32_t p = r.first_partition; p < r.end_partition; ++p) {
     RETURN_IF_ERROR(r.graph->ForEachNodeName(p, [&](uint32_t, std::string_view name) {
       text.append(name.data(), name.size());
       text.push_back('\n');
@@ -413,7 +531,7 @@ absl::Status NeighborIndex::Save(const std::string& path, bool overwrite) const 
 
   nlohmann::json meta = nlohmann::json::parse(
       MetaJson(*r.graph, r.model, "faiss", path.substr(path.rfind('/') + 1),
-               names_file->path().substr(names_file->path().rfind('/') + 1)));
+               names_file->path().substr(names_file->path().rfind('/') + 1), r.options.type));
   meta["index"] = std::string(IndexKindName(r.options.kind));
   meta["faiss_metric"] = r.model.model.comparator == Comparator::kL2 ? "METRIC_L2"
                                                                      : "METRIC_INNER_PRODUCT";
@@ -442,6 +560,7 @@ absl::Status NeighborIndex::Save(const std::string& path, bool overwrite) const 
 }
 
 uint64_t NeighborIndex::size() const { return rep_->n; }
+uint64_t NeighborIndex::first_id() const { return rep_->first_id; }
 int NeighborIndex::dim() const { return rep_->dim; }
 Comparator NeighborIndex::comparator() const { return rep_->model.model.comparator; }
 std::string_view NeighborIndex::metric() const {

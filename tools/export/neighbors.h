@@ -1,5 +1,6 @@
 // `ember neighbors`: top-k nearest nodes of a node under the trained model,
-// backed by a FAISS index over all node embeddings (row = global id).
+// backed by a FAISS index over all node embeddings (row = global id), or
+// over one type's (row i = global id first_id() + i).
 //
 // The index metric follows the model's comparator: inner product for dot,
 // inner product over L2-normalised vectors for cos, L2 for l2. Scores are
@@ -7,7 +8,9 @@
 // proposes candidates, which are then rescored exactly against the stored
 // vectors. With a relation r the query vector is op_r(e_NAME) (normalised
 // for cos), i.e. "what would NAME link to through r", compared against all
-// nodes as destinations. The query node itself is never among its results.
+// nodes as destinations. The query node itself is never among its results;
+// with exclude_known, neither is what it already links to through r in the
+// train split (what `ember recommend` leaves out).
 //
 // Memory: the index holds all n x d embedding floats (FAISS keeps its
 // vectors in memory); this is the one ember tool not bounded by a
@@ -79,6 +82,11 @@ struct NeighborIndexOptions {
   int threads = 0;
   // Seed of the IVF training sample and k-means. Default: 1234.
   uint64_t seed = 1234;
+  // Only the nodes of this type of a typed graph (a type's partitions are
+  // consecutive, so its rows are global ids [first_id(), first_id() +
+  // size())). Queries may be of any type. NotFound naming the graph's types
+  // for a type it has not. Default: "" (every node).
+  std::string type;
   // Memory the index may take (IndexMemoryBytes); Build refuses, before
   // loading anything, an index that would need more. 0: no limit.
   // Default: 0 (the CLI passes --memory-budget).
@@ -120,18 +128,26 @@ class NeighborIndex {
   NeighborIndex& operator=(const NeighborIndex&) = delete;
 
   // Top-k neighbours of each node in `nodes`, in order. `relation` empty: the
-  // query is e_NAME; else op_relation(e_NAME). NotFound naming an unknown
-  // node or relation; InvalidArgument for k < 1. Thread-compatible.
+  // query is e_NAME; else op_relation(e_NAME). With `exclude_known`, the
+  // nodes NAME links to through `relation` in the train split are left out
+  // (read from NAME's partition's train edges, once per partition). A query
+  // outside the index (another type) has its row read from the checkpoint,
+  // one partition at a time. NotFound naming an unknown node or relation;
+  // InvalidArgument for k < 1 or exclude_known without a relation.
+  // Thread-compatible.
   absl::StatusOr<std::vector<NeighborList>> Search(const std::vector<std::string>& nodes,
-                                                   const std::string& relation, int k) const;
+                                                   const std::string& relation, int k,
+                                                   bool exclude_known = false) const;
 
-  // Writes the FAISS index (faiss::write_index; rows = global ids) to
-  // `path`, PATH.names.tsv (line i = name of row i) and PATH.meta.json
-  // (metric, whether to normalise queries, model), each atomically.
+  // Writes the FAISS index (faiss::write_index; row i = global id
+  // first_id() + i) to `path`, PATH.names.tsv (line i = name of row i) and
+  // PATH.meta.json (metric, whether to normalise queries, model, and with a
+  // type its name and first global id), each atomically.
   // AlreadyExists when `path` exists and !overwrite.
   absl::Status Save(const std::string& path, bool overwrite) const;
 
-  uint64_t size() const;
+  uint64_t size() const;      // rows in the index
+  uint64_t first_id() const;  // global id of row 0 (0 without a type)
   int dim() const;
   Comparator comparator() const;
   std::string_view metric() const;  // NearestNeighborMetric(comparator())

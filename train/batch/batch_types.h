@@ -41,6 +41,12 @@ struct BucketTask {
   PartitionData* src = nullptr;  // may equal dst
   PartitionData* dst = nullptr;
   uint64_t seed = 0;  // with BatchRange::index, seeds a batch's negatives
+  // The two partitions hold nodes of one type (always, untyped): a chunk's
+  // sources may serve as candidate destinations and its destinations as
+  // candidate sources (endpoint negatives). False in a bucket of a typed
+  // graph joining two types (users to items), where they would be
+  // negatives of the wrong type.
+  bool same_type = true;
 };
 
 // One training step: a contiguous run of the edges a bucket's batches were

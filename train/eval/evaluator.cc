@@ -1,7 +1,5 @@
 #include "train/eval/evaluator.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -16,13 +14,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "partition/train_memory.h"
 #include "storage/base/parallel.h"
 #include "storage/base/status_macros.h"
 #include "tbb/enumerable_thread_specific.h"
 #include "tbb/task_arena.h"
-#include "train/model/candidate_scorer.h"
-#include "partition/train_memory.h"
+#include "train/eval/internal/one_blas_thread.h"
 #include "train/eval/rank_metrics.h"
+#include "train/model/candidate_scorer.h"
 
 namespace ember {
 namespace {
@@ -69,6 +68,7 @@ struct CandidateSet {
   uint64_t size = 0;
   const uint64_t* ids = nullptr;
   uint64_t first_id = 0;
+  uint32_t type = 0;  // the node type of every candidate (0: untyped)
 
   uint64_t IdAt(uint64_t k) const { return ids ? ids[k] : first_id + k; }
   // Positions in [lo, hi) holding `id`.
@@ -122,6 +122,11 @@ class EvalRun {
     for (uint32_t p = 0; p < manifest_.num_partitions; ++p) {
       bases_.push_back(manifest_.PartitionBase(p));
     }
+    const uint32_t types = std::max<size_t>(1, manifest_.node_types.size());
+    for (uint32_t t = 0; t < types; ++t) {
+      type_base_.push_back(bases_[manifest_.FirstPartitionOf(t)]);
+      type_nodes_.push_back(manifest_.NodesOf(t));
+    }
     scoring_model_ = model;
     if (adjoint_) {
       // Queries carry their relation (LoadQueries): candidates are scored
@@ -148,6 +153,8 @@ class EvalRun {
       positions_ = SamplePositions(total, options_.max_edges, options_.seed);
       sampled_ = true;
     }
+    // Candidates per query: every node of the answer's type (or N sampled
+    // ones); the estimate of an untyped graph's count for a typed one.
     pairs_total_ = (sampled_ ? positions_.size() : total) *
                    (options_.negatives > 0 ? options_.negatives : manifest_.num_nodes);
     if (options_.by_relation) by_relation_.resize(manifest_.relations.size());
@@ -197,6 +204,7 @@ class EvalRun {
     result.edges = edges_;
     result.split_edges = total;
     result.num_nodes = manifest_.num_nodes;
+    result.typed = manifest_.typed();
     result.negatives = options_.negatives;
     result.seconds = absl::ToDoubleSeconds(absl::Now() - start);
     return result;
@@ -242,6 +250,13 @@ class EvalRun {
     const EvalEdge& e = batch_[q / 2];
     return q % 2 == 0 ? e.dst_id : e.src_id;
   }
+  // The node type query q's candidates are of: the relation's destination
+  // type for a tail query, its source type for a head query (0 untyped).
+  uint32_t CandidateType(uint64_t q) const {
+    if (!manifest_.typed()) return 0;
+    const RelationTypes& t = manifest_.relation_types[batch_[q / 2].rel];
+    return q % 2 == 0 ? t.dst : t.src;
+  }
 
   const Graph& graph_;
   const Manifest& manifest_;
@@ -260,6 +275,9 @@ class EvalRun {
   ModelOptions scoring_model_;
   std::vector<float> adjoint_params_;
   std::vector<uint64_t> bases_;
+  // Per node type: the global id of its first node, and its nodes (one
+  // type spanning every node when untyped).
+  std::vector<uint64_t> type_base_, type_nodes_;
 
   std::vector<uint64_t> positions_;  // sampled positions in bucket order
   bool sampled_ = false;
@@ -274,7 +292,10 @@ class EvalRun {
   // The current batch.
   std::vector<EvalEdge> batch_;
   std::vector<float> src_rows_, dst_rows_;  // batch size × dim
-  std::vector<uint64_t> pool_ids_;          // sampled negatives, ascending
+  // Sampled negatives, ascending within each type's run: type t's are
+  // pool_ids_[pool_begin_[t], pool_begin_[t + 1]).
+  std::vector<uint64_t> pool_ids_;
+  std::vector<size_t> pool_begin_;
   std::vector<float> pool_rows_;
   FilterMap tails_, heads_;
   // Per query: its filter set (null: none), true score, counters.
@@ -283,7 +304,9 @@ class EvalRun {
   std::unique_ptr<std::atomic<uint64_t>[]> counters_;
   // Chunks of at most kQueryChunk queries; without adjoint_, runs of
   // queries with the same side and relation.
-  std::vector<uint64_t> order_;         // queries (without adjoint_: by (side, rel, q))
+  // Queries by (candidate type, then without adjoint_ side and relation,
+  // then q); a chunk's queries share their candidate type.
+  std::vector<uint64_t> order_;
   std::vector<size_t> chunk_begin_;     // into order_, plus the end
   tbb::enumerable_thread_specific<Scratch> scratch_;
 };
@@ -444,7 +467,7 @@ void EvalRun::RankAgainst(const CandidateSet& set) {
   for (uint64_t lo = 0; lo < set.size; lo += kProgressSlice) {
     const uint64_t n = std::min(kProgressSlice, set.size - lo);
     CountCandidates(CandidateSet{set.rows + lo * dim_, n, set.ids ? set.ids + lo : nullptr,
-                                 set.first_id + lo});
+                                 set.first_id + lo, set.type});
     pairs_done_ += batch_.size() * n;
     if (options_.progress) options_.progress(pairs_done_, pairs_total_);
   }
@@ -457,6 +480,8 @@ void EvalRun::CountCandidates(const CandidateSet& set) {
   arena_->execute([&] {
     ParallelFor(0, chunks * blocks, [&](size_t task) {
       const size_t c = task / blocks, b = task % blocks;
+      // A chunk ranks only candidates of its queries' type.
+      if (CandidateType(order_[chunk_begin_[c]]) != set.type) return;
       Scratch& s = scratch_.local();
       const size_t begin = chunk_begin_[c], end = chunk_begin_[c + 1];
       const int nq = static_cast<int>(end - begin);
@@ -510,29 +535,43 @@ void EvalRun::CountCandidates(const CandidateSet& set) {
 absl::Status EvalRun::RunBatch() {
   const uint64_t batch_index = batches_++;
   const size_t q_count = 2 * batch_.size();
+  const size_t types = type_base_.size();
+  pool_begin_.assign(types + 1, 0);
   if (options_.negatives > 0) {
     std::mt19937_64 rng(options_.seed * 0x9e3779b97f4a7c15ULL + batch_index +
                         1);
-    pool_ids_.resize(options_.negatives);
-    for (uint64_t& id : pool_ids_) id = rng() % manifest_.num_nodes;
-    std::sort(pool_ids_.begin(), pool_ids_.end());
+    // N per type, drawn among that type's nodes.
+    pool_ids_.resize(options_.negatives * types);
+    for (size_t t = 0; t < types; ++t) {
+      pool_begin_[t] = t * options_.negatives;
+      const auto first = pool_ids_.begin() + pool_begin_[t];
+      for (auto it = first; it != first + options_.negatives; ++it) {
+        *it = type_nodes_[t] == 0 ? type_base_[t] : type_base_[t] + rng() % type_nodes_[t];
+      }
+      std::sort(first, first + options_.negatives);
+    }
+    pool_begin_[types] = pool_ids_.size();
   }
   RETURN_IF_ERROR(GatherRows());
   RETURN_IF_ERROR(BuildFilters());
 
   order_.resize(q_count);
   for (size_t q = 0; q < q_count; ++q) order_[q] = q;
-  if (!adjoint_) {
+  if (!adjoint_ || manifest_.typed()) {
     std::sort(order_.begin(), order_.end(), [&](uint64_t a, uint64_t b) {
-      const uint32_t ra = batch_[a / 2].rel, rb = batch_[b / 2].rel;
-      return std::tuple(a % 2, ra, a) < std::tuple(b % 2, rb, b);
+      const uint32_t ra = adjoint_ ? 0 : batch_[a / 2].rel;
+      const uint32_t rb = adjoint_ ? 0 : batch_[b / 2].rel;
+      const uint64_t sa = adjoint_ ? 0 : a % 2, sb = adjoint_ ? 0 : b % 2;
+      return std::tuple(CandidateType(a), sa, ra, a) < std::tuple(CandidateType(b), sb, rb, b);
     });
   }
   chunk_begin_.clear();
+  std::vector<char> type_queried(types, 0);
   for (size_t k = 0; k < q_count; ++k) {
     const size_t start = chunk_begin_.empty() ? 0 : chunk_begin_.back();
     const uint64_t a = order_[start], b = order_[k];
-    if (chunk_begin_.empty() || k - start == kQueryChunk ||
+    type_queried[CandidateType(b)] = 1;
+    if (chunk_begin_.empty() || k - start == kQueryChunk || CandidateType(a) != CandidateType(b) ||
         (!adjoint_ && (a % 2 != b % 2 || batch_[a / 2].rel != batch_[b / 2].rel))) {
       chunk_begin_.push_back(k);
     }
@@ -543,22 +582,27 @@ absl::Status EvalRun::RunBatch() {
   counters_ = std::make_unique<std::atomic<uint64_t>[]>(q_count * kNumCounters);
   for (size_t k = 0; k < q_count * kNumCounters; ++k) counters_[k] = 0;
 
-  uint64_t candidates = 0;
+  // Candidates a query of each type meets.
+  std::vector<uint64_t> candidates(types, 0);
   if (options_.negatives > 0) {
-    CandidateSet set{pool_rows_.data(), pool_ids_.size(), pool_ids_.data(), 0};
-    RankAgainst(set);
-    candidates = pool_ids_.size();
+    for (uint32_t t = 0; t < types; ++t) {
+      if (!type_queried[t]) continue;
+      const size_t first = pool_begin_[t];
+      RankAgainst(CandidateSet{pool_rows_.data() + first * dim_, pool_begin_[t + 1] - first,
+                               pool_ids_.data() + first, 0, t});
+      candidates[t] = pool_begin_[t + 1] - first;
+    }
   } else {
     // Descending, so that a one-partition cache in `embeddings_` serves the
     // first partition from the gather and the next batch's gather from the
     // last.
     for (uint32_t p = manifest_.num_partitions; p-- > 0;) {
-      if (manifest_.partition_sizes[p] == 0) continue;
+      const uint32_t type = manifest_.TypeOfPartition(p);
+      if (manifest_.partition_sizes[p] == 0 || !type_queried[type]) continue;
       ASSIGN_OR_RETURN(const float* rows, embeddings_(p));
-      RankAgainst(
-          CandidateSet{rows, manifest_.partition_sizes[p], nullptr, bases_[p]});
+      RankAgainst(CandidateSet{rows, manifest_.partition_sizes[p], nullptr, bases_[p], type});
     }
-    candidates = manifest_.num_nodes;
+    candidates = type_nodes_;
   }
 
   // Fold into the sums in edge order (deterministic).
@@ -566,9 +610,10 @@ absl::Status EvalRun::RunBatch() {
     QueryRank raw[2], filtered[2];  // tail, head
     for (int side = 0; side < 2; ++side) {
       const std::atomic<uint64_t>* c = &counters_[(2 * e + side) * kNumCounters];
+      const uint64_t candidates_of_query = candidates[CandidateType(2 * e + side)];
       raw[side].greater = double(c[kAllGreater] - c[kSelfGreater]);
       raw[side].equal = double(c[kAllEqual] - c[kSelfEqual]);
-      raw[side].negatives = double(candidates - c[kSelfCount]);
+      raw[side].negatives = double(candidates_of_query - c[kSelfCount]);
       filtered[side].greater = raw[side].greater - double(c[kFilterGreater]);
       filtered[side].equal = raw[side].equal - double(c[kFilterEqual]);
       filtered[side].negatives = raw[side].negatives - double(c[kFilterCount]);
@@ -587,19 +632,6 @@ absl::Status EvalRun::RunBatch() {
   batch_.clear();
   return absl::OkStatus();
 }
-
-// Limits OpenBLAS to one thread while alive (the evaluator runs many small
-// GEMMs in parallel itself), restoring the previous count after.
-class OneBlasThread {
- public:
-  OneBlasThread() : previous_(openblas_get_num_threads()) {
-    openblas_set_num_threads(1);
-  }
-  ~OneBlasThread() { openblas_set_num_threads(previous_); }
-
- private:
-  int previous_;
-};
 
 }  // namespace
 
@@ -654,8 +686,11 @@ absl::StatusOr<EvalMemoryPlan> PlanEvalMemory(const Manifest& m, const ModelOpti
 std::string DescribeProtocol(const EvalResult& r) {
   const std::string against =
       r.negatives == 0
-          ? absl::StrCat("all ", r.num_nodes, " nodes")
-          : absl::StrCat(r.negatives, " sampled negatives (optimistic)");
+          ? (r.typed ? absl::StrCat("every node of the answer's type (of ", r.num_nodes, ")")
+                     : absl::StrCat("all ", r.num_nodes, " nodes"))
+          : absl::StrCat(r.negatives,
+                         r.typed ? " sampled negatives of the answer's type" : " sampled negatives",
+                         " (optimistic)");
   const std::string on =
       r.edges < r.split_edges
           ? absl::StrCat("a sample of ", r.edges, " of ", r.split_edges, " edges")
@@ -704,7 +739,7 @@ absl::StatusOr<EvalResult> Evaluate(const Graph& graph,
     ASSIGN_OR_RETURN(const EvalMemoryPlan plan, PlanEvalMemory(m, model, 0, planned));
     planned.batch_edges = plan.batch_edges;
   }
-  OneBlasThread one_blas_thread;
+  internal::OneBlasThread one_blas_thread;
   tbb::task_arena arena(options.threads > 0 ? options.threads
                                             : tbb::task_arena::automatic);
   EvalRun run(graph, model, relations, embeddings, planned, &arena);

@@ -22,7 +22,10 @@
 // by partition). `negatives == N`: N node ids drawn uniformly (with
 // replacement) from the whole graph, shared by all queries of one batch of
 // evaluated edges (PBG-style shared negatives; a batch is `batch_edges`
-// edges in bucket order), plus the true answer. Sampled negatives flatter:
+// edges in bucket order), plus the true answer. In a typed graph
+// (Manifest::node_types) only nodes of the answer's type are candidates: a
+// tail query (s, r, ?) ranks among r's destination type, a head query
+// among its source type (N sampled per type). Sampled negatives flatter:
 // they rarely include the hard negatives (the query's own entity, its close
 // neighbours), so metrics used to compare or choose models rank against
 // every node, on a sample of edges (`max_edges`) when the split is large.
@@ -113,6 +116,9 @@ struct EvalResult {
   uint64_t edges = 0;        // evaluated edges
   uint64_t split_edges = 0;  // edges of the split (edges < split_edges: a sample)
   uint64_t num_nodes = 0;    // nodes of the graph
+  // A typed graph: each query ranked against the nodes (or N sampled
+  // nodes) of its answer's type only.
+  bool typed = false;
   uint64_t negatives = 0;    // EvalOptions::negatives (0: every node)
   double seconds = 0;
 };

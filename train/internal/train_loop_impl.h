@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,13 @@ class TrainLoop final : public PipelineObserver {
   absl::Status MeasureEpochAcrossRanks(int epoch, double checkpoint_seconds,
                                        bool predict, EpochStats* stats);
   bool distributed() const { return cluster_ != nullptr; }
+  // A typed graph's train edges per bucket, so that the schedule skips the
+  // empty buckets between types; empty (every bucket) for untyped graphs.
+  std::span<const uint64_t> TypedBucketEdges() const {
+    const Manifest& m = graph_->manifest();
+    if (!m.typed()) return {};
+    return m.train_bucket_edges;
+  }
   // Bytes of partition p's rows and optimizer state.
   uint64_t PartitionBytes(uint32_t p) const;
   uint32_t world_size() const { return distributed() ? cluster_->world_size() : 1; }

@@ -57,9 +57,11 @@ class RoundScheduler final : public BucketScheduler {
 
 std::unique_ptr<BucketScheduler> MakeRoundScheduler(BucketOrderKind kind, uint32_t P,
                                                     uint32_t capacity, uint32_t round_size,
-                                                    uint64_t seed, uint64_t first_round) {
-  return std::make_unique<RoundScheduler>(BucketOrder(kind, P, capacity, seed), round_size,
-                                          first_round);
+                                                    uint64_t seed, uint64_t first_round,
+                                                    std::span<const uint64_t> skip_empty) {
+  std::vector<Bucket> order = BucketOrder(kind, P, capacity, seed);
+  if (!skip_empty.empty()) order = WithoutEmptyBuckets(std::move(order), skip_empty, P);
+  return std::make_unique<RoundScheduler>(order, round_size, first_round);
 }
 
 }  // namespace ember

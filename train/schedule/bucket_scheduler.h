@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "partition/bucket_order.h"
@@ -38,10 +39,13 @@ class BucketScheduler {
 
 // Rounds of up to `round_size` buckets cut from BucketOrder(kind, P,
 // capacity, seed) (FormRounds), starting at round `first_round` (a resumed
-// epoch).
+// epoch). With `skip_empty` (P x P train edges per bucket, as the manifest
+// holds them), buckets without edges are left out (WithoutEmptyBuckets:
+// typed graphs); empty: every bucket is visited.
 std::unique_ptr<BucketScheduler> MakeRoundScheduler(BucketOrderKind kind, uint32_t P,
                                                     uint32_t capacity, uint32_t round_size,
-                                                    uint64_t seed, uint64_t first_round);
+                                                    uint64_t seed, uint64_t first_round,
+                                                    std::span<const uint64_t> skip_empty = {});
 
 }  // namespace ember
 

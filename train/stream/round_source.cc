@@ -116,7 +116,8 @@ absl::StatusOr<bool> RoundBatchSource::StartRound() {
   current_->round = std::move(*next_round_);
   next_round_.reset();
   std::vector<std::unique_ptr<BucketWindowReader>> readers = std::move(next_readers_);
-  const uint32_t P = graph_->manifest().num_partitions;
+  const Manifest& m = graph_->manifest();
+  const uint32_t P = m.num_partitions;
   for (size_t i = 0; i < current_->round.buckets.size(); ++i) {
     const Bucket& b = current_->round.buckets[i];
     auto pinned = std::make_shared<PinnedTask>();
@@ -128,6 +129,7 @@ absl::StatusOr<bool> RoundBatchSource::StartRound() {
     task.src = pinned->src.data();
     task.dst = pinned->dst.data();
     task.seed = BucketSeed(options_.seed, options_.epoch, b, P);
+    task.same_type = m.TypeOfPartition(b.src) == m.TypeOfPartition(b.dst);
     Slot slot;
     slot.task = std::shared_ptr<const BucketTask>(pinned, &pinned->task);
     slot.reader = std::move(readers[i]);

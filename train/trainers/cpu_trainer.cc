@@ -159,7 +159,7 @@ class CpuTrainer final : public Trainer {
       in.num_src_negs = negs;
       in.num_dst_negs = negs;
       if (mixed_ && rel_size_ > 0) in.rel_slot = s.rel_slot.data();
-      in.endpoint_negs = endpoints_;
+      in.endpoint_negs = endpoints_ && task.same_type;
       in.lhs_nodes = s.src_nodes.data();
       in.rhs_nodes = s.dst_nodes.data();
       in.same_node_table = task.src == task.dst;

@@ -301,7 +301,7 @@ class DeviceTrainer final : public Trainer {
     DeviceBatchInput in;
     in.chunk = options_.pipeline.chunk_size;
     in.negs = options_.pipeline.num_uniform_negs;
-    in.endpoints = endpoints_;
+    in.endpoints = endpoints_ && task.same_type;
     in.same_partition = task.src == task.dst;
     in.src_rows = task.src->rows;
     in.dst_rows = task.dst->rows;
