@@ -231,15 +231,16 @@ TEST(PlanLrProbesTest, ARunTooShortIsNotProbed) {
   }
   // The billion-edge benchmark's graph (R-MAT scale 26: 1.07 B edges, 67 M
   // nodes, out of core): each probe costs at least 2 · 0.1 (reading) +
-  // 0.25 (the scratch copy) + 0.1 (the sample) of an epoch, and ranking 100
+  // 1.25 (the scratch copy) + 0.1 (the sample) of an epoch, and ranking 100
   // edges against 67 M nodes 0.02 more, so its one epoch is not probed, a
-  // run needs twelve epochs to afford two probes and 23 for all four.
+  // run needs 32 epochs to afford two probes and 63 for all four.
   const ProbeCostModel billion(uint64_t{16} << 26, uint64_t{1} << 26, 100, /*scratch=*/true);
   EXPECT_EQ(PlanLrProbes(billion, 1, 4).probes, 0u);
-  EXPECT_EQ(PlanLrProbes(billion, 11, 4).probes, 0u);
-  EXPECT_EQ(PlanLrProbes(billion, 12, 4).probes, 2u);
-  EXPECT_EQ(PlanLrProbes(billion, 22, 4).probes, 3u);
-  EXPECT_EQ(PlanLrProbes(billion, 23, 4).probes, 4u);
+  EXPECT_EQ(PlanLrProbes(billion, 31, 4).probes, 0u);
+  EXPECT_EQ(PlanLrProbes(billion, 32, 4).probes, 2u);
+  EXPECT_EQ(PlanLrProbes(billion, 47, 4).probes, 2u);
+  EXPECT_EQ(PlanLrProbes(billion, 48, 4).probes, 3u);
+  EXPECT_EQ(PlanLrProbes(billion, 63, 4).probes, 4u);
 }
 
 TEST(PlanLrProbesTest, LongerRunsAffordMoreProbesAndSmallerOnesFewer) {
