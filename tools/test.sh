@@ -25,7 +25,7 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # end to end (MpiTrainTest: a dozen training runs), whose loop the
 # in-process DistributedTrainTest exercises here (the MPI transport's own
 # tests, MpiTransportTest, run here too). The `--lr auto` guard
-# (LrAutoGuardTest: 8 ten-epoch training runs and 72 probes, a quality check)
+# (LrAutoGuardTest: 8 twelve-epoch training runs and 72 probes, a quality check)
 # runs in the release pass only, as its code runs here in ProbeTest.
 (cd build-sanitize && ctest --output-on-failure -j "$jobs" \
   -E 'BoundedMemoryTest|ReadBesideTrainTest|MpiTrainTest|LrAutoGuardTest')

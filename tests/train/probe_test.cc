@@ -222,7 +222,7 @@ TEST(PlanLrProbesTest, ProbesStayWithinTheShare) {
 }
 
 TEST(PlanLrProbesTest, ARunTooShortIsNotProbed) {
-  // One epoch: reading the edges alone costs each probe kProbeReadCost of
+  // One epoch: reading the edges alone costs each probe ReadCost() of
   // it, so two probes cannot stay within kLrProbeShare at any scale.
   for (uint64_t edges : {uint64_t{1000}, uint64_t{1} << 20, uint64_t{16} << 26}) {
     const ProbeCostModel cost(edges, edges / 16, 100);
@@ -230,17 +230,22 @@ TEST(PlanLrProbesTest, ARunTooShortIsNotProbed) {
     EXPECT_GT(PlanLrProbes(cost, 1, 4).share(), kLrProbeShare);
   }
   // The billion-edge benchmark's graph (R-MAT scale 26: 1.07 B edges, 67 M
-  // nodes, out of core): each probe costs at least 2 · 0.1 (reading) +
-  // 1.25 (the scratch copy) + 0.1 (the sample) of an epoch, and ranking 100
-  // edges against 67 M nodes 0.02 more, so its one epoch is not probed, a
-  // run needs 32 epochs to afford two probes and 63 for all four.
+  // nodes, out of core, dim 100): each probe costs at least 2 · 0.15
+  // (reading) + 1.25 (the scratch copy) + 0.1 (the sample) of an epoch, and
+  // ranking 100 edges against 67 M nodes 0.02 more, so its one epoch is not
+  // probed, a run needs 34 epochs to afford two probes and 67 for all four.
   const ProbeCostModel billion(uint64_t{16} << 26, uint64_t{1} << 26, 100, /*scratch=*/true);
   EXPECT_EQ(PlanLrProbes(billion, 1, 4).probes, 0u);
-  EXPECT_EQ(PlanLrProbes(billion, 31, 4).probes, 0u);
-  EXPECT_EQ(PlanLrProbes(billion, 32, 4).probes, 2u);
-  EXPECT_EQ(PlanLrProbes(billion, 47, 4).probes, 2u);
-  EXPECT_EQ(PlanLrProbes(billion, 48, 4).probes, 3u);
-  EXPECT_EQ(PlanLrProbes(billion, 63, 4).probes, 4u);
+  EXPECT_EQ(PlanLrProbes(billion, 33, 4).probes, 0u);
+  EXPECT_EQ(PlanLrProbes(billion, 34, 4).probes, 2u);
+  EXPECT_EQ(PlanLrProbes(billion, 50, 4).probes, 2u);
+  EXPECT_EQ(PlanLrProbes(billion, 51, 4).probes, 3u);
+  EXPECT_EQ(PlanLrProbes(billion, 67, 4).probes, 4u);
+  // At dim 64, as billion.sh trains it, reading costs more of an epoch.
+  const ProbeCostModel billion64(uint64_t{16} << 26, uint64_t{1} << 26, 100, true, 64);
+  EXPECT_GT(billion64.ReadCost(), billion.ReadCost());
+  EXPECT_EQ(PlanLrProbes(billion64, 36, 4).probes, 0u);
+  EXPECT_EQ(PlanLrProbes(billion64, 37, 4).probes, 2u);
 }
 
 TEST(PlanLrProbesTest, LongerRunsAffordMoreProbesAndSmallerOnesFewer) {

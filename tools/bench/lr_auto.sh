@@ -13,7 +13,7 @@
 # the generator writes no split.
 # Two more, the graphs of tests/train/lr_auto_guard_test.cc, with a
 # dependency graph's skew (three nodes of degree > 10 k, most below 5; dot,
-# dim 100, 10 epochs): rmat14-hubs (R-MAT scale 14, 2 edges per node, 3
+# dim 100, 12 epochs): rmat14-hubs (R-MAT scale 14, 2 edges per node, 3
 # hubs linked to 65 % of the nodes) and sbm-hubs (SBM of 20000 nodes in 400
 # blocks, average degree 2, 3 hubs linked from 55 % of the nodes).
 # GRAPH@OPERATOR/COMPARATOR/DIM trains that graph with another model, e.g.
@@ -60,14 +60,14 @@ make_graph() {  # name -> $work/name, and prints its train flags
     rmat14-hubs)
       "$ember" gen rmat --scale 14 --edge-factor 2 --hubs 3 --hub-fraction 0.65 --seed 1 --quiet --out "$g.tsv"
       "$ember" import --out "$g" --integer-ids --split 0.9,0.05,0.05 --quiet "$g.tsv" >/dev/null
-      echo "--dim 100 --epochs 10" ;;
+      echo "--dim 100 --epochs 12" ;;
     sbm-hubs)
       "$ember" gen sbm --nodes 20000 --blocks 400 --avg-degree 2 --seed 1 --quiet --out "$g.tsv" \
         --labels-out "$g.labels"
       awk 'BEGIN { srand(7); for (h = 0; h < 3; h++) for (i = 0; i < 20000; i++)
                    if (i != h && rand() < 0.55) print i "\t" h }' >>"$g.tsv"
       "$ember" import --out "$g" --integer-ids --split 0.9,0.05,0.05 --quiet "$g.tsv" >/dev/null
-      echo "--dim 100 --epochs 10" ;;
+      echo "--dim 100 --epochs 12" ;;
     *) echo "unknown graph $name" >&2; exit 2 ;;
   esac
 }

@@ -148,6 +148,7 @@ absl::StatusOr<ProbeCostModel> ProbeCostModel::Of(Graph& graph, const TrainOptio
   ProbeCostModel cost(graph.manifest().edges.train, graph.manifest().num_nodes,
                       train.pipeline.chunk_size + train.pipeline.num_uniform_negs +
                           (endpoints ? train.pipeline.chunk_size : 0));
+  cost.dim = train.model.dim;
   TrainOptions t = train;
   t.from_scratch = true;
   t.optimizer.lr_auto = false;
@@ -162,8 +163,13 @@ double ProbeCostModel::EvalEdges(uint64_t edges) const {
   return double(edges) * 2 * double(num_nodes) / (6 * std::max(columns, 1.0));
 }
 
+double ProbeCostModel::ReadCost() const {
+  // Measured at dims 64-100 only: at most 2x either way.
+  return kProbeReadCost * std::clamp(double(kProbeReadCostDim) / std::max(dim, 1), 0.5, 2.0);
+}
+
 double ProbeCostModel::FixedEdges() const {
-  return (2 * kProbeReadCost + (scratch ? kScratchProbeCost : 0.0)) * double(train_edges);
+  return (2 * ReadCost() + (scratch ? kScratchProbeCost : 0.0)) * double(train_edges);
 }
 
 double ProbeCostModel::ProbeEdges(double edge_sample, uint64_t eval_edges) const {

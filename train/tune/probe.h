@@ -86,13 +86,19 @@ inline constexpr double kLrProbeSampleMin = 0.1;
 // side: chunk + uniform negatives, + chunk with endpoint negatives), about
 // 6 · columns dot products of dim. Measured here, this predicts the
 // evaluation's time in edges within 35 % (gen kg, ComplEx, and R-MAT, dot).
-// A probe also reads every train edge to draw its sample, at about
-// kProbeReadCost of a trained edge each (measured: 0.085 on R-MAT scale 18),
-// and its ranking reads every edge once more to collect the filter sets
-// (evaluator.h): on R-MAT scale 17 (dim 64, 1000 edges ranked against 90 k
-// nodes) ranking took 1.5-2.0 s where the dot products alone predict 1.0 s
-// and the scan adds 0.7 s.
-inline constexpr double kProbeReadCost = 0.1;
+// A probe also reads every train edge to draw its sample, and its ranking
+// reads every edge once more to collect the filter sets (evaluator.h): on
+// R-MAT scale 17 (dim 64, 1000 edges ranked against 90 k nodes) ranking
+// took 1.5-2.0 s where the dot products alone predict 1.0 s and the scan
+// adds 0.7 s. Reading an edge costs the same at any dim while training one
+// costs in proportion to dim, so each read counts kProbeReadCost of a
+// trained edge at dim kProbeReadCostDim, scaled by kProbeReadCostDim / dim
+// (within 0.5-2, as only dims 64-100 were measured):
+// on R-MAT scale 18 at dim 64 (in memory, 1.9 s epochs) each read took
+// 0.17-0.26 of an epoch (0.085 at dim 100 at an earlier commit); counted at
+// 0.1 there, four probes planned at 10 % of a 15-epoch run took 15.6 %.
+inline constexpr double kProbeReadCost = 0.15;
+inline constexpr int kProbeReadCostDim = 100;
 // A probe of a model that does not fit in memory at once trains a scratch
 // copy: it walks every bucket and swaps partitions as a whole epoch does,
 // whatever its sample, writes a checkpoint and reads it back to rank.
@@ -104,19 +110,29 @@ inline constexpr double kProbeReadCost = 0.1;
 // --memory-budget 64M (epochs of 4.4 and 6.4 s), where the swaps and the
 // checkpoint dominate. Counted at the most measured, so that the probes
 // stay within kLrProbeShare out of core: two probes then need a run of
-// about 32 epochs.
+// 34-37 epochs (dim 100-64).
 inline constexpr double kScratchProbeCost = 1.25;
 struct ProbeCostModel {
   uint64_t train_edges = 0;  // train edges of the graph
   uint64_t num_nodes = 0;
   double columns = 0;        // candidates per chunk side
   bool scratch = false;      // probes train scratch copies (RunProbe)
+  int dim = kProbeReadCostDim;  // ModelOptions::dim
 
-  // `graph`'s figures; `scratch` when TrainWithoutWriting would not train
-  // `train` in memory.
+  // `graph`'s figures and `train`'s dim; `scratch` when TrainWithoutWriting
+  // would not train `train` in memory.
   static absl::StatusOr<ProbeCostModel> Of(Graph& graph, const TrainOptions& train);
-  ProbeCostModel(uint64_t train_edges, uint64_t num_nodes, double columns, bool scratch = false)
-      : train_edges(train_edges), num_nodes(num_nodes), columns(columns), scratch(scratch) {}
+
+  ProbeCostModel(uint64_t train_edges, uint64_t num_nodes, double columns, bool scratch = false,
+                 int dim = kProbeReadCostDim)
+      : train_edges(train_edges),
+        num_nodes(num_nodes),
+        columns(columns),
+        scratch(scratch),
+        dim(dim) {}
+  // Train-edge equivalents of reading one train edge (kProbeReadCost,
+  // scaled by dim).
+  double ReadCost() const;
   // Train-edge equivalents of ranking `edges` validation edges.
   double EvalEdges(uint64_t edges) const;
   // Train-edge equivalents of what a probe costs whatever its sample and
