@@ -24,9 +24,11 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # under ASan and runs in the release pass; so does `mpirun ... ember train`
 # end to end (MpiTrainTest: a dozen training runs), whose loop the
 # in-process DistributedTrainTest exercises here (the MPI transport's own
-# tests, MpiTransportTest, run here too).
+# tests, MpiTransportTest, run here too). The `--lr auto` guard
+# (LrAutoGuardTest: 8 twelve-epoch training runs and 72 probes, a quality check)
+# runs in the release pass only, as its code runs here in ProbeTest.
 (cd build-sanitize && ctest --output-on-failure -j "$jobs" \
-  -E 'BoundedMemoryTest|ReadBesideTrainTest|MpiTrainTest')
+  -E 'BoundedMemoryTest|ReadBesideTrainTest|MpiTrainTest|LrAutoGuardTest')
 # ThreadSanitizer: the tests whose threads hand data to each other, built
 # alone (train_test): the batch pipeline and its trainer slots (Hogwild
 # rows), the partition buffer, its pins and its prefetches on the I/O

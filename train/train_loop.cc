@@ -363,6 +363,13 @@ absl::StatusOr<EvalResult> TrainLoop::Validate() {
   return Evaluate(*graph_, stored, eo);
 }
 
+absl::StatusOr<bool> TrainLoop::PlanFitsInMemory() {
+  if (options_.model.featurized != FeaturizedMode::kOff) return false;  // as Run()
+  ASSIGN_OR_RETURN(const std::vector<DeviceSpec> devices, ResolveDevices(options_));
+  RETURN_IF_ERROR(PlanMemory(devices));
+  return capacity_ >= P_;
+}
+
 absl::StatusOr<TrainSummary> TrainLoop::Run() {
   const Manifest& m = graph_->manifest();
   if (m.edges.train == 0) {
@@ -569,6 +576,13 @@ absl::StatusOr<std::optional<TrainSummary>> TrainWithoutWriting(Graph& graph,
   if (!loop.fits_in_memory()) return std::nullopt;
   summary.lr = options.optimizer.lr;
   return summary;
+}
+
+absl::StatusOr<bool> TrainsWithoutWritingInMemory(Graph& graph, TrainOptions options) {
+  options.in_memory = true;
+  RETURN_IF_ERROR(options.Validate());
+  TrainLoop loop(&graph, options);
+  return loop.PlanFitsInMemory();
 }
 
 absl::StatusOr<TrainSummary> TrainGraph(const std::string& graph_dir,

@@ -116,6 +116,11 @@ absl::Status CheckTrainableAcrossRanks(const TrainOptions& options);
 absl::StatusOr<std::optional<TrainSummary>> TrainWithoutWriting(Graph& graph,
                                                                  TrainOptions options);
 
+// Whether TrainWithoutWriting would train `graph` with `options` in memory
+// (true) or return nullopt (false), found by planning its memory only:
+// nothing is read or trained. The probes' cost depends on it.
+absl::StatusOr<bool> TrainsWithoutWritingInMemory(Graph& graph, TrainOptions options);
+
 }  // namespace ember
 
 #endif  // EMBER_TRAIN_TRAIN_LOOP_H_

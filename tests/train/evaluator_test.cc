@@ -651,6 +651,34 @@ TEST(EvaluatorTest, ByRelationAveragesBackToOverall) {
   ExpectSameMetrics(EvalStored(*graph, options).filtered, r.filtered);
 }
 
+TEST(EvaluatorTest, EdgeReciprocalRanksAverageToTheMrrInTheSameOrderEveryTime) {
+  TempDir tmp;
+  auto graph = RingGraph(tmp, 800, 2, 4, 1);
+  ASSERT_NE(graph, nullptr);
+  EvalOptions options;
+  options.max_edges = 100;
+  options.seed = 3;
+  EXPECT_TRUE(EvalStored(*graph, options).edge_rr.empty());
+  options.edge_rr = true;
+  const EvalResult r = EvalStored(*graph, options);
+  ASSERT_EQ(r.edge_rr.size(), r.edges);
+  double sum = 0;
+  for (float x : r.edge_rr) {
+    EXPECT_GT(x, 0);
+    EXPECT_LE(x, 1);
+    sum += x;
+  }
+  EXPECT_NEAR(sum / r.edge_rr.size(), r.filtered.mrr, 1e-6);
+  // The same edges in the same order whatever the batches: what paired
+  // comparisons of two models rest on.
+  options.batch_edges = 7;
+  options.threads = 3;
+  EXPECT_EQ(EvalStored(*graph, options).edge_rr, r.edge_rr);
+  // Asking for them changes nothing else.
+  options.edge_rr = false;
+  ExpectSameMetrics(EvalStored(*graph, options).filtered, r.filtered);
+}
+
 TEST(EvaluatorTest, ProtocolNamesCandidatesAndSample) {
   TempDir tmp;
   ModelOptions model;

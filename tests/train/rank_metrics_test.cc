@@ -2,6 +2,7 @@
 #include "train/eval/rank_metrics.h"
 
 #include <cmath>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -79,6 +80,40 @@ TEST(RankSumsTest, EdgeIsTheSampledUnit) {
   EXPECT_DOUBLE_EQ(m.hits1, 0.5);
   EXPECT_EQ(m.hits1_ci95, 0);
   EXPECT_EQ(m.mrr_ci95, 0);
+}
+
+TEST(PairedMrrDifferenceTest, ByHand) {
+  const std::vector<float> a = {0.5f, 0.25f, 1.0f, 0.0f};
+  const std::vector<float> b = {0.25f, 0.25f, 0.5f, 0.0f};
+  // Differences 0.25, 0, 0.5, 0: mean 0.1875, sample variance
+  // (0.0625² + 2 · 0.1875² + 0.3125²) / 3 = 0.0572916..
+  const PairedDifference d = PairedMrrDifference(a, b);
+  EXPECT_EQ(d.edges, 4u);
+  EXPECT_DOUBLE_EQ(d.mean, 0.1875);
+  const double se = std::sqrt((0.0625 * 0.0625 + 2 * 0.1875 * 0.1875 + 0.3125 * 0.3125) / 3 / 4);
+  EXPECT_NEAR(d.ci95, 1.959963984540054 * se, 1e-12);
+  EXPECT_NEAR(d.z, 0.1875 / se, 1e-9);
+  // Swapped: the same interval, the opposite sign.
+  const PairedDifference back = PairedMrrDifference(b, a);
+  EXPECT_DOUBLE_EQ(back.mean, -d.mean);
+  EXPECT_DOUBLE_EQ(back.ci95, d.ci95);
+}
+
+TEST(PairedMrrDifferenceTest, EqualDifferences) {
+  const std::vector<float> a = {0.5f, 0.5f, 0.5f};
+  EXPECT_EQ(PairedMrrDifference(a, a).z, 0);
+  EXPECT_EQ(PairedMrrDifference(a, a).ci95, 0);
+  const std::vector<float> b = {0.25f, 0.25f, 0.25f};
+  EXPECT_TRUE(std::isinf(PairedMrrDifference(a, b).z));
+  EXPECT_GT(PairedMrrDifference(a, b).z, 0);
+}
+
+TEST(RandomRankingMrrTest, HarmonicNumberOverCandidates) {
+  EXPECT_DOUBLE_EQ(RandomRankingMrr(1), 1);
+  EXPECT_DOUBLE_EQ(RandomRankingMrr(2), 0.75);
+  EXPECT_NEAR(RandomRankingMrr(2000), 8.178368103 / 2000, 1e-9);
+  // The approximation above 100000 candidates meets the sum.
+  EXPECT_NEAR(RandomRankingMrr(100001) / RandomRankingMrr(100000), 1, 1e-4);
 }
 
 }  // namespace

@@ -41,10 +41,12 @@ const ember::TrainOptions kTrainDefaults;
 ABSL_FLAG(int, epochs, kTrainDefaults.epochs,
           "train: total epochs (a resumed run trains the rest).");
 ABSL_FLAG(std::string, lr, "auto",
-          "train: Adagrad learning rate, or auto: probe 0.01, 0.03, 0.1 and 0.3 (0.1 and 0.3 on "
-          "graphs of several relations) on a sample of "
-          "the train edges (at most 10% of the run) and keep 0.1 unless a probe clearly beats "
-          "it on validation MRR (0.1 without validation edges; a resumed run keeps its lr).");
+          "train: Adagrad learning rate, or auto: probe 0.1 and 0.01, then 0.03 and 0.3, as "
+          "many as 10% of the run affords (0.1 and 0.3 on graphs of several relations), each "
+          "one epoch on a sample of the train edges, ranking the same validation edges, and keep "
+          "0.1 unless a probe beats it edge by edge by 3 standard errors (then the smallest step "
+          "that does); a run too short for two probes, or without validation edges, keeps 0.1; "
+          "a resumed run keeps its lr.");
 ABSL_FLAG(double, relation_lr_scale,
           ember::tools::FloatFlagDefault(kTrainDefaults.optimizer.relation_lr_scale),
           "train: relation parameters step at this multiple of --lr.");
@@ -203,9 +205,16 @@ absl::Status CheckRegWeightFlag(const TrainOptions& o) {
 namespace {
 
 // How --lr auto chose, one line per probe.
-void PrintLrChoice(const AutoLrTrainSummary& s) {
+void PrintLrChoice(const AutoLrTrainSummary& s, int epochs) {
   if (!s.lr_choice.has_value()) return;
   const LrChoice& c = *s.lr_choice;
+  if (c.unaffordable) {
+    std::fprintf(stderr,
+                 "lr auto: not probed: two probes would cost %.0f%% of this %d-epoch run (at "
+                 "most %.0f%%); lr %g (pass --lr to choose, or train more epochs)\n",
+                 100 * c.planned_share, epochs, 100 * kLrProbeShare, c.lr);
+    return;
+  }
   if (c.probes.empty()) {
     std::fprintf(stderr, "lr auto: %g, the one step for this model on this graph (not probed)\n",
                  c.lr);
@@ -213,15 +222,30 @@ void PrintLrChoice(const AutoLrTrainSummary& s) {
   }
   std::fprintf(stderr,
                "lr auto: probes of 1 epoch on %.1f%% of the train edges, each ranking %llu "
-               "validation edges (%.1f s):\n",
-               100 * c.edge_sample, static_cast<unsigned long long>(c.eval_edges), c.seconds);
+               "validation edges, planned at %.1f%% of the run (%.1f s):\n",
+               100 * c.edge_sample, static_cast<unsigned long long>(c.eval_edges),
+               100 * c.planned_share, c.seconds);
   for (size_t k = 0; k < c.probes.size(); ++k) {
     const RankMetrics& f = c.probes[k].valid.filtered;
-    std::fprintf(stderr, "  lr %-5g valid MRR %.4f ± %.4f%s\n", c.candidates[k], f.mrr,
-                 f.mrr_ci95, c.candidates[k] == c.lr ? "  <- chosen" : "");
+    std::string line =
+        absl::StrFormat("  lr %-5g valid MRR %.4f ± %.4f", c.candidates[k], f.mrr, f.mrr_ci95);
+    if (c.candidates[k] != c.baseline && k < c.vs_baseline.size()) {
+      const PairedDifference& d = c.vs_baseline[k];
+      absl::StrAppendFormat(&line, "  vs %g: %+.4f ± %.4f (%+.1f se)", c.baseline, d.mean, d.ci95,
+                            d.z);
+    }
+    absl::StrAppendFormat(&line, "  (trained %.2f s, ranked %.2f s)", c.probes[k].train_seconds,
+                          c.probes[k].valid.seconds);
+    if (c.candidates[k] == c.lr) line += "  <- chosen";
+    std::fprintf(stderr, "%s\n", line.c_str());
   }
   if (!c.significant) {
-    std::fprintf(stderr, "  (no probe beat lr %g beyond the intervals: it stands)\n", c.baseline);
+    std::fprintf(stderr, "  (no probe beat lr %g by %g standard errors: it stands)\n", c.baseline,
+                 kLrPairedZ);
+  }
+  if (!c.unprobed.empty()) {
+    std::fprintf(stderr, "  (not probed, beyond %.0f%% of this run: lr %s)\n", 100 * kLrProbeShare,
+                 absl::StrJoin(c.unprobed, ", ").c_str());
   }
 }
 
@@ -384,7 +408,7 @@ int TrainMain(const std::vector<std::string>& args) {
     std::fprintf(stderr, "lr auto: across ranks the probes do not run; lr %g (pass --lr to "
                  "choose)\n", summary->lr);
   }
-  PrintLrChoice(*summary);
+  PrintLrChoice(*summary, options->epochs);
   if (cluster == nullptr && options->optimizer.lr_auto && !summary->lr_choice.has_value()) {
     std::fprintf(stderr, "lr auto: %s; lr %g\n",
                  summary->resumed ? "resumed, the checkpoint's" : "no validation edges to probe",

@@ -203,6 +203,7 @@ class EvalRun {
     for (const RankSums& sums : by_relation_) {
       result.by_relation.push_back(sums.Metrics());
     }
+    result.edge_rr = std::move(edge_rr_);
     result.edges = edges_;
     result.split_edges = total;
     result.num_nodes = manifest_.num_nodes;
@@ -293,6 +294,7 @@ class EvalRun {
   uint64_t edges_ = 0;
   RankSums filtered_, raw_;
   std::vector<RankSums> by_relation_;  // filtered; sized when asked for
+  std::vector<float> edge_rr_;         // EvalOptions::edge_rr
 
   // The current batch.
   std::vector<EvalEdge> batch_;
@@ -625,6 +627,10 @@ absl::Status EvalRun::RunBatch() {
     }
     raw_.AddEdge(raw[0], raw[1]);
     filtered_.AddEdge(filtered[0], filtered[1]);
+    if (options_.edge_rr) {
+      edge_rr_.push_back(
+          static_cast<float>(0.5 * (ReciprocalRank(filtered[0]) + ReciprocalRank(filtered[1]))));
+    }
     if (!by_relation_.empty()) {
       by_relation_[batch_[e].rel].AddEdge(filtered[0], filtered[1]);
     }

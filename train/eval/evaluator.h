@@ -89,6 +89,11 @@ struct EvalOptions {
   // Also report filtered metrics per relation (EvalResult::by_relation).
   // Default: false.
   bool by_relation = false;
+  // Also report each evaluated edge's filtered reciprocal rank
+  // (EvalResult::edge_rr), so that two models evaluated on the same edges
+  // can be compared edge by edge (PairedMrrDifference, rank_metrics.h).
+  // Default: false.
+  bool edge_rr = false;
   // Called on the calling thread as ranking advances (after each slice of
   // up to 65536 candidate nodes of a batch), with `done` and `total` in
   // edge-candidate pairs: total = evaluated edges × candidates per query
@@ -105,6 +110,11 @@ struct EvalResult {
   // r at index r, one entry per relation of the graph (count 0 for a
   // relation without evaluated edges). Empty otherwise.
   std::vector<RankMetrics> by_relation;
+  // With EvalOptions::edge_rr: per evaluated edge, in evaluation order
+  // (bucket order, then position: the same for every model evaluated with
+  // the same graph, split, max_edges and seed), (tail RR + head RR) / 2,
+  // filtered; their mean is filtered.mrr. Empty otherwise.
+  std::vector<float> edge_rr;
   uint64_t edges = 0;        // evaluated edges
   uint64_t split_edges = 0;  // edges of the split (edges < split_edges: a sample)
   uint64_t num_nodes = 0;    // nodes of the graph

@@ -1,6 +1,7 @@
 #include "train/eval/rank_metrics.h"
 
 #include <cmath>
+#include <limits>
 
 namespace ember {
 namespace {
@@ -18,9 +19,40 @@ double HalfWidth(double m2, uint64_t n) {
 
 }  // namespace
 
+double ReciprocalRank(const QueryRank& q) { return 1.0 / (1.0 + q.greater + 0.5 * q.equal); }
+
+double RandomRankingMrr(uint64_t candidates) {
+  if (candidates <= 1) return 1;
+  const double n = static_cast<double>(candidates);
+  if (candidates > 100000) return (std::log(n) + 0.5772156649015329 + 0.5 / n) / n;
+  double h = 0;
+  for (uint64_t k = 1; k <= candidates; ++k) h += 1.0 / static_cast<double>(k);
+  return h / n;
+}
+
+PairedDifference PairedMrrDifference(std::span<const float> a, std::span<const float> b) {
+  PairedDifference d;
+  d.edges = a.size();
+  double mean = 0, m2 = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double x = double(a[i]) - double(b[i]);
+    const double delta = x - mean;
+    mean += delta / static_cast<double>(i + 1);
+    m2 += delta * (x - mean);
+  }
+  d.mean = mean;
+  d.ci95 = HalfWidth(m2, d.edges);
+  if (d.ci95 > 0) {
+    d.z = d.mean / (d.ci95 / kZ95);
+  } else if (d.mean != 0) {
+    d.z = std::copysign(std::numeric_limits<double>::infinity(), d.mean);
+  }
+  return d;
+}
+
 void RankSums::Values(const QueryRank& q, double out[kNumMetrics]) {
   const double rank = 1.0 + q.greater + 0.5 * q.equal;
-  out[kRr] = 1.0 / rank;
+  out[kRr] = ReciprocalRank(q);
   out[kRank] = rank;
   out[kHits1] = rank <= 1.0;
   out[kHits3] = rank <= 3.0;

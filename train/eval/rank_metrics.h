@@ -21,6 +21,7 @@
 #define EMBER_TRAIN_EVAL_RANK_METRICS_H_
 
 #include <cstdint>
+#include <span>
 
 namespace ember {
 
@@ -39,6 +40,33 @@ struct RankMetrics {
 struct QueryRank {
   double greater = 0, equal = 0, negatives = 0;
 };
+
+// 1 / rank of a query (OGB's tie rule above).
+double ReciprocalRank(const QueryRank& q);
+
+// MRR of a ranking at random among `candidates` (the true answer uniform
+// in 1..n): H_n / n, about (ln n + 0.577) / n. 1 for n <= 1.
+double RandomRankingMrr(uint64_t candidates);
+
+// The difference of two models' MRR on the same evaluated edges, paired
+// edge by edge: `a` and `b` hold each edge's (tail RR + head RR) / 2 in the
+// same order (EvalResult::edge_rr of two evaluations with the same split,
+// sample and seed). mean = MRR(a) - MRR(b); ci95 its 95 % half-width from
+// the per-edge differences (the file comment's normal approximation, with
+// the differences as the sampled values). Edges hard for one model are
+// mostly hard for the other, so this interval is far narrower than the two
+// marginal intervals combined, which treat the models' errors as
+// independent.
+struct PairedDifference {
+  double mean = 0;
+  double ci95 = 0;
+  uint64_t edges = 0;
+  // mean / (ci95 / 1.96): the difference in standard errors (0 when the
+  // differences are all equal and zero; +-infinity when equal and not).
+  double z = 0;
+};
+// REQUIRES: a.size() == b.size().
+PairedDifference PairedMrrDifference(std::span<const float> a, std::span<const float> b);
 
 // Accumulates edges in a fixed order; the result depends on that order only
 // through floating-point rounding of the sums.

@@ -63,6 +63,9 @@ class TrainLoop final : public PipelineObserver {
   // After Run() with TrainOptions::in_memory: false when the model did not
   // fit in memory at once (or is featurized), and nothing was trained.
   bool fits_in_memory() const { return fits_in_memory_; }
+  // Plans memory as Run() does, without training: with
+  // TrainOptions::in_memory, whether Run() would train (fits_in_memory()).
+  absl::StatusOr<bool> PlanFitsInMemory();
 
   // PipelineObserver: round events from the pipeline's source stage, trained
   // batches from its done stage (pipeline_observer.h).

@@ -14,6 +14,7 @@ EvalOptions EvalOptionsOf(const ValidationOptions& validation) {
   eo.split = Split::kValid;
   eo.negatives = validation.negatives;
   eo.max_edges = validation.max_edges;
+  eo.edge_rr = validation.edge_rr;
   return eo;
 }
 

@@ -197,6 +197,9 @@ struct ValidationOptions {
   // interval of MRR to at most ±0.022 (1.96 · 0.5 / √2000) at a fifth of
   // the cost, enough to follow the trend between epochs. Default: 2000.
   uint64_t max_edges = 2000;
+  // Keep each ranked edge's reciprocal rank (EvalOptions::edge_rr): probes
+  // compare step sizes edge by edge (train/tune/probe.h). Default: false.
+  bool edge_rr = false;
 
   // Checks the evaluation's options when enabled.
   absl::Status Validate() const;

@@ -60,6 +60,7 @@ absl::StatusOr<ProbeResult> RunProbe(Graph& graph, TrainOptions train,
   train.validation.enabled = true;
   train.validation.negatives = 0;
   train.validation.max_edges = probe.eval_edges;
+  train.validation.edge_rr = true;
   ProbeResult result;
   auto add_epochs = [&result](const TrainSummary& summary) {
     for (const EpochStats& e : summary.epochs) {
@@ -98,18 +99,25 @@ absl::StatusOr<ProbeResult> RunProbe(Graph& graph, TrainOptions train,
   return result;
 }
 
-size_t PickBeyondIntervals(std::span<const RankMetrics> probes, size_t baseline) {
-  const RankMetrics& base = probes[baseline];
-  size_t pick = baseline;
-  for (size_t k = 0; k < probes.size(); ++k) {
-    const RankMetrics& m = probes[k];
-    const bool beyond = m.mrr - base.mrr > std::hypot(m.mrr_ci95, base.mrr_ci95);
-    const bool wide = k > baseline || m.mrr > kSmallStepFactor * base.mrr;
-    if (beyond && wide && m.mrr > probes[pick].mrr) {
-      pick = k;
-    }
+size_t PickLr(std::span<const std::vector<float>> edge_rr, size_t baseline, double chance_mrr) {
+  std::vector<double> mrr;
+  for (const std::vector<float>& rr : edge_rr) {
+    double sum = 0;
+    for (float x : rr) sum += x;
+    mrr.push_back(rr.empty() ? 0 : sum / double(rr.size()));
   }
-  return pick;
+  auto better = [&](size_t a, size_t b) {
+    return mrr[a] >= kLrLearnedFactor * chance_mrr &&
+           PairedMrrDifference(edge_rr[a], edge_rr[b]).z >= kLrPairedZ;
+  };
+  std::vector<size_t> beat;  // better than the baseline, smallest step first
+  for (size_t k = 0; k < edge_rr.size(); ++k) {
+    if (k != baseline && better(k, baseline)) beat.push_back(k);
+  }
+  for (size_t k : beat) {
+    if (std::none_of(beat.begin(), beat.end(), [&](size_t j) { return better(j, k); })) return k;
+  }
+  return baseline;  // none beat it
 }
 
 LrCandidateSet LrCandidates(size_t num_relations, const ModelOptions& model) {
@@ -126,29 +134,72 @@ LrCandidateSet LrCandidates(size_t num_relations, const ModelOptions& model) {
   return set;
 }
 
-ProbeCostModel::ProbeCostModel(const Graph& graph, const TrainOptions& train)
-    : train_edges(graph.manifest().edges.train), num_nodes(graph.manifest().num_nodes) {
+std::vector<float> ProbedSteps(const LrCandidateSet& set, size_t count) {
+  std::vector<float> steps = {set.baseline};
+  for (float lr : set.steps) {
+    if (steps.size() < count && lr != set.baseline) steps.push_back(lr);
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+absl::StatusOr<ProbeCostModel> ProbeCostModel::Of(Graph& graph, const TrainOptions& train) {
   const bool endpoints = UsesEndpointNegatives(train, graph.manifest().relations.size());
-  columns = train.pipeline.chunk_size + train.pipeline.num_uniform_negs +
-            (endpoints ? train.pipeline.chunk_size : 0);
+  ProbeCostModel cost(graph.manifest().edges.train, graph.manifest().num_nodes,
+                      train.pipeline.chunk_size + train.pipeline.num_uniform_negs +
+                          (endpoints ? train.pipeline.chunk_size : 0));
+  cost.dim = train.model.dim;
+  TrainOptions t = train;
+  t.from_scratch = true;
+  t.optimizer.lr_auto = false;
+  t.schedule.checkpoint_every = 0;
+  t.hooks.stop_after_buckets = 0;
+  ASSIGN_OR_RETURN(const bool in_memory, TrainsWithoutWritingInMemory(graph, t));
+  cost.scratch = !in_memory;
+  return cost;
 }
 
 double ProbeCostModel::EvalEdges(uint64_t edges) const {
   return double(edges) * 2 * double(num_nodes) / (6 * std::max(columns, 1.0));
 }
 
-ProbeOptions PlanLrProbes(const ProbeCostModel& cost, int epochs, size_t probes) {
+double ProbeCostModel::ReadCost() const {
+  // Measured at dims 64-100 only: at most 2x either way.
+  return kProbeReadCost * std::clamp(double(kProbeReadCostDim) / std::max(dim, 1), 0.5, 2.0);
+}
+
+double ProbeCostModel::FixedEdges() const {
+  return (2 * ReadCost() + (scratch ? kScratchProbeCost : 0.0)) * double(train_edges);
+}
+
+double ProbeCostModel::ProbeEdges(double edge_sample, uint64_t eval_edges) const {
+  return FixedEdges() + edge_sample * double(train_edges) + EvalEdges(eval_edges);
+}
+
+LrProbePlan PlanLrProbes(const ProbeCostModel& cost, int epochs, size_t candidates) {
   const double edges = std::max<double>(cost.train_edges, 1);
-  const double per_probe = kLrProbeShare * epochs * edges / double(probes);
-  const double after_reading = std::max(per_probe - kProbeReadCost * edges, 0.0);
+  LrProbePlan plan;
+  plan.run_edges = double(epochs) * edges;
+  plan.probe.epochs = 1;
   const double per_eval_edge = cost.EvalEdges(1);
-  ProbeOptions plan;
-  plan.epochs = 1;
-  const double affordable = per_eval_edge > 0 ? 0.5 * after_reading / per_eval_edge : 1e18;
-  plan.eval_edges = std::clamp<uint64_t>(static_cast<uint64_t>(affordable),
-                                         kLrProbeEvalEdgesMin, kLrProbeEvalEdgesMax);
-  const double training = after_reading - cost.EvalEdges(plan.eval_edges);
-  plan.edge_sample = std::clamp(training / edges, kLrProbeSampleMin, 1.0);
+  for (size_t n = candidates; n >= 2; --n) {
+    const double left = kLrProbeShare * plan.run_edges / double(n) - cost.FixedEdges();
+    const double floor = kLrProbeSampleMin * edges + cost.EvalEdges(kLrProbeEvalEdgesMin);
+    if (left < floor) continue;
+    const double for_eval = std::min(0.5 * left, left - kLrProbeSampleMin * edges);
+    const double affordable = per_eval_edge > 0 ? for_eval / per_eval_edge : 1e18;
+    plan.probe.eval_edges = std::clamp<uint64_t>(static_cast<uint64_t>(affordable),
+                                                 kLrProbeEvalEdgesMin, kLrProbeEvalEdgesMax);
+    plan.probe.edge_sample =
+        std::clamp((left - cost.EvalEdges(plan.probe.eval_edges)) / edges, kLrProbeSampleMin, 1.0);
+    plan.probes = n;
+    plan.planned_edges = double(n) * cost.ProbeEdges(plan.probe.edge_sample, plan.probe.eval_edges);
+    return plan;
+  }
+  // Too short a run: what the cheapest two probes would have cost.
+  plan.probe.eval_edges = kLrProbeEvalEdgesMin;
+  plan.probe.edge_sample = kLrProbeSampleMin;
+  plan.planned_edges = 2 * cost.ProbeEdges(kLrProbeSampleMin, kLrProbeEvalEdgesMin);
   return plan;
 }
 
@@ -156,29 +207,58 @@ absl::StatusOr<LrChoice> ChooseLr(Graph& graph, const TrainOptions& train) {
   const auto start = std::chrono::steady_clock::now();
   LrChoice choice;
   const LrCandidateSet set = LrCandidates(graph.manifest().relations.size(), train.model);
-  choice.candidates = set.steps;
   choice.baseline = set.baseline;
   if (set.steps.size() == 1) {
+    choice.candidates = set.steps;
     choice.lr = set.steps[0];
     return choice;
   }
-  const ProbeOptions probe = PlanLrProbes(ProbeCostModel(graph, train),
-                                         std::max(train.epochs, 1), choice.candidates.size());
-  choice.edge_sample = probe.edge_sample;
-  choice.eval_edges = probe.eval_edges;
-  std::vector<RankMetrics> metrics;
+  if (graph.manifest().edges.valid == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(graph.dir(),
+                     " has no validation edges to score probes on; import it with "
+                     "--split (e.g. 0.9,0.05,0.05) or --valid FILE"));
+  }
+  ASSIGN_OR_RETURN(const ProbeCostModel cost, ProbeCostModel::Of(graph, train));
+  const LrProbePlan plan = PlanLrProbes(cost, std::max(train.epochs, 1), set.steps.size());
+  choice.planned_share = plan.share();
+  choice.edge_sample = plan.probe.edge_sample;
+  choice.eval_edges = plan.probe.eval_edges;
+  if (plan.probes == 0) {
+    choice.unaffordable = true;
+    choice.unprobed = set.steps;
+    choice.lr = set.baseline;
+    choice.seconds = SecondsSince(start);
+    return choice;
+  }
+  choice.candidates = ProbedSteps(set, plan.probes);
+  for (float lr : set.steps) {
+    if (std::find(choice.candidates.begin(), choice.candidates.end(), lr) ==
+        choice.candidates.end()) {
+      choice.unprobed.push_back(lr);
+    }
+  }
   size_t baseline = 0;
+  std::vector<std::vector<float>> edge_rr;
   for (float lr : choice.candidates) {
-    if (lr == set.baseline) baseline = metrics.size();
+    if (lr == set.baseline) baseline = edge_rr.size();
     TrainOptions t = train;
     t.optimizer.lr = lr;
-    ASSIGN_OR_RETURN(ProbeResult r, RunProbe(graph, t, probe));
-    metrics.push_back(r.valid.filtered);
+    ASSIGN_OR_RETURN(ProbeResult r, RunProbe(graph, t, plan.probe));
+    edge_rr.push_back(r.valid.edge_rr);
     choice.probes.push_back(std::move(r));
+  }
+  for (const std::vector<float>& rr : edge_rr) {
+    if (rr.size() != edge_rr[baseline].size()) {
+      return absl::InternalError("lr probes ranked different validation edges");
+    }
+  }
+  for (const std::vector<float>& rr : edge_rr) {
+    choice.vs_baseline.push_back(PairedMrrDifference(rr, edge_rr[baseline]));
   }
   // What the probes ranked: the split may hold fewer edges than planned.
   choice.eval_edges = choice.probes.front().valid.edges;
-  const size_t pick = PickBeyondIntervals(metrics, baseline);
+  const size_t pick = PickLr(edge_rr, baseline, RandomRankingMrr(graph.manifest().num_nodes));
   choice.lr = choice.candidates[pick];
   choice.significant = pick != baseline;
   choice.seconds = SecondsSince(start);
