@@ -97,8 +97,8 @@ struct RefChunk {
   std::vector<uint32_t> lhs_nodes, rhs_nodes;  // set: one node table
   // Reciprocal: each slot's record is [w_r, w_{r⁻¹}], of p floats each.
   bool reciprocal = false;
-  int p = 0;  // RelationParamSize
-  Vec weights;                                 // per row (ChunkInput::weights); empty: all 1
+  int p = 0;    // RelationParamSize
+  Vec weights;  // per row (ChunkInput::weights); empty: all 1
 
   // Row i's record: w_r (and w_{r⁻¹} after it).
   const double* Rel(int i) const {
