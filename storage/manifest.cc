@@ -273,8 +273,7 @@ uint32_t Manifest::PartitionsOf(uint32_t type) const {
 
 uint64_t Manifest::NodesOf(uint32_t type) const {
   uint64_t n = 0;
-  const uint32_t first = FirstPartitionOf(type);
-  for (uint32_t p = first; p < first + PartitionsOf(type); ++p) n += partition_sizes[p];
+  for (uint32_t p = FirstPartitionOf(type); p < EndPartitionOf(type); ++p) n += partition_sizes[p];
   return n;
 }
 

@@ -138,9 +138,13 @@ struct Manifest {
   bool typed() const { return !node_types.empty(); }
   // The type of partition p: an index into node_types (0 when untyped).
   uint32_t TypeOfPartition(uint32_t p) const;
-  // The partitions of type t: all of them when untyped.
+  // The partitions of type t, [FirstPartitionOf, EndPartitionOf): all of
+  // them when untyped.
   uint32_t FirstPartitionOf(uint32_t type) const;
   uint32_t PartitionsOf(uint32_t type) const;
+  uint32_t EndPartitionOf(uint32_t type) const {
+    return FirstPartitionOf(type) + PartitionsOf(type);
+  }
   // The nodes of type t (all nodes when untyped).
   uint64_t NodesOf(uint32_t type) const;
   // Index of the type named `name`; NotFound naming the known types.

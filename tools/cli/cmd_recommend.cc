@@ -114,7 +114,7 @@ absl::Status Run(const std::string& dir) {
   const uint32_t dst_first = m.FirstPartitionOf(types.dst);
   std::vector<std::vector<std::string>> candidate_names;
   std::vector<uint64_t> candidate_bases;
-  for (uint32_t q = dst_first; q < dst_first + m.PartitionsOf(types.dst); ++q) {
+  for (uint32_t q = dst_first; q < m.EndPartitionOf(types.dst); ++q) {
     ASSIGN_OR_RETURN(std::vector<std::string> names, PartitionNames(*graph, q));
     candidate_names.push_back(std::move(names));
     candidate_bases.push_back(m.PartitionBase(q));

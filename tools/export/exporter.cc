@@ -196,7 +196,7 @@ class Exporter {
     if (!options_.type.empty()) {
       ASSIGN_OR_RETURN(const uint32_t t, m.FindType(options_.type));
       first_partition_ = m.FirstPartitionOf(t);
-      end_partition_ = first_partition_ + m.PartitionsOf(t);
+      end_partition_ = m.EndPartitionOf(t);
       rows_total_ = m.NodesOf(t);
     } else {
       first_partition_ = 0;

@@ -269,7 +269,7 @@ absl::StatusOr<std::unique_ptr<NeighborIndex>> NeighborIndex::Build(
   } else {
     ASSIGN_OR_RETURN(const uint32_t t, m.FindType(options.type));
     rep->first_partition = m.FirstPartitionOf(t);
-    rep->end_partition = rep->first_partition + m.PartitionsOf(t);
+    rep->end_partition = m.EndPartitionOf(t);
     rep->n = m.NodesOf(t);
   }
   rep->first_id = m.PartitionBase(rep->first_partition);
@@ -444,7 +444,7 @@ absl::StatusOr<std::vector<NeighborList>> NeighborIndex::Search(
     if (m.typed()) {
       const uint32_t t = m.relation_types[rel].dst;
       dst_first = m.FirstPartitionOf(t);
-      dst_end = dst_first + m.PartitionsOf(t);
+      dst_end = m.EndPartitionOf(t);
     }
     for (size_t g = 0; g < nq;) {
       const uint32_t p = by_partition[g].first;

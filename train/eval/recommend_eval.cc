@@ -97,9 +97,9 @@ absl::StatusOr<RecommendEvalResult> EvaluateRecommendations(const Graph& graph,
   }
   const RelationTypes types = TypesOfRelation(m, options.relation);
   const uint32_t src_first = m.FirstPartitionOf(types.src);
-  const uint32_t src_end = src_first + m.PartitionsOf(types.src);
+  const uint32_t src_end = m.EndPartitionOf(types.src);
   const uint32_t dst_first = m.FirstPartitionOf(types.dst);
-  const uint32_t dst_end = dst_first + m.PartitionsOf(types.dst);
+  const uint32_t dst_end = m.EndPartitionOf(types.dst);
   const uint64_t dst_base = m.PartitionBase(dst_first);
   const uint64_t candidates = m.NodesOf(types.dst);
   // Each edge of the relation in the (src type, dst type) buckets of a split.

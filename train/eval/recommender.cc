@@ -211,9 +211,9 @@ absl::Status Recommend(
   }
   const RelationTypes types = TypesOfRelation(m, options.relation);
   const uint32_t src_first = m.FirstPartitionOf(types.src);
-  const uint32_t src_end = src_first + m.PartitionsOf(types.src);
+  const uint32_t src_end = m.EndPartitionOf(types.src);
   const uint32_t dst_first = m.FirstPartitionOf(types.dst);
-  const uint32_t dst_end = dst_first + m.PartitionsOf(types.dst);
+  const uint32_t dst_end = m.EndPartitionOf(types.dst);
   const uint64_t src_base = m.PartitionBase(src_first);
   const uint64_t src_limit = m.PartitionBase(src_end);
   for (uint64_t id : options.sources) {
