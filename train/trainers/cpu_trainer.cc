@@ -6,7 +6,6 @@
 #include <tbb/enumerable_thread_specific.h>
 
 #include "absl/base/attributes.h"
-#include "storage/base/mutex.h"
 #include "storage/base/node_hash.h"
 #include "storage/base/splitmix.h"
 #include "storage/base/status_macros.h"
@@ -143,10 +142,7 @@ class CpuTrainer final : public Trainer {
       const float* rel_params = nullptr;
       if (rel_size_ > 0) {
         AssignRelationSlots(batch.subspan(begin, c), &s);
-        MutexLock lock(&rel_mu_);
-        for (size_t k = 0; k < s.chunk_rels.size(); ++k) {
-          std::copy_n(relations_.Of(s.chunk_rels[k]), rel_size_, &s.rel[k * rel_size_]);
-        }
+        GatherRelationSlots(&s);
         rel_params = s.rel.data();
         std::fill_n(s.g_rel.begin(), s.chunk_rels.size() * rel_size_, 0.0f);
       }
@@ -192,13 +188,7 @@ class CpuTrainer final : public Trainer {
         FlushFeatureGrads(&acc, lr);
       }
       if (rel_size_ > 0 && !options_.only_new_edges) {
-        MutexLock lock(&rel_mu_);
-        for (size_t k = 0; k < s.chunk_rels.size(); ++k) {
-          const uint32_t rel = s.chunk_rels[k];
-          AdagradDenseUpdate(relations_.Of(rel), relations_.state.data() + size_t(rel) * rel_size_,
-                             &s.g_rel[k * rel_size_], rel_size_,
-                             lr * options_.optimizer.relation_lr_scale);
-        }
+        UpdateRelationSlots(s, lr * options_.optimizer.relation_lr_scale);
       }
       begin = end;
     }
@@ -215,6 +205,29 @@ class CpuTrainer final : public Trainer {
       const auto it = std::find(s->chunk_rels.begin(), s->chunk_rels.end(), rel);
       s->rel_slot[k] = static_cast<uint32_t>(it - s->chunk_rels.begin());
       if (it == s->chunk_rels.end()) s->chunk_rels.push_back(rel);
+    }
+  }
+
+  // The parameters of the chunk's relations (s->chunk_rels) into its slots
+  // (s->rel). Relation parameters are shared by the trainer's slots and
+  // stepped without a lock, as PBG steps them (Hogwild, like the rows): two
+  // chunks of 50 edges of a 30-relation graph share most relations, and a
+  // lock around every chunk's reads and steps kept one slot waiting on the
+  // other. Hogwild reads; not inlined, so that tools/tsan.supp can name it.
+  ABSL_ATTRIBUTE_NOINLINE void GatherRelationSlots(Scratch* s) const {
+    for (size_t k = 0; k < s->chunk_rels.size(); ++k) {
+      std::copy_n(relations_.Of(s->chunk_rels[k]), rel_size_, &s->rel[k * rel_size_]);
+    }
+  }
+
+  // Adagrad on the chunk's relations with their slots' gradients
+  // (s.g_rel). Hogwild writes; not inlined, so that tools/tsan.supp can name
+  // it.
+  ABSL_ATTRIBUTE_NOINLINE void UpdateRelationSlots(const Scratch& s, float lr) {
+    for (size_t k = 0; k < s.chunk_rels.size(); ++k) {
+      const uint32_t rel = s.chunk_rels[k];
+      AdagradDenseUpdate(relations_.Of(rel), relations_.state.data() + size_t(rel) * rel_size_,
+                         &s.g_rel[k * rel_size_], rel_size_, lr);
     }
   }
 
@@ -329,8 +342,7 @@ class CpuTrainer final : public Trainer {
   const bool endpoints_;  // endpoint negatives
   FeatureTable* const features_;  // shared by all trainers; Hogwild
   const int threads_;  // slots
-  Mutex rel_mu_;
-  RelationParams relations_;  // params guarded by rel_mu_ during TrainBatches
+  RelationParams relations_;  // stepped Hogwild by the slots (GatherRelationSlots)
   const int rel_size_;
   tbb::enumerable_thread_specific<std::unique_ptr<Scratch>> scratch_;
 };
