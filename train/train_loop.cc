@@ -151,6 +151,7 @@ std::string EpochJsonLine(const EpochStats& s) {
                       {"edges_per_second", s.edges_per_second},
                       {"partition_loads", s.partition_loads},
                       {"checkpoint_version", s.checkpoint_version},
+                      {"checkpoint_seconds", s.checkpoint_seconds},
                       {"batches", s.batches},
                       {"batches_per_trainer", s.batches_per_trainer},
                       {"batch_seconds_cv", s.batch_seconds_cv},
@@ -171,7 +172,6 @@ std::string EpochJsonLine(const EpochStats& s) {
     j["train_seconds"] = m.train_seconds;
     j["transfer_seconds"] = m.transfer_seconds;
     j["sync_seconds"] = m.sync_seconds;
-    j["checkpoint_seconds"] = m.checkpoint_seconds;
   }
   if (s.predicted.has_value() && s.predicted_doubled.has_value()) {
     j["predicted_seconds"] = s.predicted->total();
@@ -182,6 +182,7 @@ std::string EpochJsonLine(const EpochStats& s) {
     j["valid_mrr_ci95"] = s.valid->filtered.mrr_ci95;
     j["valid_edges"] = s.valid->edges;
     j["valid_protocol"] = DescribeProtocol(*s.valid);
+    j["valid_seconds"] = s.valid->seconds;
   }
   return j.dump();
 }
@@ -519,10 +520,10 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     RETURN_IF_ERROR(Checkpoint(epoch + 1, 0, epoch + 1));
     buckets_since_checkpoint_ = 0;
     stats.checkpoint_version = checkpointer_->committed_version();
+    stats.checkpoint_seconds = std::chrono::duration<double>(Clock::now() - checkpointing).count();
     if (distributed()) {
-      RETURN_IF_ERROR(MeasureEpochAcrossRanks(
-          epoch, std::chrono::duration<double>(Clock::now() - checkpointing).count(),
-          /*predict=*/epoch == start_epoch_, &stats));
+      RETURN_IF_ERROR(MeasureEpochAcrossRanks(epoch, stats.checkpoint_seconds,
+                                              /*predict=*/epoch == start_epoch_, &stats));
     }
     // Across ranks rank 0 alone validates (from the checkpoint it wrote)
     // and appends the metrics line.

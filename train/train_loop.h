@@ -31,6 +31,8 @@ struct EpochStats {
   double edges_per_second = 0;
   uint64_t partition_loads = 0;
   uint64_t checkpoint_version = 0;
+  // Wall time of the epoch-end checkpoint (0 in memory), after `seconds`.
+  double checkpoint_seconds = 0;
   // With eval_valid and a valid split: the validation after this epoch
   // (filtered.mrr, its mrr_ci95, the sample size; DescribeProtocol).
   std::optional<EvalResult> valid;
