@@ -25,12 +25,13 @@
 #include "rocksdb/write_buffer_manager.h"
 #include "storage/base/file_system.h"
 #include "storage/base/file_util.h"
-#include "storage/internal/keys.h"
+#include "storage/base/freed_memory.h"
 #include "storage/base/node_hash.h"
+#include "storage/base/status_macros.h"
 #include "storage/internal/append_undo.h"
+#include "storage/internal/keys.h"
 #include "storage/internal/rocks_fs.h"
 #include "storage/internal/rocks_util.h"
-#include "storage/base/status_macros.h"
 #include "storage/internal/writer_lock.h"
 
 namespace ember {
@@ -277,8 +278,12 @@ absl::Status Graph::Rep::OpenAll() {
     ASSIGN_OR_RETURN(secondary_dir, internal::MakeTempDir("ember-reader"));
     internal::RaiseOpenFileLimit();  // max_open_files = -1 holds every table file
   } else {
-    write_buffers = std::make_shared<rocksdb::WriteBufferManager>(
-        options.write_buffer_bytes > 0 ? options.write_buffer_bytes : kWriteBufferBudget);
+    const uint64_t write_buffer_bytes =
+        options.write_buffer_bytes > 0 ? options.write_buffer_bytes : kWriteBufferBudget;
+    write_buffers = std::make_shared<rocksdb::WriteBufferManager>(write_buffer_bytes);
+    // Memtables freed at each flush are allocated again by the next
+    // checkpoint or import batch: keep their budget's worth mapped.
+    RetainFreedMemory(write_buffer_bytes);
   }
   env = internal::RocksEnvForCurrentFileSystem();
   RETURN_IF_ERROR(OpenDb(internal::DictDirName(), internal::DictColumnFamilies(), &dict));
