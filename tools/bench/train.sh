@@ -33,14 +33,11 @@ runs=${RUNS:-3}  # training runs per mode; the best counts, as for the ceilings
 "$ember" import --out "$work/g1" --integer-ids --partitions 1 --quiet "$work/rmat.tsv" >/dev/null
 "$ember" import --out "$work/g8" --integer-ids --partitions 8 --quiet "$work/rmat.tsv" >/dev/null
 
-# Each ceiling is the best of five repetitions: a shared machine only ever
-# slows a run down, so the best is the honest ceiling (and the one hardest
-# to come near). With UseRealTime the FLOPS counter is the rate of both
-# threads together.
-best_flops() { python3 -c 'import json,sys; print("%.1f" % max(b["FLOPS"] for b in json.load(sys.stdin)["benchmarks"] if b.get("run_type") != "aggregate"))'; }
+# Each ceiling is the best of five repetitions (sgemm_ceiling.sh).
+# shellcheck source=tools/bench/sgemm_ceiling.sh
+source tools/bench/sgemm_ceiling.sh
 # sgemm ceiling: the chunk step's six GEMMs on both cores at once.
-sgemm_json=$(OPENBLAS_NUM_THREADS=1 "$bench" --benchmark_filter='BM_SgemmChunkSequence/real_time/threads:2' \
-  --benchmark_format=json --benchmark_min_time=0.5 --benchmark_repetitions=5 2>/dev/null)
+sgemm_json=$(sgemm_ceiling_json)
 sgemm=$(echo "$sgemm_json" | best_flops)
 # FMA peak: register-only fused multiply-adds on both cores (BM_FmaPeak).
 peak=$("$bench" --benchmark_filter='BM_FmaPeak/real_time/threads:2' --benchmark_format=json \
