@@ -1,16 +1,17 @@
 // The process-layout seam of the training loop (train_loop_impl.h): what
 // differs between a run in one process and a run across the ranks of a
-// Cluster. The loop picks one layout when it is built and calls the hooks
-// below in the order listed, without asking which layout it has:
-//   PlanRun, SetUp, MakeSync                    once per run
+// Cluster. The loop picks one layout when it is built and calls its hooks
+// without asking which layout it has:
+//   SetUp (PlanRun within it), MakeSync         once per run
 //   ScheduleEpoch, RoundsOfEpoch                per epoch
 //   BeforeRound, Prefetch, BucketsOf            per round
 //   BatchTrained                                per batch
 //   AfterStretch                                per stretch of rounds
 //   Checkpoint                                  at a checkpoint
 //   CountEpoch, MeasureEpoch                    at an epoch's end
-// One process: MakeOneProcessLayout. Across ranks: MakeRankLayout; every
-// hook there is collective (every rank calls it, in the same order). Private
+// One process: MakeOneProcessLayout. Across ranks: MakeRankLayout, whose
+// SetUp, BeforeRound, AfterStretch, Checkpoint and MeasureEpoch exchange
+// with the other ranks: every rank calls them, in the same order. Private
 // to train/.
 #ifndef EMBER_TRAIN_INTERNAL_PROCESS_LAYOUT_H_
 #define EMBER_TRAIN_INTERNAL_PROCESS_LAYOUT_H_
@@ -83,8 +84,8 @@ class ProcessLayout {
   virtual bool writer() const = 0;
 
   // The rounds' shape for a memory plan whose buffer holds
-  // `buffer_partitions`, with `trainers` trainers in this process.
-  // Called once, before SetUp's agreement.
+  // `buffer_partitions`, with `trainers` trainers in this process. Called
+  // once, by the set-up that SetUp runs.
   virtual RunPlan PlanRun(uint32_t buffer_partitions, uint32_t trainers) = 0;
   // Runs `set_up_here` (the memory plan, the restore, the space check) and
   // returns its status; across ranks, starts the rank watchdog first, and
