@@ -10,36 +10,30 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "storage/base/mutex.h"
 #include "nlohmann/json.hpp"
 #include "partition/train_memory.h"
-#include "storage/graph.h"
 #include "storage/base/file_system.h"
 #include "storage/base/json_reader.h"
+#include "storage/base/mutex.h"
 #include "storage/base/status_macros.h"
-#include "train/stream/batch_pipeline.h"
-#include "train/schedule/bucket_scheduler.h"
-#include "train/model/checkpoint.h"
+#include "storage/graph.h"
+#include "train/batch/round_batches.h"
 #include "train/eval/evaluator.h"
+#include "train/model/checkpoint.h"
+#include "train/schedule/bucket_scheduler.h"
 #include "train/schedule/memory_plan.h"
 #include "train/schedule/parameter_sync.h"
 #include "train/schedule/partition_buffer.h"
-#include "train/batch/round_batches.h"
+#include "train/stream/batch_pipeline.h"
 #include "train/stream/round_source.h"
 #include "train/trainers/trainer_factory.h"
-#include "train/distributed/cluster_sync.h"
-#include "train/rank_exchange.h"
 
 namespace ember {
 
 absl::Status TrainLoop::RestoreOrInit() {
   const Manifest& m = graph_->manifest();
   const int param_size = RelationRecordSize(options_.model);
-  // Across ranks the order's capacity is what shapes the schedule (the
-  // buffer holds every partition the rank holds).
-  checkpointer_ = std::make_unique<Checkpointer>(
-      graph_, options_,
-      RunShape{distributed() ? order_capacity_ : capacity_, round_size_, world_size()}, writer());
+  checkpointer_ = std::make_unique<Checkpointer>(graph_, options_, shape_, layout_->writer());
   ASSIGN_OR_RETURN(RestoredCheckpoint restored, checkpointer_->Restore());
   resumed_ = restored.resumed;
   start_epoch_ = restored.start_epoch;
@@ -132,14 +126,8 @@ void TrainLoop::FillBatchStats(EpochStats* s) const {
 }
 
 absl::Status TrainLoop::Checkpoint(int epoch, uint64_t next_round, int epochs_done) {
-  if (distributed()) return CheckpointAcrossRanks(epoch, next_round, epochs_done);
-  return WriteCheckpoint(epoch, next_round, epochs_done);
-}
-
-absl::Status TrainLoop::WriteCheckpoint(int epoch, uint64_t next_round, int epochs_done,
-                                        bool rows_written) {
-  return checkpointer_->Write(buffer_.get(), relations_, features_.get(), epoch, next_round,
-                              epochs_done, rows_written);
+  return layout_->Checkpoint(CheckpointRequest{checkpointer_.get(), buffer_.get(), &relations_,
+                                               features_.get(), epoch, next_round, epochs_done});
 }
 
 std::string EpochJsonLine(const EpochStats& s) {
@@ -219,37 +207,21 @@ absl::Status TrainLoop::PlanMemory(const std::vector<DeviceSpec>& devices) {
   in.tokens = tokens_;
   in.window_edges = options_.pipeline.window_edges;
   ASSIGN_OR_RETURN(memory_, PlanTrainMemory(in));
-  capacity_ = memory_.buffer_partitions;
-  const uint32_t trainers = static_cast<uint32_t>(devices.size());
-  round_size_ =
-      capacity_ >= P_ ? trainers : std::max<uint32_t>(1, std::min(trainers, capacity_ / 2));
-  if (distributed()) {
-    // A rank holds its share of the partitions in memory for the whole run
-    // (ScheduleEpochAcrossRanks checks that the share fits); rounds span
-    // every trainer of every rank.
-    order_capacity_ =
-        options_.schedule.bucket_order == BucketOrderKind::kBeta ? std::min(capacity_, P_) : P_;
-    capacity_ = P_;
-    round_size_ = trainers * world_size();
-  }
+  const RunPlan plan =
+      layout_->PlanRun(memory_.buffer_partitions, static_cast<uint32_t>(devices.size()));
+  capacity_ = plan.buffer_partitions;
+  shape_ = plan.shape;
   return absl::OkStatus();
 }
 
 uint32_t TrainLoop::RoundStarted(const Round& /*round*/, const Round* next) {
-  // Across ranks every partition a rank holds is resident; the next
-  // round's arrive from their holders (ExchangeBeforeRound), not the disk.
-  if (next != nullptr && !distributed()) {
-    buffer_->Prefetch(next->partitions, scheduler_->Upcoming(kLookaheadRounds));
-  }
+  if (next != nullptr) layout_->Prefetch(*next, *buffer_);
   MutexLock lock(&progress_mu_);
   return PlanningEdgeCost();
 }
 
 absl::StatusOr<bool> TrainLoop::RoundEmitted(const Round& done, const Round* next) {
-  // Across ranks, every rank counts the global round, so that every rank
-  // agrees on when a checkpoint or stop is due.
-  const uint64_t buckets =
-      distributed() ? rank_schedule_->rounds[done.index].buckets.size() : done.buckets.size();
+  const uint64_t buckets = layout_->BucketsOf(done);
   buckets_this_run_ += buckets;
   buckets_since_checkpoint_ += buckets;
   {
@@ -272,22 +244,11 @@ void TrainLoop::BatchTrained(const BatchDone& d) {
   progress_.loss = epoch_loss_ / std::max<uint64_t>(progress_.edges_done, 1);
   const double secs = std::chrono::duration<double>(Clock::now() - epoch_start_).count();
   progress_.edges_per_second = secs > 0 ? progress_.edges_done / secs : 0;
-  // Across ranks progress is reported per round, summed over every rank.
-  if (options_.progress && !distributed()) options_.progress(progress_);
+  layout_->BatchTrained(progress_);
 }
 
-absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stopped) {
+absl::Status TrainLoop::TrainEpoch(int epoch, BucketScheduler* scheduler, bool* stopped) {
   const Manifest& m = graph_->manifest();
-  RankRoundScheduler* rank_rounds = nullptr;
-  if (distributed()) {
-    auto s = std::make_unique<RankRoundScheduler>(rank_schedule_.get(), cluster_->rank(),
-                                                  first_round);
-    rank_rounds = s.get();
-    scheduler_ = std::move(s);
-  } else {
-    scheduler_ = MakeRoundScheduler(options_.schedule.bucket_order, P_, capacity_, round_size_,
-                                    options_.seed + epoch, first_round, TypedBucketEdges());
-  }
   RoundSourceOptions so;
   so.batching = options_.pipeline.batching;
   so.batch_size = static_cast<uint32_t>(options_.pipeline.batch_size);
@@ -305,35 +266,33 @@ absl::Status TrainLoop::TrainEpoch(int epoch, uint64_t first_round, bool* stoppe
   so.static_split = one_device_kind_;
   so.trainer_per_bucket = options_.pipeline.deterministic;
   ASSIGN_OR_RETURN(const std::unique_ptr<RoundBatchSource> made,
-                   RoundBatchSource::Make(graph_, buffer_.get(), &io_, scheduler_.get(), this, so));
+                   RoundBatchSource::Make(graph_, buffer_.get(), &io_, scheduler, this, so));
   RoundBatchSource& source = *made;
+  const auto pause_after = [this](uint64_t more) { return CheckpointDue(more) || StopDue(more); };
   while (const Round* next = source.PeekNext()) {
-    if (distributed()) {
-      RETURN_IF_ERROR(StartRoundAcrossRanks(*next, *rank_rounds));
-    } else {
-      RETURN_IF_ERROR(
-          buffer_->Acquire(next->partitions, scheduler_->Upcoming(kLookaheadRounds)));
-    }
+    RETURN_IF_ERROR(layout_->BeforeRound(*next, *buffer_, pause_after));
     const auto start = Clock::now();
     last_done_.assign(trainers_.size(), start);
     RETURN_IF_ERROR(pipeline_->Run(&source, tokens_, this));
     const double wall = std::chrono::duration<double>(Clock::now() - start).count();
-    train_seconds_ += wall;
     for (const Clock::time_point& t : last_done_) {
       trainer_busy_seconds_ += std::min(wall, std::chrono::duration<double>(t - start).count());
     }
     trainer_available_seconds_ += wall * trainers_.size();
     const auto summing = Clock::now();
     RETURN_IF_ERROR(sync_->SyncRelations(trainer_ptrs_, &relations_));
-    sync_seconds_ += std::chrono::duration<double>(Clock::now() - summing).count();
+    const double sync_seconds = std::chrono::duration<double>(Clock::now() - summing).count();
     RETURN_IF_ERROR(sync_->SyncFeatures(trainer_ptrs_, features_.get()));
     // Rows trained on a device back to the host copies: validation reads them,
     // and with several trainers the next round may train them elsewhere.
     if (rows_off_host_) RETURN_IF_ERROR(buffer_->SyncToHost(/*release=*/trainers_.size() > 1));
-    if (distributed()) {
-      RETURN_IF_ERROR(ReportGlobalProgress());
-      Progress();
+    StretchEnd end{wall, sync_seconds, {}, 0, epoch_start_};
+    {
+      MutexLock lock(&progress_mu_);
+      end.progress = progress_;
+      end.loss_sum = epoch_loss_;
     }
+    RETURN_IF_ERROR(layout_->AfterStretch(end));
     if (StopDue()) {
       RETURN_IF_ERROR(buffer_->Quiesce());
       *stopped = true;
@@ -388,39 +347,19 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
           "yet; train it with --devices cpu, or with --weights sample or --weights ignore"));
     }
   }
-  if (distributed()) {
-    // A rank that stops making progress ends the job: MPI's collectives
-    // cannot time out, and the other ranks would wait for it forever.
-    Cluster* const cluster = cluster_;
-    const uint32_t rank = cluster_->rank();
-    const double timeout = options_.rank_timeout_seconds;
-    watchdog_ = std::make_unique<RankWatchdog>(
-        rank_timeout_, [cluster, rank, timeout](absl::Duration quiet) {
-          cluster->Abort(absl::DeadlineExceededError(
-              absl::StrCat("rank ", rank, " (", cluster->where(), ") made no progress for ",
-                           absl::FormatDuration(quiet), " (--rank-timeout ", timeout,
-                           "): no round finished and no partition was written or loaded; a rank is "
-                           "stalled or gone; stopping the job")));
-        });
-    // Every rank sets up, then all agree before the first collective that
-    // needs a working peer; then they check that they train one graph.
-    absl::Status setup = PlanMemory(devices);
-    if (setup.ok()) setup = RestoreOrInit();
-    if (setup.ok()) setup = checkpointer_->CheckSpace();
-    RETURN_IF_ERROR(AgreeOnStatus(*cluster_, setup));
-    Progress();
-    RETURN_IF_ERROR(
-        CheckRanksAgree(*cluster_, *graph_, RankSettings(static_cast<uint32_t>(devices.size()))));
-  } else {
+  // Across ranks every rank sets up, then all agree (process_layout.h).
+  RETURN_IF_ERROR(layout_->SetUp([&]() -> absl::Status {
     RETURN_IF_ERROR(PlanMemory(devices));
+    // Training in memory is one process's (CheckTrainableAcrossRanks).
     if (options_.in_memory &&
         (capacity_ < P_ || options_.model.featurized != FeaturizedMode::kOff)) {
       fits_in_memory_ = false;  // nothing trained, nothing written
-      return TrainSummary();
+      return absl::OkStatus();
     }
     RETURN_IF_ERROR(RestoreOrInit());
-    RETURN_IF_ERROR(checkpointer_->CheckSpace());
-  }
+    return checkpointer_->CheckSpace();
+  }));
+  if (!fits_in_memory_) return TrainSummary();
 
   TrainSummary summary;
   summary.resumed = resumed_;
@@ -438,33 +377,16 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     threads += t->slots();
   }
   pipeline_ = std::make_unique<BatchPipeline>(trainer_ptrs_, threads);
-  if (distributed()) {
-    auto sync =
-        MakeClusterSync(cluster_, options_.pipeline.deterministic, round_size_, features_.get());
-    cluster_sync_ = sync.get();
-    sync_ = std::move(sync);
-  } else {
-    sync_ = MakeInProcessSync(trainers_.size());
-  }
+  sync_ = layout_->MakeSync(features_.get());
   for (int epoch = start_epoch_; epoch < options_.epochs; ++epoch) {
     const uint64_t first_round = epoch == start_epoch_ ? start_round_ : 0;
     const uint64_t loads_before = buffer_->loads();
-    if (distributed()) RETURN_IF_ERROR(ScheduleEpochAcrossRanks(epoch, first_round));
+    ASSIGN_OR_RETURN(BucketScheduler* const scheduler,
+                     layout_->ScheduleEpoch(epoch, first_round, *buffer_));
     {
       // Progress counts what this run trains of the epoch (across ranks:
       // the global rounds, every rank's buckets).
-      std::vector<std::vector<Bucket>> rounds;
-      if (distributed()) {
-        for (const GlobalRound& g : rank_schedule_->rounds) {
-          rounds.emplace_back();
-          for (const RankBucket& b : g.buckets) rounds.back().push_back(b.bucket);
-        }
-      } else {
-        auto counter =
-            MakeRoundScheduler(options_.schedule.bucket_order, P_, capacity_, round_size_,
-                               options_.seed + epoch, 0, TypedBucketEdges());
-        while (std::optional<Round> r = counter->Next()) rounds.push_back(std::move(r->buckets));
-      }
+      const std::vector<std::vector<Bucket>> rounds = layout_->RoundsOfEpoch();
       MutexLock lock(&progress_mu_);
       progress_ = TrainProgress();
       progress_.epoch = epoch;
@@ -482,11 +404,9 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
       epoch_loss_ = 0;
     }
     ResetBatchStats();
-    train_seconds_ = transfer_seconds_ = sync_seconds_ = 0;
-    bytes_at_boundary_ = bytes_overlapped_ = 0;
     epoch_start_ = Clock::now();
     bool stopped = false;
-    RETURN_IF_ERROR(TrainEpoch(epoch, first_round, &stopped));
+    RETURN_IF_ERROR(TrainEpoch(epoch, scheduler, &stopped));
     if (stopped) {
       summary.stopped = true;
       summary.checkpoint_version = checkpointer_->committed_version();
@@ -501,10 +421,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
       stats.edges = progress_.edges_done;
       stats.loss = progress_.loss;
     }
-    if (distributed()) {  // every rank's, as of the epoch's last round
-      stats.edges = global_edges_;
-      stats.loss = global_loss_;
-    }
+    layout_->CountEpoch(&stats);
     stats.seconds = std::chrono::duration<double>(Clock::now() - epoch_start_).count();
     stats.edges_per_second = stats.seconds > 0 ? stats.edges / stats.seconds : 0;
     FillBatchStats(&stats);
@@ -521,13 +438,11 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     buckets_since_checkpoint_ = 0;
     stats.checkpoint_version = checkpointer_->committed_version();
     stats.checkpoint_seconds = std::chrono::duration<double>(Clock::now() - checkpointing).count();
-    if (distributed()) {
-      RETURN_IF_ERROR(MeasureEpochAcrossRanks(epoch, stats.checkpoint_seconds,
-                                              /*predict=*/epoch == start_epoch_, &stats));
-    }
+    RETURN_IF_ERROR(layout_->MeasureEpoch(epoch, stats.checkpoint_seconds,
+                                          /*predict=*/epoch == start_epoch_, &stats));
     // Across ranks rank 0 alone validates (from the checkpoint it wrote)
     // and appends the metrics line.
-    if (writer()) {
+    if (layout_->writer()) {
       if (options_.validation.enabled && m.edges.valid > 0) {
         ASSIGN_OR_RETURN(stats.valid, Validate());
       }

@@ -2,8 +2,9 @@
 // time out, so a rank that hangs (a stalled disk, a lost peer that mpirun
 // has not noticed) would hold every other rank forever; the watchdog's
 // thread calls `on_stall` once no Beat() came for `timeout`. The training
-// loop across ranks owns one per rank (TrainGraphOnCluster), which ends
-// the job through Cluster::Abort.
+// loop's rank layout (train/internal/rank_layout.cc) owns one per rank,
+// beats it as rounds end and as partitions are loaded or written for a
+// checkpoint, and ends the job through Cluster::Abort.
 #ifndef EMBER_TRAIN_DISTRIBUTED_RANK_WATCHDOG_H_
 #define EMBER_TRAIN_DISTRIBUTED_RANK_WATCHDOG_H_
 

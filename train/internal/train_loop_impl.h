@@ -1,27 +1,21 @@
-// The training loop's class (train_loop.cc), shared with the part of it
-// that runs across ranks (train_loop_ranks.cc). Private to train/.
+// The training loop's class (train_loop.cc). Private to train/.
 #ifndef EMBER_TRAIN_INTERNAL_TRAIN_LOOP_IMPL_H_
 #define EMBER_TRAIN_INTERNAL_TRAIN_LOOP_IMPL_H_
 
 #include <chrono>
 #include <memory>
-#include <span>
 #include <string>
 #include <vector>
 
-#include "absl/time/time.h"
 #include "partition/train_memory.h"
 #include "storage/base/mutex.h"
 #include "storage/graph.h"
 #include "train/batch/round_batches.h"
 #include "train/checkpointer.h"
 #include "train/distributed/cluster.h"
-#include "train/distributed/cluster_sync.h"
-#include "train/distributed/rank_schedule.h"
-#include "train/distributed/rank_watchdog.h"
 #include "train/eval/evaluator.h"
+#include "train/internal/process_layout.h"
 #include "train/model/checkpoint.h"
-#include "train/rank_exchange.h"
 #include "train/schedule/bucket_scheduler.h"
 #include "train/schedule/io_executor.h"
 #include "train/schedule/memory_plan.h"
@@ -39,25 +33,25 @@ namespace ember {
 // runs the streaming pipeline (batch_pipeline.h) over the rounds of the
 // bucket scheduler in stretches, syncs parameters between stretches,
 // checkpoints and reports. What varies by device or process layout sits
-// behind the seams: bucket_scheduler.h, parameter_sync.h,
-// trainer_factory.h, row_residency.h.
+// behind the seams: process_layout.h (one process or ranks),
+// bucket_scheduler.h, parameter_sync.h, trainer_factory.h, row_residency.h.
 class TrainLoop final : public PipelineObserver {
  public:
   using Clock = std::chrono::steady_clock;
-  // Rounds scheduled ahead for the buffer's eviction choice.
-  static constexpr size_t kLookaheadRounds = 64;
   // Threads of the run's I/O executor at most: enough for every reader of
   // a round and of the next (one per trainer each) and a partition load.
   static constexpr int kIoThreads = 8;
 
   // `graph` and `cluster` must outlive the loop. `cluster`: the ranks of a
   // run across processes (rank 0 writes the checkpoints; the others open
-  // the graph read-only), or null for one process.
+  // the graph read-only), or null (or one rank) for one process.
   TrainLoop(Graph* graph, const TrainOptions& options, Cluster* cluster = nullptr)
       : graph_(graph),
         options_(options),
         P_(graph_->manifest().num_partitions),
-        cluster_(cluster != nullptr && cluster->world_size() > 1 ? cluster : nullptr) {}
+        layout_(cluster != nullptr && cluster->world_size() > 1
+                    ? MakeRankLayout(graph, options_, cluster)
+                    : MakeOneProcessLayout(graph, options_)) {}
 
   absl::StatusOr<TrainSummary> Run();
   // After Run() with TrainOptions::in_memory: false when the model did not
@@ -76,59 +70,23 @@ class TrainLoop final : public PipelineObserver {
  private:
   absl::Status PlanMemory(const std::vector<DeviceSpec>& devices);
   absl::Status RestoreOrInit();
+  // Writes and commits a checkpoint of the model as it is: epoch `epoch`,
+  // resuming at round `next_round` (0: the next epoch), `epochs_done`.
   absl::Status Checkpoint(int epoch, uint64_t next_round, int epochs_done);
-  // Rank 0's part of a checkpoint (`rows_written`: across ranks, the rows
-  // are written already), and every rank's (every partition written by
-  // rank 0, one at a time, each counting as progress; then its commit,
-  // agreed by all).
-  absl::Status WriteCheckpoint(int epoch, uint64_t next_round, int epochs_done,
-                               bool rows_written = false);
-  absl::Status CheckpointAcrossRanks(int epoch, uint64_t next_round, int epochs_done);
-  // Across ranks: this epoch's schedule, and the partitions this rank
-  // holds at its start loaded (first epoch of the run) or checked.
-  absl::Status ScheduleEpochAcrossRanks(int epoch, uint64_t first_round);
-  // Across ranks: what every rank must share because it shapes the
-  // schedule or the model (CheckRanksAgree compares them at the start).
-  std::vector<RankSetting> RankSettings(uint32_t trainers) const;
-  // Across ranks: edges and loss summed over every rank, reported.
-  absl::Status ReportGlobalProgress();
-  // Across ranks, before round `next` trains: the moves due (those started
-  // while the round before trained, then the rest), the residency check,
-  // the sync keys of the round's buckets, and the start of the next
-  // round's moves of partitions idle in this one.
-  absl::Status StartRoundAcrossRanks(const Round& next, const RankRoundScheduler& rank_rounds);
-  // Across ranks, at an epoch's end: the epoch's measure over every rank,
-  // and the model's predictions (the first epoch of the run only).
-  absl::Status MeasureEpochAcrossRanks(int epoch, double checkpoint_seconds,
-                                       bool predict, EpochStats* stats);
-  bool distributed() const { return cluster_ != nullptr; }
-  // A typed graph's train edges per bucket, so that the schedule skips the
-  // empty buckets between types; empty (every bucket) for untyped graphs.
-  std::span<const uint64_t> TypedBucketEdges() const {
-    const Manifest& m = graph_->manifest();
-    if (!m.typed()) return {};
-    return m.train_bucket_edges;
-  }
-  // Across ranks: this rank made progress (the watchdog's beat).
-  void Progress() {
-    if (watchdog_ != nullptr) watchdog_->Beat();
-  }
-  // Bytes of partition p's rows and optimizer state.
-  uint64_t PartitionBytes(uint32_t p) const;
-  uint32_t world_size() const { return distributed() ? cluster_->world_size() : 1; }
-  bool writer() const { return !distributed() || cluster_->rank() == 0; }
-  // Trains the rounds of one epoch from `first_round`; sets *stopped when
-  // stop_after_buckets fired.
-  absl::Status TrainEpoch(int epoch, uint64_t first_round, bool* stopped);
+  // Trains the rounds `scheduler` gives of epoch `epoch`; sets *stopped
+  // when stop_after_buckets fired.
+  absl::Status TrainEpoch(int epoch, BucketScheduler* scheduler, bool* stopped);
   absl::StatusOr<EvalResult> Validate();
   void ResetBatchStats();
-  bool CheckpointDue() const {
+  // Whether a checkpoint, or a stop (stop_after_buckets), is due once
+  // `more` buckets than those counted so far are trained.
+  bool CheckpointDue(uint64_t more = 0) const {
     return options_.schedule.checkpoint_every > 0 &&
-           buckets_since_checkpoint_ >= options_.schedule.checkpoint_every;
+           buckets_since_checkpoint_ + more >= options_.schedule.checkpoint_every;
   }
-  bool StopDue() const {
+  bool StopDue(uint64_t more = 0) const {
     return options_.hooks.stop_after_buckets > 0 &&
-           buckets_this_run_ >= options_.hooks.stop_after_buckets;
+           buckets_this_run_ + more >= options_.hooks.stop_after_buckets;
   }
   // The edge cost batches are planned with: measured, except that measured
   // times must not steer a deterministic run.
@@ -142,19 +100,11 @@ class TrainLoop final : public PipelineObserver {
   Graph* const graph_;
   TrainOptions options_;
   const uint32_t P_;
-  Cluster* const cluster_;  // null: one process
-  // Across ranks: the capacity the bucket order reads (--bucket-order
-  // beta: this rank's buffer as one process would plan it, which the ranks
-  // agree on at the start; P for orders that read none), the epoch's
-  // schedule and the holders the next epoch starts from.
-  uint32_t order_capacity_ = 1;
-  std::unique_ptr<RankSchedule> rank_schedule_;
-  std::vector<uint32_t> next_holders_;
-  ClusterSync* cluster_sync_ = nullptr;
-  const absl::Duration rank_timeout_ = absl::Seconds(options_.rank_timeout_seconds);
   TrainMemoryPlan memory_;
+  // The buffer's capacity and what a mid-epoch checkpoint records (the
+  // layout's RunPlan).
   uint32_t capacity_ = 1;
-  uint32_t round_size_ = 1;
+  RunShape shape_;
   size_t tokens_ = 1;
   bool one_device_kind_ = true;  // every trainer of one kind (static splits)
   bool rows_off_host_ = false;   // some trainer keeps rows off the host (not cpu)
@@ -173,7 +123,6 @@ class TrainLoop final : public PipelineObserver {
   // which runs on io_ and whose evictions call SyncToHost on the trainers
   // (an error path can leave one pending).
   std::unique_ptr<PartitionBuffer> buffer_;
-  std::unique_ptr<BucketScheduler> scheduler_;  // the epoch's
   uint64_t buckets_this_run_ = 0;
   uint64_t buckets_since_checkpoint_ = 0;
   // This epoch's per-batch time and non-zeros, and trainer time (busy and
@@ -194,29 +143,12 @@ class TrainLoop final : public PipelineObserver {
   TrainProgress progress_ ABSL_GUARDED_BY(progress_mu_);
   BatchCostModel cost_model_ ABSL_GUARDED_BY(progress_mu_);  // over this run's batches
   double epoch_loss_ ABSL_GUARDED_BY(progress_mu_) = 0;
-  // Across ranks: the epoch's edges and mean loss over every rank, as of
-  // the last ReportGlobalProgress.
-  uint64_t global_edges_ = 0;
-  double global_loss_ = 0;
-  // Across ranks, this epoch on this rank: seconds training, moving
-  // partitions and summing parameters, and the partition bytes it sent.
-  double train_seconds_ = 0;
-  double transfer_seconds_ = 0;
-  double sync_seconds_ = 0;
-  uint64_t bytes_at_boundary_ = 0;  // sent at round boundaries
-  uint64_t bytes_overlapped_ = 0;   // sent while the round before trained
-  // Moves of round early_round_ of this epoch, started while the round
-  // before it trained; kNoEarlyRound when none are under way. Set when
-  // they start, cleared when that round takes them and at each epoch's
-  // start.
-  static constexpr uint64_t kNoEarlyRound = ~uint64_t{0};
-  PendingMoves early_moves_;
-  uint64_t early_round_ = kNoEarlyRound;
   Clock::time_point epoch_start_;
-  // Across ranks: ends the job (Cluster::Abort) when this rank makes no
-  // progress for options.rank_timeout_seconds. Declared last, so destroyed
-  // first: the loop's teardown is not watched.
-  std::unique_ptr<RankWatchdog> watchdog_;
+  // One process or ranks (process_layout.h), picked at construction.
+  // Declared last, so destroyed first: across ranks its watchdog stops
+  // before the loop's teardown, which is not watched, and the partition
+  // moves it has under way end before the buffer does.
+  const std::unique_ptr<ProcessLayout> layout_;
 };
 
 }  // namespace ember

@@ -1,0 +1,451 @@
+// The training loop across the ranks of a Cluster (process_layout.h;
+// TrainGraphOnCluster): every rank computes the epoch's schedule and holds
+// its share of the partitions for the whole run; partitions move holder to
+// holder before each round, relations are summed at round ends, progress
+// and measures are summed over every rank, and checkpoints are written
+// through rank 0. A watchdog ends the job when this rank stops making
+// progress.
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+#include "partition/train_memory.h"
+#include "storage/base/status_macros.h"
+#include "train/distributed/cluster_sync.h"
+#include "train/distributed/epoch_model.h"
+#include "train/distributed/rank_schedule.h"
+#include "train/distributed/rank_watchdog.h"
+#include "train/internal/process_layout.h"
+#include "train/rank_exchange.h"
+
+namespace ember {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class RankLayout final : public ProcessLayout {
+ public:
+  RankLayout(Graph* graph, const TrainOptions& options, Cluster* cluster)
+      : graph_(graph),
+        options_(options),
+        cluster_(cluster),
+        P_(graph->manifest().num_partitions),
+        rank_timeout_(absl::Seconds(options.rank_timeout_seconds)) {}
+
+  bool writer() const override { return cluster_->rank() == 0; }
+
+  RunPlan PlanRun(uint32_t buffer_partitions, uint32_t trainers) override {
+    // A rank holds its share of the partitions in memory for the whole run
+    // (ScheduleEpoch checks that the share fits the budget's buffer); rounds
+    // span every trainer of every rank. The bucket order reads the buffer
+    // one process would plan (--bucket-order beta), which the ranks agree
+    // on at the start, or P for orders that read none.
+    budget_partitions_ = buffer_partitions;
+    trainers_ = trainers;
+    order_capacity_ = options_.schedule.bucket_order == BucketOrderKind::kBeta
+                          ? std::min(buffer_partitions, P_)
+                          : P_;
+    round_size_ = trainers * cluster_->world_size();
+    // Across ranks the order's capacity is what shapes the schedule.
+    return RunPlan{P_, round_size_, RunShape{order_capacity_, round_size_, cluster_->world_size()}};
+  }
+
+  absl::Status SetUp(const std::function<absl::Status()>& set_up_here) override;
+
+  std::unique_ptr<ParameterSync> MakeSync(FeatureTable* features) override {
+    std::unique_ptr<ClusterSync> sync =
+        MakeClusterSync(cluster_, options_.pipeline.deterministic, round_size_, features);
+    cluster_sync_ = sync.get();
+    return sync;
+  }
+
+  absl::StatusOr<BucketScheduler*> ScheduleEpoch(int epoch, uint64_t first_round,
+                                                 PartitionBuffer& buffer) override;
+
+  std::vector<std::vector<Bucket>> RoundsOfEpoch() const override {
+    std::vector<std::vector<Bucket>> rounds;
+    for (const GlobalRound& g : rank_schedule_->rounds) {
+      rounds.emplace_back();
+      for (const RankBucket& b : g.buckets) rounds.back().push_back(b.bucket);
+    }
+    return rounds;
+  }
+
+  absl::Status BeforeRound(const Round& next, PartitionBuffer& buffer,
+                           const std::function<bool(uint64_t)>& pause_after) override;
+
+  // Every partition this rank holds is resident; the next round's arrive
+  // from their holders (BeforeRound), not the disk.
+  void Prefetch(const Round& /*next*/, PartitionBuffer& /*buffer*/) override {}
+
+  uint64_t BucketsOf(const Round& done) const override {
+    return rank_schedule_->rounds[done.index].buckets.size();
+  }
+
+  // Progress is reported per round, summed over every rank (AfterStretch).
+  void BatchTrained(const TrainProgress& /*progress*/) override {}
+
+  absl::Status AfterStretch(const StretchEnd& end) override {
+    train_seconds_ += end.train_seconds;
+    sync_seconds_ += end.sync_seconds;
+    RETURN_IF_ERROR(ReportGlobalProgress(end));
+    Progress();
+    return absl::OkStatus();
+  }
+
+  absl::Status Checkpoint(const CheckpointRequest& request) override;
+
+  void CountEpoch(EpochStats* stats) const override {
+    stats->edges = global_edges_;
+    stats->loss = global_loss_;
+  }
+
+  absl::Status MeasureEpoch(int epoch, double checkpoint_seconds, bool predict,
+                            EpochStats* stats) override;
+
+ private:
+  // What every rank must share because it shapes the schedule or the
+  // model (CheckRanksAgree compares them at the start).
+  std::vector<RankSetting> RankSettings() const;
+  // This epoch's schedule, and the partitions this rank holds at its start
+  // loaded (first epoch of the run) or checked.
+  absl::Status ComputeSchedule(int epoch, uint64_t first_round, PartitionBuffer& buffer);
+  // Edges and loss summed over every rank, reported.
+  absl::Status ReportGlobalProgress(const StretchEnd& end);
+  // This rank made progress (the watchdog's beat).
+  void Progress() {
+    if (watchdog_ != nullptr) watchdog_->Beat();
+  }
+  // Bytes of partition p's rows and optimizer state.
+  uint64_t PartitionBytes(uint32_t p) const;
+
+  Graph* const graph_;
+  const TrainOptions& options_;
+  Cluster* const cluster_;
+  const uint32_t P_;
+  const absl::Duration rank_timeout_;
+  // The partitions this rank's memory budget has room for, and its
+  // trainers (PlanRun).
+  uint32_t budget_partitions_ = 1;
+  uint32_t trainers_ = 1;
+  // The capacity the bucket order reads (--bucket-order beta: this rank's
+  // buffer as one process would plan it; P for orders that read none).
+  uint32_t order_capacity_ = 1;
+  uint32_t round_size_ = 1;
+  // The epoch's schedule, this rank's view of it, and the holders the next
+  // epoch starts from.
+  std::unique_ptr<RankSchedule> rank_schedule_;
+  std::unique_ptr<RankRoundScheduler> rank_rounds_;
+  std::vector<uint32_t> next_holders_;
+  ClusterSync* cluster_sync_ = nullptr;  // owned by the loop (MakeSync)
+  // The epoch's edges and mean loss over every rank, as of the last
+  // ReportGlobalProgress.
+  uint64_t global_edges_ = 0;
+  double global_loss_ = 0;
+  // This epoch on this rank: seconds training, moving partitions and
+  // summing parameters, and the partition bytes it sent.
+  double train_seconds_ = 0;
+  double transfer_seconds_ = 0;
+  double sync_seconds_ = 0;
+  uint64_t bytes_at_boundary_ = 0;  // sent at round boundaries
+  uint64_t bytes_overlapped_ = 0;   // sent while the round before trained
+  // Moves of round early_round_ of this epoch, started while the round
+  // before it trained; kNoEarlyRound when none are under way. Set when
+  // they start, cleared when that round takes them and at each epoch's
+  // start.
+  static constexpr uint64_t kNoEarlyRound = ~uint64_t{0};
+  PendingMoves early_moves_;
+  uint64_t early_round_ = kNoEarlyRound;
+  // Ends the job (Cluster::Abort) when this rank makes no progress for
+  // options.rank_timeout_seconds: no round finished and no partition
+  // written or loaded. Started by SetUp. Declared last, so destroyed
+  // first: the layout's teardown is not watched (the loop's is not
+  // either: the loop declares its layout last).
+  std::unique_ptr<RankWatchdog> watchdog_;
+};
+
+absl::Status RankLayout::SetUp(const std::function<absl::Status()>& set_up_here) {
+  // A rank that stops making progress ends the job: MPI's collectives
+  // cannot time out, and the other ranks would wait for it forever.
+  Cluster* const cluster = cluster_;
+  const uint32_t rank = cluster_->rank();
+  const double timeout = options_.rank_timeout_seconds;
+  watchdog_ =
+      std::make_unique<RankWatchdog>(rank_timeout_, [cluster, rank, timeout](absl::Duration quiet) {
+        cluster->Abort(absl::DeadlineExceededError(
+            absl::StrCat("rank ", rank, " (", cluster->where(), ") made no progress for ",
+                         absl::FormatDuration(quiet), " (--rank-timeout ", timeout,
+                         "): no round finished and no partition was written or loaded; a rank is "
+                         "stalled or gone; stopping the job")));
+      });
+  // Every rank sets up, then all agree before the first collective that
+  // needs a working peer; then they check that they train one graph.
+  RETURN_IF_ERROR(AgreeOnStatus(*cluster_, set_up_here()));
+  Progress();
+  return CheckRanksAgree(*cluster_, *graph_, RankSettings());
+}
+
+absl::Status RankLayout::Checkpoint(const CheckpointRequest& request) {
+  const uint64_t before =
+      request.next_round == 0 ? rank_schedule_->rounds.size() : request.next_round;
+  const std::vector<uint32_t> holders = rank_schedule_->HoldersBefore(before);
+  // Each partition written counts as progress on every rank: a checkpoint
+  // longer than --rank-timeout in all is not a stall.
+  RETURN_IF_ERROR(WritePartitionsAtRankZero(*cluster_, *request.buffer, holders, rank_timeout_,
+                                            [this](uint32_t) { Progress(); }));
+  absl::Status s = absl::OkStatus();
+  if (writer()) s = request.Write(/*rows_written=*/true);
+  RETURN_IF_ERROR(AgreeOnStatus(*cluster_, s));
+  Progress();
+  // Keep the version count in step with rank 0.
+  if (!writer()) request.checkpointer->CountCommitted(request.buffer);
+  return absl::OkStatus();
+}
+
+std::vector<RankSetting> RankLayout::RankSettings() const {
+  // The shortest text that reads back as the same float.
+  auto exact = [](float x) {
+    std::string text;
+    for (int digits = 6; digits <= 9; ++digits) {
+      text = absl::StrFormat("%.*g", digits, x);
+      if (std::strtof(text.c_str(), nullptr) == x) break;
+    }
+    return text;
+  };
+  auto yes_no = [](bool b) { return std::string(b ? "true" : "false"); };
+  const ModelOptions& m = options_.model;
+  const OptimizerOptions& opt = options_.optimizer;
+  const PipelineOptions& p = options_.pipeline;
+  const ScheduleOptions& sched = options_.schedule;
+  std::vector<RankSetting> s = {
+      // The schedule.
+      {"--trainers", absl::StrCat(trainers_), "", "--trainers or --devices"},
+      {"--seed", absl::StrCat(options_.seed)},
+      {"--bucket-order", std::string(BucketOrderName(sched.bucket_order))},
+      {"--epochs", absl::StrCat(options_.epochs)},
+      {"--checkpoint-every", absl::StrCat(sched.checkpoint_every)},
+      {"--from-scratch", yes_no(options_.from_scratch)},
+      {"--deterministic", yes_no(p.deterministic)},
+      {"stop_after_buckets (a test hook)", absl::StrCat(options_.hooks.stop_after_buckets)},
+      // The model and how it trains.
+      {"--dim", absl::StrCat(m.dim)},
+      {"--operator", std::string(OperatorName(m.op))},
+      {"--comparator", std::string(ComparatorName(m.comparator))},
+      {"--loss", std::string(LossName(m.loss))},
+      {"--margin", exact(m.margin)},
+      {"--featurized", std::string(FeaturizedModeName(m.featurized))},
+      {"--reciprocal", yes_no(m.reciprocal)},
+      {"--regularizer", std::string(RegularizerName(m.regularizer))},
+      {"--reg-weight", exact(m.reg_weight)},
+      {"--precision", std::string(PrecisionName(m.precision))},
+      {"--lr", exact(opt.lr)},
+      {"--relation-lr-scale", exact(opt.relation_lr_scale)},
+      {"--init-scale", exact(opt.init_scale)},
+      {"--batch-size", absl::StrCat(p.batch_size)},
+      {"--batching", std::string(EnumToName(p.batching))},
+      {"--chunk-size", absl::StrCat(p.chunk_size)},
+      {"--num-uniform-negs", absl::StrCat(p.num_uniform_negs)},
+      {"--relation-batching", std::string(RelationBatchingName(p.relation_batching))},
+      {"--endpoint-negatives", std::string(EnumToName(p.endpoint_negatives))},
+      {"edge_sample", absl::StrFormat("%.17g", options_.edge_sample)},
+      {"--weights", std::string(EdgeWeightModeName(options_.edge_weights))},
+  };
+  // Beta's order reads a buffer capacity, which each rank plans from its
+  // own budget: the ranks must plan the same one (other orders read none:
+  // it is P on every rank, and listed all the same, so that every rank
+  // lists the same settings).
+  s.push_back({"--bucket-order beta's buffer of", absl::StrCat(order_capacity_),
+               absl::StrCat(" partitions (from --memory-budget ", Mib(sched.memory_budget),
+                            sched.buffer_partitions > 0
+                                ? absl::StrCat(", --buffer-partitions ", sched.buffer_partitions)
+                                : "",
+                            ")"),
+               "--memory-budget and --buffer-partitions"});
+  return s;
+}
+
+absl::StatusOr<BucketScheduler*> RankLayout::ScheduleEpoch(int epoch, uint64_t first_round,
+                                                           PartitionBuffer& buffer) {
+  rank_rounds_.reset();  // it reads the schedule replaced below
+  train_seconds_ = transfer_seconds_ = sync_seconds_ = 0;
+  bytes_at_boundary_ = bytes_overlapped_ = 0;
+  RETURN_IF_ERROR(ComputeSchedule(epoch, first_round, buffer));
+  rank_rounds_ =
+      std::make_unique<RankRoundScheduler>(rank_schedule_.get(), cluster_->rank(), first_round);
+  return rank_rounds_.get();
+}
+
+absl::Status RankLayout::ComputeSchedule(int epoch, uint64_t first_round, PartitionBuffer& buffer) {
+  const Manifest& m = graph_->manifest();
+  RankScheduleOptions o;
+  o.seed = options_.seed;
+  o.num_partitions = P_;
+  o.world_size = cluster_->world_size();
+  o.trainers_per_rank = trainers_;
+  o.order = options_.schedule.bucket_order;
+  o.buffer_capacity = order_capacity_;
+  o.bucket_edges = m.train_bucket_edges;
+  const bool run_start = next_holders_.empty();
+  if (run_start) {
+    ASSIGN_OR_RETURN(next_holders_, HoldersAtEpoch(o, epoch));
+  }
+  o.epoch = static_cast<uint64_t>(epoch);
+  o.holders = next_holders_;
+  ASSIGN_OR_RETURN(RankSchedule schedule, ComputeRankSchedule(o));
+  rank_schedule_ = std::make_unique<RankSchedule>(std::move(schedule));
+  next_holders_ = rank_schedule_->final_holders;
+  // No round of the new epoch has started its moves.
+  early_round_ = kNoEarlyRound;
+  const uint32_t me = cluster_->rank();
+  // The most partitions this rank holds at once, against the budget's.
+  // One walk over the rounds' transfers (HoldersBefore per round would be
+  // quadratic in the rounds).
+  std::vector<uint32_t> holders = rank_schedule_->initial_holders;
+  uint32_t held = static_cast<uint32_t>(std::count(holders.begin(), holders.end(), me));
+  uint32_t peak = held;
+  for (const GlobalRound& g : rank_schedule_->rounds) {
+    for (const Transfer& t : g.transfers) {
+      held += (t.to == me) - (holders[t.partition] == me);
+      holders[t.partition] = t.to;
+    }
+    peak = std::max(peak, held);
+  }
+  if (peak > budget_partitions_) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("rank ", me, " (", cluster_->where(), ") holds up to ", peak,
+                     " partitions at once in this epoch, but --memory-budget ",
+                     options_.schedule.memory_budget >> 20, " MiB has room for ",
+                     budget_partitions_, "; raise --memory-budget or run more ranks"));
+  }
+  const std::vector<uint32_t> h = rank_schedule_->HoldersBefore(first_round);
+  std::vector<uint32_t> mine;
+  for (uint32_t p = 0; p < P_; ++p) {
+    if (h[p] == me) mine.push_back(p);
+  }
+  if (run_start) {
+    // One at a time, each load counting as progress: a rank's share may
+    // take longer than --rank-timeout to read.
+    for (uint32_t p : mine) {
+      RETURN_IF_ERROR(buffer.Acquire(std::span<const uint32_t>(&p, 1), {}));
+      Progress();
+    }
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(const std::vector<uint32_t> resident, buffer.Resident());
+  if (resident != mine) {
+    return absl::InternalError(absl::StrCat("rank ", me, " starts epoch ", epoch, " holding ",
+                                            resident.size(), " partitions, not the ", mine.size(),
+                                            " its schedule names"));
+  }
+  return absl::OkStatus();
+}
+
+uint64_t RankLayout::PartitionBytes(uint32_t p) const {
+  return graph_->manifest().partition_sizes[p] * (uint64_t(options_.model.dim) + 1) * sizeof(float);
+}
+
+absl::Status RankLayout::MeasureEpoch(int epoch, double checkpoint_seconds, bool predict,
+                                      EpochStats* stats) {
+  double sums[5] = {static_cast<double>(bytes_at_boundary_), static_cast<double>(bytes_overlapped_),
+                    train_seconds_, transfer_seconds_, sync_seconds_};
+  RETURN_IF_ERROR(cluster_->SumDoubles(sums));
+  const uint32_t n = cluster_->world_size();
+  EpochMeasure m;
+  m.ranks = n;
+  m.rounds = rank_schedule_->rounds.size();
+  m.train_edges = stats->edges;
+  m.bytes_at_boundary = static_cast<uint64_t>(sums[0]);
+  m.bytes_overlapped = static_cast<uint64_t>(sums[1]);
+  m.train_seconds = sums[2] / n;
+  m.transfer_seconds = sums[3] / n;
+  m.sync_seconds = sums[4] / n;
+  m.checkpoint_seconds = checkpoint_seconds;
+  uint64_t all = 0;
+  for (uint32_t p = 0; p < P_; ++p) all += PartitionBytes(p);
+  m.partition_bytes = all / P_;
+  stats->ranks_measure = m;
+  if (!predict) return absl::OkStatus();
+  RankScheduleOptions o;
+  o.seed = options_.seed;
+  o.epoch = static_cast<uint64_t>(epoch);
+  o.num_partitions = P_;
+  o.trainers_per_rank = trainers_;
+  o.order = options_.schedule.bucket_order;
+  o.buffer_capacity = order_capacity_;
+  o.bucket_edges = graph_->manifest().train_bucket_edges;
+  o.world_size = 2 * n;
+  ASSIGN_OR_RETURN(const RankSchedule doubled, ComputeRankSchedule(o));
+  stats->predicted = PredictEpoch(m, *rank_schedule_);
+  stats->predicted_doubled = PredictEpoch(m, doubled);
+  return absl::OkStatus();
+}
+
+absl::Status RankLayout::ReportGlobalProgress(const StretchEnd& end) {
+  double sums[2] = {static_cast<double>(end.progress.edges_done), end.loss_sum};
+  RETURN_IF_ERROR(cluster_->SumDoubles(sums));
+  TrainProgress p = end.progress;
+  p.edges_done = static_cast<uint64_t>(sums[0]);
+  p.loss = sums[1] / std::max(sums[0], 1.0);
+  const double secs = std::chrono::duration<double>(Clock::now() - end.epoch_start).count();
+  p.edges_per_second = secs > 0 ? sums[0] / secs : 0;
+  global_edges_ = p.edges_done;
+  global_loss_ = p.loss;
+  if (options_.progress) options_.progress(p);
+  return absl::OkStatus();
+}
+
+absl::Status RankLayout::BeforeRound(const Round& next, PartitionBuffer& buffer,
+                                     const std::function<bool(uint64_t)>& pause_after) {
+  const uint64_t g = next.index;
+  const GlobalRound& round = rank_schedule_->rounds[g];
+  // The moves started while the round before trained, then the rest
+  // (all of this round's where none started early).
+  const auto moving = Clock::now();
+  // Early moves are this epoch's and this round's only, and consumed here:
+  // a pause before round g leaves none, whatever an earlier epoch's round g
+  // started.
+  const bool started_early = early_round_ == g;
+  early_round_ = kNoEarlyRound;
+  RETURN_IF_ERROR(FinishMoves(buffer, early_moves_, rank_timeout_));
+  ASSIGN_OR_RETURN(
+      PendingMoves moves,
+      StartMoves(*cluster_, buffer, started_early ? TransfersOf(round, false) : round.transfers));
+  bytes_at_boundary_ += moves.bytes_sent;
+  RETURN_IF_ERROR(FinishMoves(buffer, moves, rank_timeout_));
+  transfer_seconds_ += std::chrono::duration<double>(Clock::now() - moving).count();
+  ASSIGN_OR_RETURN(const bool here, buffer.AllResident(next.partitions));
+  if (!here) {
+    return absl::InternalError(
+        absl::StrCat("rank ", cluster_->rank(), " lacks a partition of its round ", g));
+  }
+  std::vector<int32_t> keys = rank_rounds_->KeysOf(g);
+  keys.resize(trainers_, -1);
+  cluster_sync_->SetRoundKeys(std::move(keys));
+  // The next round's moves of partitions idle in this one travel while
+  // it trains, unless a checkpoint or a stop follows it (the hand-off
+  // reads the holders the schedule names before the next round).
+  if (g + 1 < rank_schedule_->rounds.size() && !pause_after(round.buckets.size())) {
+    ASSIGN_OR_RETURN(early_moves_, StartMoves(*cluster_, buffer,
+                                              TransfersOf(rank_schedule_->rounds[g + 1], true)));
+    bytes_overlapped_ += early_moves_.bytes_sent;
+    early_round_ = g + 1;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::unique_ptr<ProcessLayout> MakeRankLayout(Graph* graph, const TrainOptions& options,
+                                              Cluster* cluster) {
+  return std::make_unique<RankLayout>(graph, options, cluster);
+}
+
+}  // namespace ember
