@@ -315,8 +315,18 @@ TEST_F(DeviceTrainerTest, DoubleBufferedSlotsShareAStreamOneStepAtATime) {
   ASSERT_TRUE(loss.ok()) << loss.status();
   EXPECT_TRUE(std::isfinite(*loss));
   EXPECT_EQ(watched->max_busy(), 1);
-  const std::map<int, std::set<int>> want{{0, {0, 1}}, {1, {2, 3}}};
-  EXPECT_EQ(watched->timers(), want);
+  // Which slots a step takes depends on how the threads interleave (on a
+  // loaded machine one thread may finish its batches before another starts),
+  // so every slot seen must be on its pair's stream, not every slot seen.
+  const std::map<int, std::set<int>> pairs{{0, {0, 1}}, {1, {2, 3}}};
+  const std::map<int, std::set<int>> seen = watched->timers();
+  EXPECT_FALSE(seen.empty());
+  for (const auto& [stream, slots] : seen) {
+    ASSERT_TRUE(pairs.contains(stream)) << "a step timed on stream " << stream;
+    for (int slot : slots) {
+      EXPECT_TRUE(pairs.at(stream).contains(slot)) << "slot " << slot << " on stream " << stream;
+    }
+  }
 }
 
 TEST_F(DeviceTrainerTest, DoubleBufferedSlotsMatchCpuTrainerOnTheSbm) {
