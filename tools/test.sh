@@ -28,9 +28,13 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # (LrAutoGuardTest: 8 twelve-epoch training runs and 72 probes, a quality check)
 # runs in the release pass only, as its code runs here in ProbeTest; so
 # does the sweep of checkpoint pauses over every round (two minutes under
-# ASan; the other DistributedTrainTest cases run its loop here).
+# ASan; the other DistributedTrainTest cases run its loop here). So do the
+# tests that judge quality (KgQualityTest, TrainQualityTest,
+# CommunitiesExampleTest: MRR after real training runs, whose code the
+# functional tests run here) and the benchmark scripts' JSON (ReportTest),
+# five minutes of the pass's CPU.
 (cd build-sanitize && ctest --output-on-failure -j "$jobs" \
-  -E 'BoundedMemoryTest|ReadBesideTrainTest|MpiTrainTest|LrAutoGuardTest|CheckpointPausesBeforeAnyRound')
+  -E 'BoundedMemoryTest|ReadBesideTrainTest|MpiTrainTest|LrAutoGuardTest|CheckpointPausesBeforeAnyRound|KgQualityTest|TrainQualityTest|CommunitiesExampleTest|ReportTest')
 # ThreadSanitizer: the tests whose threads hand data to each other, built
 # alone (train_test): the batch pipeline and its trainer slots (Hogwild
 # rows), the partition buffer, its pins and its prefetches on the I/O
