@@ -3,8 +3,10 @@
 // operator x comparator.
 #include "train/train_loop.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <optional>
 #include <random>
 #include <string>
@@ -452,6 +454,50 @@ TEST_P(StoppedAndResumedTest, IsBitIdentical) {
 INSTANTIATE_TEST_SUITE_P(Models, StoppedAndResumedTest, ::testing::Bool(), [](const auto& info) {
   return info.param ? "ReciprocalComplexN3" : "Translation";
 });
+
+// Two slots of one CPU trainer read and step the same relation parameters
+// without a lock (Hogwild, as the rows; cpu_trainer.cc): the suite's SBM
+// with five relations, mixed chunks of every relation, trains to finite
+// parameters that moved from the identity, the loss falls, and each epoch's
+// line times its checkpoint. Under ThreadSanitizer (tools/test.sh) any race
+// on the relations outside the two named functions fails it.
+TEST_F(TrainLoopTest, TwoSlotsStepSharedRelationsWithoutALock) {
+  const std::string file = tmp_->Sub("sbm-relations.tsv");
+  {
+    std::ifstream in(edges_);
+    std::ofstream out(file);
+    std::string src, dst;
+    for (int k = 0; in >> src >> dst; ++k) out << src << "\tr" << k % 5 << "\t" << dst << "\n";
+  }
+  const std::string dir = tmp_->Sub("relations");
+  auto imported = train_test::ImportEdges(dir, {file}, 1);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  TrainOptions o = Options(2);
+  o.model.op = Operator::kComplexDiagonal;
+  o.pipeline.deterministic = false;
+  o.devices.threads = 2;
+  o.devices.trainers = 1;
+  auto run = TrainGraph(dir, o);
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_EQ(run->epochs.size(), 2u);
+  EXPECT_LT(run->epochs[1].loss, run->epochs[0].loss);
+  for (const EpochStats& e : run->epochs) EXPECT_GT(e.checkpoint_seconds, 0) << e.epoch;
+  for (const std::string& line : MetricsLines(dir)) {
+    EXPECT_GT(nlohmann::json::parse(line).value("checkpoint_seconds", 0.0), 0) << line;
+  }
+  auto got = LoadSnapshot(dir);
+  ASSERT_TRUE(got.ok()) << got.status();
+  const int p = RelationRecordSize(o.model);
+  ASSERT_EQ(got->relation_params.size(), size_t{5} * p);
+  std::vector<float> identity(p);
+  InitRelationRecord(o.model, identity.data());
+  for (int r = 0; r < 5; ++r) {
+    const float* w = got->relation_params.data() + size_t(r) * p;
+    EXPECT_TRUE(std::all_of(w, w + p, [](float x) { return std::isfinite(x); })) << "r" << r;
+    EXPECT_NE(std::memcmp(w, identity.data(), sizeof(float) * p), 0)
+        << "r" << r << " never stepped";
+  }
+}
 
 // Reciprocal relations change the model: a run with the other value is
 // refused, naming the checkpoint's, and changes nothing; the regularizer
