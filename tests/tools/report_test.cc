@@ -9,6 +9,7 @@
 // Needs python3 with matplotlib (tools/install-deps.sh installs
 // python3-matplotlib); without it the tests fail, saying so.
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -459,6 +460,30 @@ TEST_F(ReportTest, TrainBenchWritesJson) {
   }
   EXPECT_TRUE(j["summary"]["out_of_core_over_in_memory"].is_number());
   EXPECT_TRUE(j["config"]["sgemm_gflops"].is_number());
+}
+
+TEST_F(ReportTest, KgDefaultBenchWritesJson) {
+  // The CPU trainer's section (trainer_bench, a 400 MB graph) is left out.
+  ::setenv("TRAINER_BENCH", "/nonexistent", 1);
+  ::setenv("RUNS", "1", 1);
+  const std::string json = tmp_.Sub("kg_default.json");
+  const std::string text = RunBench("kg_default", "2000 2 --json-out " + json, tmp_);
+  ::unsetenv("TRAINER_BENCH");
+  ::unsetenv("RUNS");
+  EXPECT_THAT(text, HasSubstr("wall / training "));
+  const nlohmann::json j = ReadJson(json);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["bench"], "kg_default");
+  ASSERT_EQ(j["runs"].size(), 2u);
+  EXPECT_EQ(j["runs"][0]["label"], "kg-default");
+  EXPECT_EQ(j["runs"][1]["label"], "single-relation");
+  for (const char* key : {"edges_per_second", "sgemm_share", "train_seconds", "checkpoint_seconds",
+                          "probe_seconds", "wall_over_training"}) {
+    EXPECT_TRUE(j["runs"][0][key].is_number()) << key;
+  }
+  // The checkpoints' time is measured, not left out of the split.
+  EXPECT_GT(j["runs"][0]["checkpoint_seconds"].get<double>(), 0.0);
+  EXPECT_GT(j["runs"][0]["wall_over_training"].get<double>(), 1.0);
 }
 
 } // namespace
