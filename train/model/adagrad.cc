@@ -6,12 +6,6 @@
 #include "train/model/vec_math.h"
 
 namespace ember {
-namespace {
-
-// vec::Map counts in int: a dense update runs in pieces of this many floats.
-constexpr int64_t kMaxMapRun = int64_t{1} << 30;
-
-}  // namespace
 
 void AdagradRowUpdate(float* row, float* row_state, const float* grad, int dim,
                       float lr, float eps) {
@@ -51,23 +45,17 @@ void AdagradRowUpdates(float* table, float* state, const uint32_t* ids, int n,
   }
 }
 
-void AdagradDenseUpdate(float* params, float* state, const float* grad,
-                        int64_t n, float lr, float eps) {
+void AdagradDenseUpdate(float* params, float* state, const float* grad, int n, float lr,
+                        float eps) {
   // Eight lanes at a time (a relation's parameters are updated after every
   // chunk that uses it; one sqrt and one division a float made this 5 % of a
   // knowledge graph's step, tools/bench/trainer_bench.cc).
   using vec::F8;
-  for (int64_t begin = 0; begin < n; begin += kMaxMapRun) {
-    const int run = static_cast<int>(std::min<int64_t>(kMaxMapRun, n - begin));
-    float* p = params + begin;
-    float* s = state + begin;
-    const float* g = grad + begin;
-    vec::Map(
-        run, s, [](F8 sk, F8 gk) { return sk + gk * gk; }, s, g);
-    vec::Map(
-        run, p, [lr, eps](F8 pk, F8 gk, F8 sk) { return pk - lr * gk / (vec::Sqrt(sk) + eps); }, p,
-        g, s);
-  }
+  vec::Map(
+      n, state, [](F8 sk, F8 gk) { return sk + gk * gk; }, state, grad);
+  vec::Map(
+      n, params, [lr, eps](F8 pk, F8 gk, F8 sk) { return pk - lr * gk / (vec::Sqrt(sk) + eps); },
+      params, grad, state);
 }
 
 }  // namespace ember

@@ -31,8 +31,8 @@ void AdagradRowUpdates(float* table, float* state, const uint32_t* ids, int n,
 // Dense Adagrad (torch.optim.Adagrad without decay):
 //   state[k] += grad[k]^2;  params[k] -= lr * grad[k] / (sqrt(state[k]) + eps)
 // REQUIRES: params, state, grad hold n floats and do not overlap.
-void AdagradDenseUpdate(float* params, float* state, const float* grad,
-                        int64_t n, float lr, float eps = kAdagradEps);
+void AdagradDenseUpdate(float* params, float* state, const float* grad, int n, float lr,
+                        float eps = kAdagradEps);
 
 }  // namespace ember
 
