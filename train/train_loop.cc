@@ -438,8 +438,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     buckets_since_checkpoint_ = 0;
     stats.checkpoint_version = checkpointer_->committed_version();
     stats.checkpoint_seconds = std::chrono::duration<double>(Clock::now() - checkpointing).count();
-    RETURN_IF_ERROR(layout_->MeasureEpoch(epoch, stats.checkpoint_seconds,
-                                          /*predict=*/epoch == start_epoch_, &stats));
+    RETURN_IF_ERROR(layout_->MeasureEpoch(epoch, /*predict=*/epoch == start_epoch_, &stats));
     // Across ranks rank 0 alone validates (from the checkpoint it wrote)
     // and appends the metrics line.
     if (layout_->writer()) {

@@ -77,8 +77,7 @@ class OneProcessLayout final : public ProcessLayout {
 
   void CountEpoch(EpochStats* /*stats*/) const override {}  // this process's, as they are
 
-  absl::Status MeasureEpoch(int /*epoch*/, double /*checkpoint_seconds*/, bool /*predict*/,
-                            EpochStats* /*stats*/) override {
+  absl::Status MeasureEpoch(int /*epoch*/, bool /*predict*/, EpochStats* /*stats*/) override {
     return absl::OkStatus();
   }
 

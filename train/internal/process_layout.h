@@ -131,11 +131,10 @@ class ProcessLayout {
   // At an epoch's end: sets stats->edges and stats->loss to the epoch's
   // over the whole run (across ranks: every rank's, as of its last round).
   virtual void CountEpoch(EpochStats* stats) const = 0;
-  // After the epoch's checkpoint, which took `checkpoint_seconds`: across
+  // After the epoch's checkpoint (its time in stats->checkpoint_seconds): across
   // ranks, the epoch's measure over every rank and, with `predict`, the
   // cost model's predictions (train/distributed/epoch_model.h).
-  virtual absl::Status MeasureEpoch(int epoch, double checkpoint_seconds, bool predict,
-                                    EpochStats* stats) = 0;
+  virtual absl::Status MeasureEpoch(int epoch, bool predict, EpochStats* stats) = 0;
 };
 
 // `graph` and `options` must outlive the layout.

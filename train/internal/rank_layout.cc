@@ -108,8 +108,7 @@ class RankLayout final : public ProcessLayout {
     stats->loss = global_loss_;
   }
 
-  absl::Status MeasureEpoch(int epoch, double checkpoint_seconds, bool predict,
-                            EpochStats* stats) override;
+  absl::Status MeasureEpoch(int epoch, bool predict, EpochStats* stats) override;
 
  private:
   // What every rank must share because it shapes the schedule or the
@@ -352,8 +351,7 @@ uint64_t RankLayout::PartitionBytes(uint32_t p) const {
   return graph_->manifest().partition_sizes[p] * (uint64_t(options_.model.dim) + 1) * sizeof(float);
 }
 
-absl::Status RankLayout::MeasureEpoch(int epoch, double checkpoint_seconds, bool predict,
-                                      EpochStats* stats) {
+absl::Status RankLayout::MeasureEpoch(int epoch, bool predict, EpochStats* stats) {
   double sums[5] = {static_cast<double>(bytes_at_boundary_), static_cast<double>(bytes_overlapped_),
                     train_seconds_, transfer_seconds_, sync_seconds_};
   RETURN_IF_ERROR(cluster_->SumDoubles(sums));
@@ -367,7 +365,7 @@ absl::Status RankLayout::MeasureEpoch(int epoch, double checkpoint_seconds, bool
   m.train_seconds = sums[2] / n;
   m.transfer_seconds = sums[3] / n;
   m.sync_seconds = sums[4] / n;
-  m.checkpoint_seconds = checkpoint_seconds;
+  m.checkpoint_seconds = stats->checkpoint_seconds;
   uint64_t all = 0;
   for (uint32_t p = 0; p < P_; ++p) all += PartitionBytes(p);
   m.partition_bytes = all / P_;
