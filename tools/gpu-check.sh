@@ -10,7 +10,7 @@
 # Steps (GPU_CHECK_STEPS, default "tests bench e2e torch"; the whole check is
 # capped at 355 s, each step's timeout cut to what is left):
 #   tests  train_test --gtest_filter='Cuda*' (only the tests that need a GPU;
-#          the emulated Device* tests run in CI): a skip fails, 80 s
+#          the emulated Device* tests run in CI): a skip fails, 120 s
 #   bench  gpu_train_bench on cuda:0 (R-MAT SCALE, dim 100, batch 1000, chunk
 #          50, 50 negatives, softmax, dot; 30 s timed), 130 s
 #   e2e    `ember train` on R-MAT scale 20, cuda:0 then cpu; a run that fails
@@ -216,7 +216,7 @@ e2e_step() {
 # with ember's benchmark figure for the ratio. Fails when no python3 has torch.
 torch_step() {
   local py eps
-  for py in $(command -v -a python3 2>/dev/null) /opt/*/bin/python3 /venv/bin/python3; do
+  for py in $(command -v -a python3 2>/dev/null) /opt/*/bin/python3 /opt/*/.venv/bin/python3 /venv/bin/python3; do
     [ -x "$py" ] && timeout 30 "$py" -c 'import torch' 2>/dev/null && break
     py=
   done
@@ -229,7 +229,7 @@ torch_step() {
 
 for s in $steps; do
   case $s in
-    tests) run_step tests 80 tests_step ;;
+    tests) run_step tests 120 tests_step ;;
     bench) run_step bench 130 bench_step ;;
     e2e) run_step e2e 80 e2e_step ;;
     torch) run_step torch 35 torch_step ;;

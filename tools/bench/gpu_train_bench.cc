@@ -155,8 +155,11 @@ absl::StatusOr<Measured> Measure(TrainOptions options) {
   std::unique_ptr<DeviceMemoryPeak> peak;
   if (on_gpu) {
     absl::StatusOr<std::unique_ptr<DeviceMemoryPeak>> p = DeviceMemoryPeak::Start(gpu_index, 20);
-    if (p.ok()) peak = *std::move(p);
-    m.peak_bytes = p.status();
+    if (p.ok()) {
+      peak = *std::move(p);
+    } else {
+      m.peak_bytes = p.status();
+    }
   } else {
     m.peak_bytes = absl::UnavailableError("the device is not a GPU");
   }
