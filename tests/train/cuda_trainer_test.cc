@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <ostream>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -65,13 +66,23 @@ CudaSetup ClassifyCudaSetup(bool gpu_on_machine, int cuda_devices, bool ops_made
 
 // The GPU's ops, or null with *setup saying whether to skip or fail and
 // *reason why.
-// With CUDA graphs and warp-per-row kernels unless `plain`.
-std::unique_ptr<DeviceOps> CudaOps(CudaSetup* setup, std::string* reason, bool plain = false) {
+// How the GPU's step is launched (CudaOpsOptions, which non-CUDA builds lack).
+struct Launches {
+  bool graphs = true;
+  bool warp_rows = true;
+};
+constexpr Launches kPlainLaunches{.graphs = false, .warp_rows = false};
+void PrintTo(const Launches& l, std::ostream* os) {
+  *os << (l.graphs ? "graphs" : "launches") << "_" << (l.warp_rows ? "warps" : "threads");
+}
+
+std::unique_ptr<DeviceOps> CudaOps(CudaSetup* setup, std::string* reason, Launches launches) {
 #ifdef EMBER_HAVE_CUDA
   const int devices = CudaDeviceCount();
   std::unique_ptr<DeviceOps> ops;
   CudaOpsOptions options;
-  options.graphs = options.warp_rows = !plain;
+  options.graphs = launches.graphs;
+  options.warp_rows = launches.warp_rows;
   if (devices > 0) ops = MakeCudaDeviceOps(0, 2, reason, options);
   *setup = ClassifyCudaSetup(MachineHasNvidiaGpu(), devices, ops != nullptr);
   if (*setup == CudaSetup::kSkip) *reason = "no CUDA device on this machine";
@@ -80,19 +91,21 @@ std::unique_ptr<DeviceOps> CudaOps(CudaSetup* setup, std::string* reason, bool p
   }
   return ops;
 #else
-  (void)plain;
+  (void)launches;
   *setup = CudaSetup::kSkip;
   *reason = "this build has no CUDA trainer (nvcc was not found)";
   return nullptr;
 #endif
 }
 
-#define CUDA_OPS_OR_SKIP(ops, plain)                                                        \
-  CudaSetup cuda_setup = CudaSetup::kSkip;                                             \
-  std::string cuda_reason;                                                             \
-  std::unique_ptr<DeviceOps> ops = CudaOps(&cuda_setup, &cuda_reason, plain);          \
-  if (cuda_setup == CudaSetup::kFail) FAIL() << "CUDA device setup failed on a machine " \
-                                                 "with a GPU: " << cuda_reason;          \
+#define CUDA_OPS_OR_SKIP(ops, launches)                                          \
+  CudaSetup cuda_setup = CudaSetup::kSkip;                                       \
+  std::string cuda_reason;                                                       \
+  std::unique_ptr<DeviceOps> ops = CudaOps(&cuda_setup, &cuda_reason, launches); \
+  if (cuda_setup == CudaSetup::kFail)                                            \
+    FAIL() << "CUDA device setup failed on a machine "                           \
+              "with a GPU: "                                                     \
+           << cuda_reason;                                                       \
   if (ops == nullptr) GTEST_SKIP() << cuda_reason
 
 // Only a machine without any GPU may skip: a failed setup where there is
@@ -123,12 +136,17 @@ void ExpectSameStep(DeviceOps& cuda, const StepCase& c, const StepBatch& b, floa
   ExpectAllNear(want.features.emb, got.features.emb, tolerance, "feature rows");
 }
 
-// Both ways: CUDA graphs and warp-per-row kernels (the default: every step
-// after a stream's first is a captured graph), and plain launches with a
-// thread per row, so that a difference on a GPU names its cause.
-class CudaStepTest : public ::testing::TestWithParam<bool> {};
-INSTANTIATE_TEST_SUITE_P(CudaGraphsAndWarps, CudaStepTest, ::testing::Values(false));
-INSTANTIATE_TEST_SUITE_P(CudaPlain, CudaStepTest, ::testing::Values(true));
+// Four ways, so that a difference on a GPU names its cause: CUDA graphs and
+// warp-per-row kernels (the default: every step after a stream's first is
+// a captured graph), each alone, and plain launches with a thread per row.
+class CudaStepTest : public ::testing::TestWithParam<Launches> {};
+INSTANTIATE_TEST_SUITE_P(CudaGraphsAndWarps, CudaStepTest,
+                         ::testing::Values(Launches{.graphs = true, .warp_rows = true}));
+INSTANTIATE_TEST_SUITE_P(CudaGraphs, CudaStepTest,
+                         ::testing::Values(Launches{.graphs = true, .warp_rows = false}));
+INSTANTIATE_TEST_SUITE_P(CudaWarps, CudaStepTest,
+                         ::testing::Values(Launches{.graphs = false, .warp_rows = true}));
+INSTANTIATE_TEST_SUITE_P(CudaPlain, CudaStepTest, ::testing::Values(kPlainLaunches));
 
 TEST_P(CudaStepTest, MatchesHostStepForEveryDeviceModel) {
   CUDA_OPS_OR_SKIP(cuda, GetParam());
@@ -164,7 +182,7 @@ TEST_P(CudaStepTest, MatchesHostStepAtTheBenchmarkShape) {
 
 // As DeviceTrainerTest's emulated runs, on the GPU.
 TEST(CudaTrainerTest, MatchesCpuTrainerOnTheSbm) {
-  CUDA_OPS_OR_SKIP(cuda, false);
+  CUDA_OPS_OR_SKIP(cuda, Launches{});
   train_test::TempDir tmp;
   const std::string edges = tmp.Sub("sbm.tsv");
   train_test::WriteSbmEdges(train_test::StandardSbm(), edges);
@@ -193,7 +211,7 @@ TEST(CudaTrainerTest, MatchesCpuTrainerOnTheSbm) {
 // sync over it. Skips without a GPU, saying why; a GPU without a loadable
 // NCCL fails, naming what is missing.
 TEST(CudaNcclTest, OneGpuCommunicatorAllReducesAndSyncs) {
-  CUDA_OPS_OR_SKIP(cuda, true);
+  CUDA_OPS_OR_SKIP(cuda, kPlainLaunches);
   const DeviceSpec gpu{.kind = "cuda", .index = 0};
   absl::StatusOr<std::unique_ptr<DeviceCommunicator>> comm =
       MakeNcclCommunicatorFor(std::span(&gpu, 1));

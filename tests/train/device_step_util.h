@@ -20,14 +20,25 @@
 
 namespace ember::device_test {
 
-// got[i] within tolerance · (1 + |want[i]|) of want[i], for every i.
+// got[i] within tolerance · (1 + |want[i]|) of want[i], for every i; a
+// failure counts the elements off and names the first and the worst.
 inline void ExpectAllNear(const std::vector<float>& want, const std::vector<float>& got,
                           float tolerance, const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
+  size_t off = 0, first = 0, worst = 0;
+  float worst_excess = 0.0f;
   for (size_t i = 0; i < want.size(); ++i) {
-    ASSERT_NEAR(got[i], want[i], tolerance * (1.0f + std::fabs(want[i])))
-        << what << " [" << i << "]";
+    const float excess = std::fabs(got[i] - want[i]) / (1.0f + std::fabs(want[i]));
+    if (!(excess <= tolerance)) {
+      if (off++ == 0) first = i;
+      if (!(excess <= worst_excess)) worst_excess = excess, worst = i;
+    }
   }
+  if (off == 0) return;
+  ADD_FAILURE() << what << ": " << off << " of " << want.size() << " elements differ by more than "
+                << tolerance << " x (1 + |want|); first [" << first << "] got " << got[first]
+                << " want " << want[first] << "; worst [" << worst << "] got " << got[worst]
+                << " want " << want[worst];
 }
 
 // One partition's rows and row-wise Adagrad state, in host memory, and
