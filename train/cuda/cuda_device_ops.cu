@@ -125,12 +125,14 @@ __global__ void SoftmaxScoreRowsByWarp(device::ScoreRows k, int64_t rows) {
     m = WarpMax(m);
     __syncwarp();
     const float pos = s[i];
-    float z = 0.0f;
-    for (int j = lane; j < n; j += 32) z += expf(s[j] - m);
-    z = WarpSum(z);
+    // As RowLossAndGrad: the positive's gradient from the others' mass.
+    float others = 0.0f;
+    for (int j = lane; j < n; j += 32) others += j == i ? 0.0f : expf(s[j] - m);
+    others = WarpSum(others);
+    const float z = others + expf(pos - m);
     if (lane == 0) k.a.row_loss[r] = logf(z) + m - pos;
     __syncwarp();
-    for (int j = lane; j < n; j += 32) s[j] = expf(s[j] - m) / z - (j == i ? 1.0f : 0.0f);
+    for (int j = lane; j < n; j += 32) s[j] = j == i ? -others / z : expf(s[j] - m) / z;
   });
 }
 

@@ -376,10 +376,14 @@ struct ScoreRows {
     if (sh.loss == kLossSoftmax) {
       float m = s[0];
       for (int j = 1; j < n; ++j) m = MaxF(m, s[j]);
-      float z = 0.0f;
-      for (int j = 0; j < n; ++j) z += expf(s[j] - m);
+      // The positive's gradient p - 1 as -(the others' mass) / z: a
+      // confident positive (p within float rounding of 1) gets its small
+      // gradient, not the rounding noise of 1 - p.
+      float others = 0.0f;
+      for (int j = 0; j < n; ++j) others += j == pos_col ? 0.0f : expf(s[j] - m);
+      const float z = others + expf(pos - m);
       loss = logf(z) + m - pos;
-      for (int j = 0; j < n; ++j) Emit(s, j, expf(s[j] - m) / z - (j == pos_col ? 1.0f : 0.0f));
+      for (int j = 0; j < n; ++j) Emit(s, j, j == pos_col ? -others / z : expf(s[j] - m) / z);
     } else if (sh.loss == kLossRanking) {
       const float shift = sh.margin - pos;
       int active = 0;

@@ -112,7 +112,7 @@ float SoftmaxRows16(const float* s, int rows, int n, float* g, const float* weig
   const int full = n / 16 * 16;
   const auto tail = static_cast<__mmask16>((1u << (n - full)) - 1);
   constexpr int kBlock = 16;
-  float row_max[kBlock], row_sum[kBlock];
+  float row_max[kBlock], others_sum[kBlock];
   float loss = 0.0f;
   for (int first = 0; first < rows; first += kBlock) {
     const int count = std::min(kBlock, rows - first);
@@ -123,23 +123,28 @@ float SoftmaxRows16(const float* s, int rows, int n, float* g, const float* weig
       if (tail != 0) mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(mx, tail, sr + full));
       row_max[r] = _mm512_reduce_max_ps(mx);
     }
+    // The exponentials, and the sum of all but the positive's (column i),
+    // from which the positive's gradient comes, as in RowLoss.
     for (int r = 0; r < count; ++r) {
-      const float* sr = s + int64_t{first + r} * n;
-      float* gr = g + int64_t{first + r} * n;
+      const int i = first + r;
+      const float* sr = s + int64_t{i} * n;
+      float* gr = g + int64_t{i} * n;
       const __m512 mx = _mm512_set1_ps(row_max[r]);
+      const int pos_block = i / 16 * 16;
+      const auto not_pos = static_cast<__mmask16>(~(1u << (i % 16)));
       __m512 sum = _mm512_setzero_ps();
       for (int j = 0; j < full; j += 16) {
         const __m512 e = vec::Exp16(_mm512_sub_ps(_mm512_loadu_ps(sr + j), mx));
         _mm512_storeu_ps(gr + j, e);
-        sum = _mm512_add_ps(sum, e);
+        sum = _mm512_mask_add_ps(sum, j == pos_block ? not_pos : __mmask16{0xFFFF}, sum, e);
       }
       if (tail != 0) {
         const __m512 x = _mm512_sub_ps(_mm512_maskz_loadu_ps(tail, sr + full), mx);
         const __m512 e = _mm512_maskz_mov_ps(tail, vec::Exp16(x));
         _mm512_mask_storeu_ps(gr + full, tail, e);
-        sum = _mm512_add_ps(sum, e);
+        sum = _mm512_mask_add_ps(sum, full == pos_block ? not_pos : __mmask16{0xFFFF}, sum, e);
       }
-      row_sum[r] = _mm512_reduce_add_ps(sum);
+      others_sum[r] = _mm512_reduce_add_ps(sum);
     }
     for (int r = 0; r < count; ++r) {
       const int i = first + r;
@@ -148,10 +153,11 @@ float SoftmaxRows16(const float* s, int rows, int n, float* g, const float* weig
       // A weight w scales the row's loss and gradient: w (e/Z - onehot).
       // (w = 1 leaves every product as it is without weights.)
       const float w = weights != nullptr ? weights[i] : 1.0f;
-      const float row_loss = std::log(row_sum[r]) + row_max[r] - sr[i];
+      const float others = others_sum[r];
+      const float z = others + gr[i];
+      const float row_loss = std::log(z) + row_max[r] - sr[i];
       loss += weights != nullptr ? w * row_loss : row_loss;
-      const __m512 inv_sum =
-          _mm512_set1_ps(weights != nullptr ? (1.0f / row_sum[r]) * w : 1.0f / row_sum[r]);
+      const __m512 inv_sum = _mm512_set1_ps(weights != nullptr ? (1.0f / z) * w : 1.0f / z);
       for (int j = 0; j < full; j += 16) {
         _mm512_storeu_ps(gr + j, _mm512_mul_ps(_mm512_loadu_ps(gr + j), inv_sum));
       }
@@ -159,7 +165,7 @@ float SoftmaxRows16(const float* s, int rows, int n, float* g, const float* weig
         _mm512_mask_storeu_ps(gr + full, tail,
                               _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, gr + full), inv_sum));
       }
-      gr[i] -= w;
+      gr[i] = -w * (others / z);
     }
   }
   return loss;
@@ -176,12 +182,20 @@ float RowLoss(const float* s, int n, int pos_col, float margin, float* g) {
   const float pos = s[pos_col];
   if constexpr (kLoss == Loss::kSoftmax) {
     const float m = vec::Max(s, n);
-    const float z = vec::MapSum(
+    vec::MapSum(
         n, g, [m](F8 x) { return vec::Exp(x - m); }, s);
+    // The positive's gradient p - 1 as -(the others' mass) / z: a confident
+    // positive (p within float rounding of 1) gets its small gradient, not
+    // the rounding noise of 1 - p, which row-wise Adagrad would scale up to
+    // a full step on a fresh row.
+    const float e_pos = g[pos_col];
+    g[pos_col] = 0.0f;
+    const float others = vec::Sum(g, n);
+    const float z = others + e_pos;
     const float inv_z = 1.0f / z;
     vec::Map(
         n, g, [inv_z](F8 x) { return x * inv_z; }, g);
-    g[pos_col] -= 1.0f;
+    g[pos_col] = -others * inv_z;
     return std::log(z) + m - pos;
   } else if constexpr (kLoss == Loss::kRanking) {
     const float shift = margin - pos;
