@@ -835,6 +835,26 @@ TEST(ChunkScorerTest, SelfPairIsNotANegative) {
               4 * (SoftPlus(-1.0) + SoftPlus(0.0)), 1e-6);
 }
 
+// A confident positive (p within float rounding of 1): its gradient is
+// -(the others' mass) / z, not 1 - p, which rounds to 0 (or to noise that
+// row-wise Adagrad scales up to a full step on a fresh row). Edge 0 scores
+// 25 against its one negative's 0 on both sides, so dl0[0] = -10 q, with
+// q = e^-25 / (1 + e^-25); edge 1's rows touch only dl0[1].
+TEST(ChunkScorerTest, ConfidentPositiveKeepsItsSmallSoftmaxGradient) {
+  const std::vector<float> lhs = {5, 0, 0, 1}, rhs = {5, 0, 0, 1};
+  ChunkInput in{lhs.data(), rhs.data(), nullptr, nullptr, 2, 0, 0};
+  ChunkWorkspace ws(2, 2, 0);
+  ModelOptions o;
+  o.dim = 2;
+  o.loss = Loss::kSoftmax;
+  std::vector<float> dl(4), dr(4);
+  ChunkGrads g{dl.data(), dr.data(), nullptr, nullptr, nullptr};
+  ChunkForwardBackward(o, nullptr, in, g, &ws);
+  const double q = std::exp(-25.0) / (1 + std::exp(-25.0));
+  EXPECT_NEAR(dl[0], -10 * q, 1e-4 * 10 * q);
+  EXPECT_NEAR(dr[0], -10 * q, 1e-4 * 10 * q);
+}
+
 TEST(ChunkScorerTest, SingleEdgeWithoutNegativesHasNoNegativeTerm) {
   const std::vector<float> lhs = {0.3f, -0.2f}, rhs = {0.5f, 0.1f};
   ChunkInput in{lhs.data(), rhs.data(), nullptr, nullptr, 1, 0, 0};
