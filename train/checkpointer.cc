@@ -119,6 +119,52 @@ absl::Status Checkpointer::Write(PartitionBuffer* buffer, const RelationParams& 
                                  const FeatureTable* features, int epoch, uint64_t next_round,
                                  int epochs_done, bool rows_written) {
   if (!rows_written) RETURN_IF_ERROR(buffer->WriteResident());
+  const absl::Status committed =
+      Commit(buffer->locations(), relations, features, epoch, next_round, epochs_done);
+  buffer->set_write_version(write_version_);
+  return committed;
+}
+
+uint64_t CopiedCheckpoint::bytes() const {
+  uint64_t b = 0;
+  for (const Rows& r : partitions) {
+    b += (r.embeddings.size() + r.optimizer.size()) * sizeof(float);
+  }
+  return b;
+}
+
+void Checkpointer::Copy(PartitionBuffer* buffer, uint32_t partitions,
+                        const RelationParams& relations, int epochs_done, CopiedCheckpoint* copy) {
+  copy->relations = relations;
+  copy->epochs_done = epochs_done;
+  copy->partitions.resize(partitions);
+  for (uint32_t p = 0; p < partitions; ++p) {
+    const PartitionData* d = buffer->Get(p);
+    CopiedCheckpoint::Rows& r = copy->partitions[p];
+    r.partition = p;
+    r.rows = d->rows;
+    r.embeddings.assign(d->embeddings.begin(), d->embeddings.end());
+    r.optimizer.assign(d->optimizer.begin(), d->optimizer.end());
+  }
+}
+
+absl::Status Checkpointer::WriteCopied(const CopiedCheckpoint& copy) {
+  const uint64_t version = write_version_;
+  for (const CopiedCheckpoint::Rows& r : copy.partitions) {
+    if (r.embeddings.empty()) continue;  // no id rows
+    RETURN_IF_ERROR(graph_->WriteTable(Table::kEmbeddings, r.partition, version,
+                                       r.embeddings.data(), r.rows,
+                                       static_cast<uint32_t>(options_.model.dim)));
+    RETURN_IF_ERROR(
+        graph_->WriteTable(Table::kOptimizer, r.partition, version, r.optimizer.data(), r.rows, 1));
+  }
+  const std::vector<uint64_t> locations(copy.partitions.size(), version);
+  return Commit(locations, copy.relations, nullptr, copy.epochs_done, 0, copy.epochs_done);
+}
+
+absl::Status Checkpointer::Commit(const std::vector<uint64_t>& locations,
+                                  const RelationParams& relations, const FeatureTable* features,
+                                  int epoch, uint64_t next_round, int epochs_done) {
   const uint64_t version = write_version_;
   RETURN_IF_ERROR(graph_->WriteBlob(RelationBlobName(version), EncodeRelationBlob(relations)));
   if (features != nullptr) {
@@ -127,7 +173,6 @@ absl::Status Checkpointer::Write(PartitionBuffer* buffer, const RelationParams& 
     RETURN_IF_ERROR(graph_->WriteBlob(FeatureTableBlobName(version), parts));
   }
   RETURN_IF_ERROR(graph_->SyncTables());
-  const std::vector<uint64_t>& locations = buffer->locations();
   TrainState state;
   state.epochs_done = static_cast<uint32_t>(epochs_done);
   state.model = options_.model;
@@ -159,7 +204,8 @@ absl::Status Checkpointer::Write(PartitionBuffer* buffer, const RelationParams& 
     RETURN_IF_ERROR(graph_->DeleteBlob(FeatureTableBlobName(committed_version_)));
   }
   committed_locations_ = locations;
-  CountCommitted(buffer);
+  committed_version_ = write_version_;
+  write_version_ = committed_version_ + 1;
   const bool more_follows = next_round > 0 || epochs_done < options_.epochs;
   return more_follows ? CheckSpace() : absl::OkStatus();
 }

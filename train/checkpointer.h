@@ -28,6 +28,21 @@ struct RunShape {
   uint32_t world_size = 1;
 };
 
+// An epoch-end checkpoint copied off the buffer (every partition resident
+// in host memory), for Checkpointer::WriteCopied to write while training
+// goes on: what it holds no longer changes as training does.
+struct CopiedCheckpoint {
+  struct Rows {
+    uint32_t partition = 0;
+    uint64_t rows = 0;
+    std::vector<float> embeddings, optimizer;  // empty without id rows
+  };
+  std::vector<Rows> partitions;  // every partition of the graph
+  RelationParams relations;
+  int epochs_done = 0;  // the checkpoint resumes at epoch epochs_done, round 0
+  uint64_t bytes() const;
+};
+
 // Where a run starts.
 struct RestoredCheckpoint {
   bool resumed = false;  // false: from scratch (none, --from-scratch, in memory)
@@ -69,6 +84,20 @@ class Checkpointer {
   absl::Status Write(PartitionBuffer* buffer, const RelationParams& relations,
                      const FeatureTable* features, int epoch, uint64_t next_round, int epochs_done,
                      bool rows_written = false);
+  // Copies every partition's rows (REQUIRES: all resident, host copies
+  // current, no batch in flight) and `relations` into *copy for
+  // WriteCopied, reusing its memory: a copy kept from one checkpoint to the
+  // next is not faulted in again.
+  static void Copy(PartitionBuffer* buffer, uint32_t partitions, const RelationParams& relations,
+                   int epochs_done, CopiedCheckpoint* copy);
+  // Writes `copy` as checkpoint write_version() and commits it, as Write
+  // does at an epoch end, without touching the buffer: the caller then
+  // calls buffer->MarkWritten(committed_version()) and
+  // buffer->set_write_version(write_version()). May run on another thread
+  // while training goes on, provided that nothing else calls this
+  // Checkpointer or writes the graph's tables until it returns. Models
+  // without features only.
+  absl::Status WriteCopied(const CopiedCheckpoint& copy);
   // Counts checkpoint write_version() as committed (by Write, or on ranks
   // other than the writer, by the writer): the next is written one above.
   void CountCommitted(PartitionBuffer* buffer);
@@ -77,6 +106,14 @@ class Checkpointer {
   uint64_t write_version() const { return write_version_; }
 
  private:
+  // With every partition's tables written at write_version() (`locations`
+  // naming them): writes the relations and features, makes the tables
+  // durable, commits the manifest, drops what only the old checkpoint used,
+  // counts the new one as committed, and checks the space for the next
+  // one when more training follows.
+  absl::Status Commit(const std::vector<uint64_t>& locations, const RelationParams& relations,
+                      const FeatureTable* features, int epoch, uint64_t next_round,
+                      int epochs_done);
   // FailedPrecondition unless `stored` may resume under this run's options.
   absl::Status CheckResumable(const StoredModel& stored) const;
 

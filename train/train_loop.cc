@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <future>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -126,8 +127,54 @@ void TrainLoop::FillBatchStats(EpochStats* s) const {
 }
 
 absl::Status TrainLoop::Checkpoint(int epoch, uint64_t next_round, int epochs_done) {
+  RETURN_IF_ERROR(FinishCheckpointBeside());
   return layout_->Checkpoint(CheckpointRequest{checkpointer_.get(), buffer_.get(), &relations_,
                                                features_.get(), epoch, next_round, epochs_done});
+}
+
+absl::StatusOr<bool> TrainLoop::CheckpointBesideTraining() {
+  if (!options_.schedule.checkpoint_beside || !layout_->WritesCheckpointsBesideTraining() ||
+      options_.model.featurized != FeaturizedMode::kOff || capacity_ < P_ ||
+      memory_.rows_bytes < 2 * uint64_t{P_} * memory_.partition_bytes) {
+    return false;
+  }
+  std::vector<uint32_t> all(P_);
+  for (uint32_t p = 0; p < P_; ++p) all[p] = p;
+  return buffer_->AllResident(all);
+}
+
+absl::Status TrainLoop::StartCheckpointBeside(int epochs_done) {
+  RETURN_IF_ERROR(FinishCheckpointBeside());
+  // Rows trained on a device are on the host since the stretch's end.
+  if (checkpoint_copy_ == nullptr) checkpoint_copy_ = std::make_unique<CopiedCheckpoint>();
+  Checkpointer::Copy(buffer_.get(), P_, relations_, epochs_done, checkpoint_copy_.get());
+  std::promise<absl::Status> written;
+  checkpoint_beside_ = written.get_future();
+  const absl::Status launched =
+      io_.Submit([checkpointer = checkpointer_.get(), copy = checkpoint_copy_.get(),
+                  written = std::move(written)]() mutable {
+        written.set_value(checkpointer->WriteCopied(*copy));
+      });
+  if (!launched.ok()) {
+    checkpoint_beside_ = {};
+    return absl::Status(launched.code(),
+                        absl::StrCat("cannot start the checkpoint writer: ", launched.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TrainLoop::FinishCheckpointBeside() {
+  if (!checkpoint_beside_.valid()) return absl::OkStatus();
+  const absl::Status written = checkpoint_beside_.get();
+  checkpoint_beside_ = {};
+  RETURN_IF_ERROR(written);
+  buffer_->MarkWritten(checkpointer_->committed_version());
+  buffer_->set_write_version(checkpointer_->write_version());
+  if (metrics_after_checkpoint_.has_value()) {
+    RETURN_IF_ERROR(AppendMetrics(*metrics_after_checkpoint_));
+    metrics_after_checkpoint_.reset();
+  }
+  return absl::OkStatus();
 }
 
 std::string EpochJsonLine(const EpochStats& s) {
@@ -140,6 +187,7 @@ std::string EpochJsonLine(const EpochStats& s) {
                       {"partition_loads", s.partition_loads},
                       {"checkpoint_version", s.checkpoint_version},
                       {"checkpoint_seconds", s.checkpoint_seconds},
+                      {"checkpoint_beside", s.checkpoint_beside},
                       {"batches", s.batches},
                       {"batches_per_trainer", s.batches_per_trainer},
                       {"batch_seconds_cv", s.batch_seconds_cv},
@@ -408,6 +456,7 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
     bool stopped = false;
     RETURN_IF_ERROR(TrainEpoch(epoch, scheduler, &stopped));
     if (stopped) {
+      RETURN_IF_ERROR(FinishCheckpointBeside());
       summary.stopped = true;
       summary.checkpoint_version = checkpointer_->committed_version();
       return summary;
@@ -433,10 +482,24 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
       summary.epochs.push_back(stats);
       continue;
     }
+    // The checkpoint's wall time: with more epochs to come, a copy of the
+    // rows, written beside the next epoch where the budget allows
+    // (committed by the next checkpoint, a stop or the run's end).
     const auto checkpointing = Clock::now();
-    RETURN_IF_ERROR(Checkpoint(epoch + 1, 0, epoch + 1));
+    RETURN_IF_ERROR(FinishCheckpointBeside());  // the last epoch's
+    bool beside = false;
+    if (epoch + 1 < options_.epochs) {
+      ASSIGN_OR_RETURN(beside, CheckpointBesideTraining());
+    }
+    stats.checkpoint_beside = beside;
+    if (beside) {
+      stats.checkpoint_version = checkpointer_->write_version();
+      RETURN_IF_ERROR(StartCheckpointBeside(epoch + 1));
+    } else {
+      RETURN_IF_ERROR(Checkpoint(epoch + 1, 0, epoch + 1));
+      stats.checkpoint_version = checkpointer_->committed_version();
+    }
     buckets_since_checkpoint_ = 0;
-    stats.checkpoint_version = checkpointer_->committed_version();
     stats.checkpoint_seconds = std::chrono::duration<double>(Clock::now() - checkpointing).count();
     RETURN_IF_ERROR(layout_->MeasureEpoch(epoch, /*predict=*/epoch == start_epoch_, &stats));
     // Across ranks rank 0 alone validates (from the checkpoint it wrote)
@@ -445,10 +508,15 @@ absl::StatusOr<TrainSummary> TrainLoop::Run() {
       if (options_.validation.enabled && m.edges.valid > 0) {
         ASSIGN_OR_RETURN(stats.valid, Validate());
       }
-      RETURN_IF_ERROR(AppendMetrics(stats));
+      if (beside) {
+        metrics_after_checkpoint_ = stats;
+      } else {
+        RETURN_IF_ERROR(AppendMetrics(stats));
+      }
     }
     summary.epochs.push_back(stats);
   }
+  RETURN_IF_ERROR(FinishCheckpointBeside());
   summary.checkpoint_version = checkpointer_->committed_version();
   for (const auto& t : trainers_) {
     summary.devices.push_back(t->device());

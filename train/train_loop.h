@@ -33,6 +33,10 @@ struct EpochStats {
   uint64_t checkpoint_version = 0;
   // Wall time of the epoch-end checkpoint (0 in memory), after `seconds`.
   double checkpoint_seconds = 0;
+  // The checkpoint was copied and written beside the next epoch
+  // (checkpoint_seconds is then the copy's time and the wait for the one
+  // before); it is committed by the next checkpoint, a stop or the run's end.
+  bool checkpoint_beside = false;
   // With eval_valid and a valid split: the validation after this epoch
   // (filtered.mrr, its mrr_ci95, the sample size; DescribeProtocol).
   std::optional<EvalResult> valid;

@@ -330,6 +330,53 @@ TEST_F(TrainLoopTest, ResumeMidEpochNeedsTheSameSchedule) {
 // exists: none before its first checkpoint, the last one after it. With 4
 // partitions and a buffer of 2, the early mid-epoch checkpoints come before
 // some partitions were ever loaded.
+// Every partition in memory: each epoch's checkpoint but the last is
+// copied and written beside the next epoch. A stop in epoch 3 commits
+// epoch 2's (written beside) and leaves two metrics lines; resuming ends
+// bit-identical to an uninterrupted run, so the copy held exactly epoch 2's
+// model.
+TEST_F(TrainLoopTest, CheckpointsWrittenBesideTheNextEpochResumeBitIdentical) {
+  TrainOptions o = Options(3);
+  o.model.op = Operator::kTranslation;  // relation parameters and their state too
+  o.pipeline.deterministic = true;
+  const std::string whole = NewGraph(2);
+  auto uninterrupted = TrainGraph(whole, o);
+  ASSERT_TRUE(uninterrupted.ok()) << uninterrupted.status();
+  ASSERT_EQ(uninterrupted->epochs.size(), 3u);
+  for (int e = 0; e < 3; ++e) {
+    EXPECT_EQ(uninterrupted->epochs[e].checkpoint_beside, e < 2) << "epoch " << e + 1;
+    EXPECT_EQ(uninterrupted->epochs[e].checkpoint_version, uint64_t(e + 1)) << "epoch " << e + 1;
+  }
+  const std::vector<std::string> whole_lines = MetricsLines(whole);
+  ASSERT_EQ(whole_lines.size(), 3u);
+  for (int e = 0; e < 3; ++e) {
+    ExpectMetricsLine(whole_lines[e], e + 1, TrainEdges(whole));
+    EXPECT_EQ(nlohmann::json::parse(whole_lines[e]).value("checkpoint_beside", !(e < 2)), e < 2);
+  }
+
+  const std::string dir = NewGraph(2);
+  o.hooks.stop_after_buckets = 9;  // 4 buckets an epoch: in epoch 3
+  auto stopped = TrainGraph(dir, o);
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+  EXPECT_TRUE(stopped->stopped);
+  auto m = ManifestOf(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(train_test::EpochsDone(*m), 2u);
+  EXPECT_EQ(m->training.checkpoint_version, 2u);
+  EXPECT_EQ(MetricsLines(dir).size(), 2u);
+
+  o.hooks.stop_after_buckets = 0;
+  auto resumed = TrainGraph(dir, o);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->start_epoch, 2);
+  EXPECT_EQ(MetricsLines(dir).size(), 3u);
+  auto a = LoadSnapshot(whole);
+  auto b = LoadSnapshot(dir);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  train_test::ExpectBitIdentical(*a, *b);
+}
+
 TEST_F(TrainLoopTest, StoppedRunLeavesLoadableCheckpoint) {
   for (uint64_t stop : {1, 2, 5, 9, 15}) {
     SCOPED_TRACE(absl::StrCat("stop after ", stop, " buckets"));

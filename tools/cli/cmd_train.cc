@@ -98,6 +98,9 @@ ABSL_FLAG(ember::BucketOrderKind, bucket_order, kTrainDefaults.schedule.bucket_o
           "train: inside-out (PBG), beta (Marius), sequential or random.");
 ABSL_FLAG(int, checkpoint_every, static_cast<int>(kTrainDefaults.schedule.checkpoint_every),
           "train: also checkpoint every N buckets (0: at epoch ends only).");
+ABSL_FLAG(bool, checkpoint_beside, kTrainDefaults.schedule.checkpoint_beside,
+          "train: write an epoch's checkpoint while the next epoch trains, where every partition "
+          "is in memory (false: before the next epoch starts).");
 ABSL_FLAG(bool, from_scratch, kTrainDefaults.from_scratch, "train: ignore an existing checkpoint.");
 ABSL_FLAG(bool, deterministic, kTrainDefaults.pipeline.deterministic,
           "train: one batch in flight; with --threads 1 results are bit-identical.");
@@ -179,6 +182,7 @@ absl::StatusOr<TrainOptions> TrainOptionsFromFlags() {
     return absl::InvalidArgumentError("--checkpoint-every must be >= 0");
   }
   o.schedule.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  o.schedule.checkpoint_beside = absl::GetFlag(FLAGS_checkpoint_beside);
   o.from_scratch = absl::GetFlag(FLAGS_from_scratch);
   o.pipeline.deterministic = absl::GetFlag(FLAGS_deterministic);
   o.validation.enabled = absl::GetFlag(FLAGS_eval_valid);

@@ -74,6 +74,7 @@ class OneProcessLayout final : public ProcessLayout {
   absl::Status AfterStretch(const StretchEnd& /*end*/) override { return absl::OkStatus(); }
 
   absl::Status Checkpoint(const CheckpointRequest& request) override { return request.Write(); }
+  bool WritesCheckpointsBesideTraining() const override { return true; }
 
   void CountEpoch(EpochStats* /*stats*/) const override {}  // this process's, as they are
 

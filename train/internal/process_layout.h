@@ -127,6 +127,10 @@ class ProcessLayout {
   // Writes the checkpoint `request` names and commits it (across ranks:
   // every partition through rank 0, then rank 0's commit, agreed by all).
   virtual absl::Status Checkpoint(const CheckpointRequest& request) = 0;
+  // Whether an epoch-end checkpoint may be copied and written beside the
+  // next epoch (Checkpointer::WriteCopied) rather than by Checkpoint: one
+  // process, which alone writes the graph.
+  virtual bool WritesCheckpointsBesideTraining() const = 0;
 
   // At an epoch's end: sets stats->edges and stats->loss to the epoch's
   // over the whole run (across ranks: every rank's, as of its last round).

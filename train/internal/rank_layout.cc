@@ -102,6 +102,8 @@ class RankLayout final : public ProcessLayout {
   }
 
   absl::Status Checkpoint(const CheckpointRequest& request) override;
+  // Checkpoints are a protocol between the ranks (Checkpoint).
+  bool WritesCheckpointsBesideTraining() const override { return false; }
 
   void CountEpoch(EpochStats* stats) const override {
     stats->edges = global_edges_;

@@ -3,7 +3,9 @@
 #define EMBER_TRAIN_INTERNAL_TRAIN_LOOP_IMPL_H_
 
 #include <chrono>
+#include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,7 +74,19 @@ class TrainLoop final : public PipelineObserver {
   absl::Status RestoreOrInit();
   // Writes and commits a checkpoint of the model as it is: epoch `epoch`,
   // resuming at round `next_round` (0: the next epoch), `epochs_done`.
+  // Waits for a checkpoint being written beside training first.
   absl::Status Checkpoint(int epoch, uint64_t next_round, int epochs_done);
+  // Whether the checkpoint at this epoch's end may be written beside the
+  // next epoch: the layout allows it, the model has no features, every
+  // partition is resident, and the rows' share of the budget holds a
+  // second copy of them.
+  absl::StatusOr<bool> CheckpointBesideTraining();
+  // Copies the model (Checkpointer::Copy) and starts writing it as the
+  // checkpoint after `epochs_done` epochs, on the I/O executor.
+  absl::Status StartCheckpointBeside(int epochs_done);
+  // Waits for the checkpoint being written beside training, if any; then
+  // the buffer names its tables and its epoch's metrics line is appended.
+  absl::Status FinishCheckpointBeside();
   // Trains the rounds `scheduler` gives of epoch `epoch`; sets *stopped
   // when stop_after_buckets fired.
   absl::Status TrainEpoch(int epoch, BucketScheduler* scheduler, bool* stopped);
@@ -111,6 +125,9 @@ class TrainLoop final : public PipelineObserver {
   RelationParams relations_;
   // Restores and writes checkpoints; set by RestoreOrInit.
   std::unique_ptr<Checkpointer> checkpointer_;
+  // The last checkpoint copied to be written beside training, kept for the
+  // next (StartCheckpointBeside); outlives io_, which writes it.
+  std::unique_ptr<CopiedCheckpoint> checkpoint_copy_;
   std::vector<std::unique_ptr<Trainer>> trainers_;
   std::vector<Trainer*> trainer_ptrs_;
   std::unique_ptr<BatchPipeline> pipeline_;
@@ -123,6 +140,10 @@ class TrainLoop final : public PipelineObserver {
   // which runs on io_ and whose evictions call SyncToHost on the trainers
   // (an error path can leave one pending).
   std::unique_ptr<PartitionBuffer> buffer_;
+  // A checkpoint being written beside training (StartCheckpointBeside), on
+  // io_, and its epoch's stats, appended to metrics.jsonl once it commits.
+  std::future<absl::Status> checkpoint_beside_;
+  std::optional<EpochStats> metrics_after_checkpoint_;
   uint64_t buckets_this_run_ = 0;
   uint64_t buckets_since_checkpoint_ = 0;
   // This epoch's per-batch time and non-zeros, and trainer time (busy and

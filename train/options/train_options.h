@@ -163,6 +163,9 @@ struct ScheduleOptions {
   // Also checkpoint every N buckets (0: only at the end of each epoch).
   // Default: 0.
   uint32_t checkpoint_every = 0;
+  // Write an epoch's checkpoint beside the next epoch where the run allows
+  // it (docs/cli.md); false: before the next epoch starts. Default: true.
+  bool checkpoint_beside = true;
 
   absl::Status Validate() const;
 };

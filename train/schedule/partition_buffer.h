@@ -158,6 +158,9 @@ class PartitionBuffer {
   absl::StatusOr<std::vector<uint32_t>> Resident();
 
   void set_write_version(uint64_t v) { write_version_ = v; }
+  // Every partition's tables are written at `version` (by
+  // Checkpointer::WriteCopied): locations() names it for all.
+  void MarkWritten(uint64_t version) { locations_.assign(locations_.size(), version); }
   const std::vector<uint64_t>& locations() const { return locations_; }
   uint64_t loads() const { return loads_.load(std::memory_order_relaxed); }
 
