@@ -83,7 +83,11 @@ absl::StatusOr<RestoredCheckpoint> Checkpointer::Restore() {
   if (options_.in_memory) return out;
   std::optional<StoredModel> stored;
   if (committed_version_ > 0) {
-    ASSIGN_OR_RETURN(stored, LoadStoredModel(*graph_));
+    // A rank's own copy holds its share of the rows; RankLayout gathers
+    // the rest from the other ranks' copies.
+    const bool own_copy = options_.rank_copies && shape_.world_size > 1;
+    ASSIGN_OR_RETURN(stored, LoadStoredModel(*graph_, own_copy ? RowsElsewhere::kAllow
+                                                               : RowsElsewhere::kRefuse));
     committed_locations_ = stored->partition_versions;
   }
   if (writer_) {
@@ -165,6 +169,26 @@ absl::Status Checkpointer::WriteCopied(const CopiedCheckpoint& copy) {
 absl::Status Checkpointer::Commit(const std::vector<uint64_t>& locations,
                                   const RelationParams& relations, const FeatureTable* features,
                                   int epoch, uint64_t next_round, int epochs_done) {
+  RETURN_IF_ERROR(WriteBlobs(relations, features));
+  return CommitRecord(locations, epoch, next_round, epochs_done);
+}
+
+absl::Status Checkpointer::WriteShare(PartitionBuffer* buffer, std::span<const uint32_t> held,
+                                      const RelationParams& relations,
+                                      const FeatureTable* features) {
+  for (uint32_t p : held) RETURN_IF_ERROR(buffer->WriteDurably(p));
+  return WriteBlobs(relations, features);
+}
+
+absl::Status Checkpointer::CommitShare(const std::vector<uint32_t>& partition_ranks,
+                                       uint32_t copy_rank, int epoch, uint64_t next_round,
+                                       int epochs_done) {
+  const std::vector<uint64_t> locations(partition_ranks.size(), write_version_);
+  return CommitRecord(locations, epoch, next_round, epochs_done, partition_ranks, copy_rank);
+}
+
+absl::Status Checkpointer::WriteBlobs(const RelationParams& relations,
+                                      const FeatureTable* features) {
   const uint64_t version = write_version_;
   RETURN_IF_ERROR(graph_->WriteBlob(RelationBlobName(version), EncodeRelationBlob(relations)));
   if (features != nullptr) {
@@ -172,11 +196,20 @@ absl::Status Checkpointer::Commit(const std::vector<uint64_t>& locations,
     const auto parts = FeatureTableBlobParts(*features, &header);
     RETURN_IF_ERROR(graph_->WriteBlob(FeatureTableBlobName(version), parts));
   }
-  RETURN_IF_ERROR(graph_->SyncTables());
+  return graph_->SyncTables();
+}
+
+absl::Status Checkpointer::CommitRecord(const std::vector<uint64_t>& locations, int epoch,
+                                        uint64_t next_round, int epochs_done,
+                                        const std::vector<uint32_t>& partition_ranks,
+                                        uint32_t copy_rank) {
+  const uint64_t version = write_version_;
   TrainState state;
   state.epochs_done = static_cast<uint32_t>(epochs_done);
   state.model = options_.model;
   state.partition_versions = locations;
+  state.partition_ranks = partition_ranks;
+  state.copy_rank = copy_rank;
   state.position.epoch = static_cast<uint32_t>(epoch);
   state.position.next_round = next_round;
   state.position.lr = options_.optimizer.lr;

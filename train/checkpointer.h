@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -98,6 +99,19 @@ class Checkpointer {
   // Checkpointer or writes the graph's tables until it returns. Models
   // without features only.
   absl::Status WriteCopied(const CopiedCheckpoint& copy);
+  // Ranks that checkpoint into their own copies of the graph
+  // (TrainOptions::rank_copies), in two phases. WriteShare: writes and
+  // makes durable, as checkpoint write_version(), this rank's `held`
+  // partitions (resident in `buffer`), the relations and the features (null:
+  // not featurized). CommitShare, once every rank's share is durable (rank 0
+  // first: its commit is the checkpoint's): commits this copy's manifest
+  // naming every partition at write_version(), in the copy of rank
+  // partition_ranks[p], this copy being rank copy_rank's; then drops what
+  // only the checkpoint before used and counts the new one as committed.
+  absl::Status WriteShare(PartitionBuffer* buffer, std::span<const uint32_t> held,
+                          const RelationParams& relations, const FeatureTable* features);
+  absl::Status CommitShare(const std::vector<uint32_t>& partition_ranks, uint32_t copy_rank,
+                           int epoch, uint64_t next_round, int epochs_done);
   // Counts checkpoint write_version() as committed (by Write, or on ranks
   // other than the writer, by the writer): the next is written one above.
   void CountCommitted(PartitionBuffer* buffer);
@@ -107,13 +121,20 @@ class Checkpointer {
 
  private:
   // With every partition's tables written at write_version() (`locations`
-  // naming them): writes the relations and features, makes the tables
-  // durable, commits the manifest, drops what only the old checkpoint used,
-  // counts the new one as committed, and checks the space for the next
-  // one when more training follows.
+  // naming them): WriteBlobs, then CommitRecord.
   absl::Status Commit(const std::vector<uint64_t>& locations, const RelationParams& relations,
                       const FeatureTable* features, int epoch, uint64_t next_round,
                       int epochs_done);
+  // Writes the relations and features as checkpoint write_version() and
+  // makes every table written durable.
+  absl::Status WriteBlobs(const RelationParams& relations, const FeatureTable* features);
+  // Commits the manifest naming `locations` (and, across own copies,
+  // `partition_ranks` and `copy_rank`: TrainState), drops what only the old
+  // checkpoint used, counts the new one as committed, and checks the space
+  // for the next one when more training follows.
+  absl::Status CommitRecord(const std::vector<uint64_t>& locations, int epoch, uint64_t next_round,
+                            int epochs_done, const std::vector<uint32_t>& partition_ranks = {},
+                            uint32_t copy_rank = 0);
   // FailedPrecondition unless `stored` may resume under this run's options.
   absl::Status CheckResumable(const StoredModel& stored) const;
 

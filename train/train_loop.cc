@@ -10,7 +10,9 @@
 #include <future>
 #include <optional>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "nlohmann/json.hpp"
 #include "partition/train_memory.h"
 #include "storage/base/file_system.h"
@@ -34,7 +36,8 @@ namespace ember {
 absl::Status TrainLoop::RestoreOrInit() {
   const Manifest& m = graph_->manifest();
   const int param_size = RelationRecordSize(options_.model);
-  checkpointer_ = std::make_unique<Checkpointer>(graph_, options_, shape_, layout_->writer());
+  checkpointer_ =
+      std::make_unique<Checkpointer>(graph_, options_, shape_, layout_->checkpoint_writer());
   ASSIGN_OR_RETURN(RestoredCheckpoint restored, checkpointer_->Restore());
   resumed_ = restored.resumed;
   start_epoch_ = restored.start_epoch;
@@ -208,6 +211,8 @@ std::string EpochJsonLine(const EpochStats& s) {
     j["train_seconds"] = m.train_seconds;
     j["transfer_seconds"] = m.transfer_seconds;
     j["sync_seconds"] = m.sync_seconds;
+    j["checkpoint_bytes"] = m.checkpoint_bytes;
+    j["checkpoint_bytes_rank0"] = m.checkpoint_bytes_rank0;
   }
   if (s.predicted.has_value() && s.predicted_doubled.has_value()) {
     j["predicted_seconds"] = s.predicted->total();
@@ -580,6 +585,11 @@ absl::Status CheckTrainableAcrossRanks(const TrainOptions& options) {
   };
   if (options.only_new_edges) return refuse("--only-new-edges");
   if (options.in_memory) return refuse("training without writing");
+  if (options.rank_copies && options.validation.enabled) {
+    return absl::InvalidArgumentError(
+        "--eval-valid is not supported across ranks with their own copies yet (rank 0's copy "
+        "holds its share of the rows); gather the copies (ember gather) and run ember eval");
+  }
   return absl::OkStatus();
 }
 
@@ -588,18 +598,23 @@ absl::StatusOr<TrainSummary> TrainGraphOnCluster(const std::string& graph_dir,
                                                  const LrChooser& choose_lr) {
   RETURN_IF_ERROR(options.Validate());
   const bool across_ranks = cluster != nullptr && cluster->world_size() > 1;
-  if (across_ranks) RETURN_IF_ERROR(CheckTrainableAcrossRanks(options));
+  const bool names_rank = absl::StrContains(graph_dir, kRankInPath);
+  TrainOptions o = options;
+  o.rank_copies = across_ranks && (options.rank_copies || names_rank);
+  if (across_ranks) RETURN_IF_ERROR(CheckTrainableAcrossRanks(o));
+  const std::string dir = absl::StrReplaceAll(
+      graph_dir, {{kRankInPath, absl::StrCat(across_ranks ? cluster->rank() : 0)}});
   GraphOpenOptions open;
-  // Across ranks rank 0 alone writes; the others read edges and, at the
-  // start, the committed checkpoint.
-  open.read_only = across_ranks && cluster->rank() != 0;
+  // Across ranks rank 0 alone writes, the others reading edges and, at the
+  // start, the committed checkpoint; or each rank writes its own copy.
+  open.read_only = across_ranks && cluster->rank() != 0 && !o.rank_copies;
   // Memtables and the block cache of every shard share the budget's
   // storage share, half each.
   const uint64_t storage = SplitTrainBudget(options.schedule.memory_budget).storage;
   open.write_buffer_bytes = std::max<uint64_t>(storage / 2, 1 << 20);
   open.block_cache_bytes = std::max<uint64_t>(storage / 2, 1 << 20);
-  ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::Open(graph_dir, open));
-  TrainOptions resolved = options;
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::Open(dir, open));
+  TrainOptions resolved = o;
   if (options.optimizer.lr_auto) RETURN_IF_ERROR(ResolveAutoLr(*graph, choose_lr, &resolved));
   absl::StatusOr<TrainSummary> summary;
   {

@@ -105,6 +105,10 @@ absl::StatusOr<TrainSummary> TrainGraph(const std::string& graph_dir, const Trai
 // and validation. With options.pipeline.deterministic the run equals one process
 // with as many trainers in all, bit for bit. A run stopped mid-epoch
 // resumes only with as many ranks; at an epoch boundary with any number.
+// With options.rank_copies, or a `graph_dir` naming kRankInPath (replaced by
+// the rank: "kg.%r" is kg.0, kg.1, ...; 0 in one process), each rank
+// trains and checkpoints its own copy (TrainOptions::rank_copies).
+inline constexpr char kRankInPath[] = "%r";
 absl::StatusOr<TrainSummary> TrainGraphOnCluster(const std::string& graph_dir,
                                                  const TrainOptions& options, Cluster* cluster,
                                                  const LrChooser& choose_lr = nullptr);

@@ -93,6 +93,22 @@ absl::Status JsonReader::Read(const Json& v, std::string_view field,
   return absl::OkStatus();
 }
 
+absl::Status JsonReader::Read(const Json& v, std::string_view field,
+                              std::vector<uint32_t>* out) const {
+  std::vector<uint64_t> wide;
+  absl::Status s = Read(v, field, &wide);
+  if (!s.ok()) return s;
+  std::vector<uint32_t> values(wide.size());
+  for (size_t i = 0; i < wide.size(); ++i) {
+    if (wide[i] > std::numeric_limits<uint32_t>::max()) {
+      return Error(absl::StrCat(Sv(field), "[", i, "]"), "must be below 2^32");
+    }
+    values[i] = static_cast<uint32_t>(wide[i]);
+  }
+  *out = std::move(values);
+  return absl::OkStatus();
+}
+
 absl::Status JsonReader::Object(const Json& v, std::string_view field) const {
   if (!v.is_object()) return Error(field, "must be an object");
   return absl::OkStatus();

@@ -49,6 +49,8 @@ class JsonReader {
   absl::Status Read(const nlohmann::json& v, std::string_view field, std::string* out) const;
   absl::Status Read(const nlohmann::json& v, std::string_view field,
                     std::vector<uint64_t>* out) const;
+  absl::Status Read(const nlohmann::json& v, std::string_view field,
+                    std::vector<uint32_t>* out) const;
   // An error unless `v` is an object.
   absl::Status Object(const nlohmann::json& v, std::string_view field) const;
 

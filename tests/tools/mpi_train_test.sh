@@ -10,6 +10,11 @@
 #                  within 30 s; rerunning the command resumes and finishes
 #   refusals       a differing graph copy, and commands other than train,
 #                  are refused with a message; nothing is trained
+#   copies         -np 4 with a copy of the graph per rank (a path naming
+#                  %r): rank 0 writes its share of each checkpoint (at
+#                  most 45 % of its bytes, on 8 partitions); export
+#                  refuses rank 0's copy until `ember gather`, and then
+#                  equals one process of 4 trainers, bit for bit
 # No case asserts a time except the issue's bound on stopping a killed job.
 set -euo pipefail
 
@@ -17,7 +22,7 @@ ember=$(realpath "$1")
 net=$2
 shift 2
 cases=("$@")
-[ ${#cases[@]} -gt 0 ] || cases=(deterministic quality kill refusals)
+[ ${#cases[@]} -gt 0 ] || cases=(deterministic quality kill refusals copies)
 
 mpi=(mpirun --allow-run-as-root --oversubscribe)
 case $net in
@@ -166,6 +171,40 @@ case_refusals() {
   [ $rc -ne 0 ] || fail "ember eval ran under mpirun -np 2"
   grep -q "only \`ember train\` runs across ranks" "$work/e.err" || { cat "$work/e.err" >&2; fail "eval's refusal did not say why"; }
   note "refusals: a differing copy and eval under -np 2 refused"
+}
+
+case_copies() {
+  local flags=(--operator complex_diagonal --dim 32 --epochs 2 --lr 0.1 --batch-size 500
+               --deterministic --checkpoint-every 5 --quiet)
+  local r
+  # 8 partitions, so that 4 ranks of one trainer each hold about 2 each.
+  "$ember" import --out "$work/kg8" --valid "$work/kg.valid" --test "$work/kg.test" \
+    --partitions 8 --quiet "$work/kg.train" >/dev/null
+  for r in 0 1 2 3; do fresh kg8 "c.$r"; done
+  fresh kg8 c1
+  "$ember" train "$work/c1" "${flags[@]}" --trainers 4 --threads 4 >/dev/null
+  "${mpi[@]}" -np 4 "$ember" train "$work/c.%r" "${flags[@]}" --trainers 1 --threads 1 --json \
+    >"$work/c.out" 2>"$work/c.err" || { cat "$work/c.err" >&2; fail "mpirun -np 4 with copies failed"; }
+  local share
+  share=$(python3 - "$work/c.out" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+total = sum(l["checkpoint_bytes"] for l in lines)
+rank0 = sum(l["checkpoint_bytes_rank0"] for l in lines)
+print(f"{rank0 / total:.3f}" if total else "none")
+PY
+)
+  python3 -c 'import sys; s = sys.argv[1]; sys.exit(0 if s != "none" and 0.1 <= float(s) <= 0.45 else 1)' \
+    "$share" || fail "rank 0 wrote a share $share of the checkpoints, not about 1/4"
+  local rc=0
+  "$ember" export "$work/c.0" --format npy --out "$work/c.npy" --quiet >/dev/null 2>"$work/x.err" || rc=$?
+  [ $rc -ne 0 ] || fail "export read rank 0's copy before gather"
+  grep -q "ember gather" "$work/x.err" || { cat "$work/x.err" >&2; fail "export's refusal did not name gather"; }
+  "$ember" gather "$work/c.0" "$work/c.1" "$work/c.2" "$work/c.3" --quiet
+  "$ember" export "$work/c.0" --format npy --out "$work/c.npy" --quiet >/dev/null
+  "$ember" export "$work/c1" --format npy --out "$work/c1.npy" --quiet >/dev/null
+  cmp "$work/c1.npy" "$work/c.npy" || fail "-np 4 with copies, gathered, differs from one process"
+  note "copies: rank 0 wrote $share of the checkpoint bytes; gathered, equal to one process"
 }
 
 for c in "${cases[@]}"; do "case_$c"; done

@@ -1,9 +1,12 @@
 // Training across ranks (TrainGraphOnCluster) with the in-process cluster:
 // N ranks as threads of one process over one graph directory (rank 0
-// writes, the others read). The MPI cluster runs the same loop; its
-// end-to-end tests run `mpirun ... ember train` (tests/mpi/).
+// writes, the others read), or each over its own copy (rank_copies). The MPI cluster runs the same
+// loop; its end-to-end tests run `mpirun ... ember train` (tests/mpi/).
 #include <algorithm>
+#include <atomic>
+#include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,6 +22,7 @@
 #include "tests/storage/fault_injection_fs.h"
 #include "tests/train/train_test_util.h"
 #include "train/distributed/cluster.h"
+#include "train/model/gather_copies.h"
 #include "train/train_loop.h"
 
 namespace ember {
@@ -255,6 +259,120 @@ TEST_F(DistributedTrainTest, ADifferentGraphCopyIsRefusedOnEveryRank) {
   auto m = train_test::ManifestOf(dir);
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->training.checkpoint_version, 0u);
+}
+
+// Ranks that each train their own copy ("%r" in the path names the rank)
+// write only their share of every checkpoint; rank 0's copy then lacks the
+// others' rows and says so, `ember gather` brings them in, and the model
+// equals one process's of as many trainers, bit for bit.
+TEST_F(DistributedTrainTest, OwnCopiesWriteTheirSharesAndGatherToOneProcessBits) {
+  const uint32_t n = 2;
+  const std::string one = graphs_->New(4);
+  TrainOptions single = Options(2);
+  single.devices.trainers = static_cast<int>(n);
+  single.devices.threads = static_cast<int>(n);
+  single.schedule.checkpoint_every = 3;
+  ASSERT_TRUE(TrainGraph(one, single).ok());
+
+  const std::string base = tmp_->Sub("own");
+  std::vector<std::string> copies;
+  for (uint32_t r = 0; r < n; ++r) {
+    copies.push_back(absl::StrCat(base, ".", r));
+    std::filesystem::rename(graphs_->New(4), copies.back());
+  }
+  TrainOptions o = Options(2);
+  o.schedule.checkpoint_every = 3;
+  auto cluster = InProcessCluster::Create(n);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto runs = RunRanks(**cluster, n, std::vector<std::string>(n, base + ".%r"), o);
+  for (uint32_t r = 0; r < n; ++r)
+    ASSERT_TRUE(runs[r].ok()) << "rank " << r << ": " << runs[r].status();
+  // Rank 0 wrote its share, not the model: about 1/n of it.
+  for (const EpochStats& e : runs[0]->epochs) {
+    ASSERT_TRUE(e.ranks_measure.has_value());
+    const EpochMeasure& m = *e.ranks_measure;
+    EXPECT_TRUE(m.checkpoint_per_rank);
+    EXPECT_GT(m.checkpoint_bytes_rank0, 0u);
+    EXPECT_LT(m.checkpoint_bytes_rank0, m.checkpoint_bytes * 3 / 4) << "epoch " << e.epoch;
+  }
+  auto before = LoadSnapshot(copies[0]);
+  ASSERT_FALSE(before.ok());
+  EXPECT_THAT(before.status().message(), HasSubstr("ember gather"));
+  auto gathered = GatherCopies(copies[0], {copies[1]});
+  ASSERT_TRUE(gathered.ok()) << gathered.status();
+  EXPECT_GT(gathered->partitions, 0u);
+  EXPECT_LT(gathered->partitions, 4u);
+  auto a = LoadSnapshot(one);
+  auto b = LoadSnapshot(copies[0]);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  train_test::ExpectBitIdentical(*a, *b);
+  // Gathered once, whole: a second gather has nothing to do.
+  auto again = GatherCopies(copies[0], {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->partitions, 0u);
+}
+
+// A rank that fails at any step of a checkpoint into own copies (as a kill
+// would stop it there) leaves every copy resumable: the rerun starts from
+// the last checkpoint rank 0 committed (a copy whose own commit did not
+// happen takes rank 0's) and ends with one process's bits.
+TEST_F(DistributedTrainTest, OwnCopiesStoppedAtAnyCheckpointStepResume) {
+  const uint32_t n = 2;
+  const std::string one = graphs_->New(4);
+  TrainOptions single = Options(2);
+  single.devices.trainers = static_cast<int>(n);
+  single.devices.threads = static_cast<int>(n);
+  ASSERT_TRUE(TrainGraph(one, single).ok());
+  auto want = LoadSnapshot(one);
+  ASSERT_TRUE(want.ok()) << want.status();
+
+  for (CheckpointStep step : {CheckpointStep::kShareWritten, CheckpointStep::kRankZeroCommitted,
+                              CheckpointStep::kCommitted}) {
+    for (uint32_t failing = 0; failing < n; ++failing) {
+      SCOPED_TRACE(absl::StrCat("step ", static_cast<int>(step), ", rank ", failing));
+      const std::string base = tmp_->Sub(absl::StrCat("steps", static_cast<int>(step), failing));
+      std::vector<std::string> copies;
+      for (uint32_t r = 0; r < n; ++r) {
+        copies.push_back(absl::StrCat(base, ".", r));
+        std::filesystem::rename(graphs_->New(4), copies.back());
+      }
+      TrainOptions o = Options(2);
+      o.rank_copies = true;
+      // The second checkpoint (the end of epoch 1) fails on one rank.
+      auto calls = std::make_shared<std::atomic<int>>(0);
+      o.hooks.checkpoint_step = [=](uint32_t rank, CheckpointStep at) -> absl::Status {
+        if (rank != failing || at != step) return absl::OkStatus();
+        if (calls->fetch_add(1) != 1) return absl::OkStatus();
+        return absl::AbortedError("killed by the test");
+      };
+      auto cluster = InProcessCluster::Create(n);
+      ASSERT_TRUE(cluster.ok()) << cluster.status();
+      auto failed = RunRanks(**cluster, n, copies, o);
+      for (const auto& r : failed) EXPECT_FALSE(r.ok());
+      // Rank 0's commit is the checkpoint's.
+      auto zero = train_test::ManifestOf(copies[0]);
+      auto other = train_test::ManifestOf(copies[1]);
+      ASSERT_TRUE(zero.ok() && other.ok());
+      const bool committed = step != CheckpointStep::kShareWritten;
+      EXPECT_EQ(zero->training.checkpoint_version, committed ? 2u : 1u);
+      if (step == CheckpointStep::kRankZeroCommitted) {
+        EXPECT_EQ(other->training.checkpoint_version, 1u);  // behind: rolls forward
+      }
+      o.hooks.checkpoint_step = nullptr;
+      auto cluster2 = InProcessCluster::Create(n);
+      ASSERT_TRUE(cluster2.ok()) << cluster2.status();
+      auto resumed = RunRanks(**cluster2, n, copies, o);
+      for (const auto& r : resumed) {
+        ASSERT_TRUE(r.ok()) << r.status();
+        EXPECT_EQ(r->start_epoch, committed ? 2 : 1);
+      }
+      ASSERT_TRUE(GatherCopies(copies[1], {copies[0]}).ok());
+      auto got = LoadSnapshot(copies[1]);
+      ASSERT_TRUE(got.ok()) << got.status();
+      train_test::ExpectBitIdentical(*want, *got);
+    }
+  }
 }
 
 // A --memory-budget whose rows share holds `partitions` of the graph's

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "storage/manifest.h"
@@ -56,6 +57,8 @@ void ExpectSame(const TrainState& a, const TrainState& b) {
   EXPECT_EQ(a.model.regularizer, b.model.regularizer);
   EXPECT_FLOAT_EQ(a.model.reg_weight, b.model.reg_weight);
   EXPECT_EQ(a.partition_versions, b.partition_versions);
+  EXPECT_EQ(a.partition_ranks, b.partition_ranks);
+  EXPECT_EQ(a.copy_rank, b.copy_rank);
   EXPECT_EQ(a.position.epoch, b.position.epoch);
   EXPECT_EQ(a.position.next_round, b.position.next_round);
   EXPECT_EQ(a.position.lr, b.position.lr);
@@ -76,6 +79,36 @@ TEST(TrainStateTest, RoundTripsThroughTheManifest) {
   absl::StatusOr<TrainState> back = ReadTrainState(m, kPath);
   ASSERT_TRUE(back.ok()) << back.status();
   ExpectSame(*back, Sample());
+}
+
+// A rank's own copy records where every partition's rows are, and which
+// rank's copy it is; a state without `copies` has every row here, and a
+// `copies` of the wrong length is refused naming the field.
+TEST(TrainStateTest, OwnCopiesRecordWhereTheRowsAre) {
+  Manifest m = TwoPartitions();
+  TrainState s = Sample();
+  s.partition_ranks = {1, 0};
+  s.copy_rank = 1;
+  StoreTrainState(s, 7, &m);
+  absl::StatusOr<TrainState> back = ReadTrainState(m, kPath);
+  ASSERT_TRUE(back.ok()) << back.status();
+  ExpectSame(*back, s);
+  EXPECT_TRUE(back->RowsHere(0));
+  EXPECT_FALSE(back->RowsHere(1));
+
+  StoreTrainState(Sample(), 7, &m);
+  EXPECT_FALSE(nlohmann::json::parse(m.training.state)["state"].contains("copies"));
+  back = ReadTrainState(m, kPath);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->RowsHere(0) && back->RowsHere(1));
+
+  nlohmann::json j = nlohmann::json::parse(m.training.state);
+  j["state"]["copies"] = {{"rank", 0}, {"partition_ranks", {0}}};
+  m.training.state = j.dump();
+  back = ReadTrainState(m, kPath);
+  ASSERT_FALSE(back.ok());
+  EXPECT_THAT(back.status().message(),
+              ::testing::HasSubstr("training.state.copies.partition_ranks"));
 }
 
 // Ember before the versioned state read epochs_done beside the state and

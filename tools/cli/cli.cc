@@ -48,6 +48,9 @@ constexpr Subcommand kSubcommands[] = {
     {"tune", "GRAPH --grid FLAG=V1,V2,... [--grid ...] [train flags]",
      "short runs over a grid of train settings; writes the best as a flagfile", TuneMain},
     {"inspect", "GRAPH [--json]", "describe a graph", InspectMain},
+    {"gather", "GRAPH COPY...",
+     "bring into GRAPH the rows ranks checkpointed into their own copies (train --rank-copies)",
+     GatherMain},
     {"gen", "KIND --out FILE [flags]", "generate a synthetic graph (KIND: rmat, sbm, features, kg)",
      GenMain},
 };

@@ -19,6 +19,7 @@ int EvalMain(const std::vector<std::string>& args);
 int ExportMain(const std::vector<std::string>& args);
 int NeighborsMain(const std::vector<std::string>& args);
 int InspectMain(const std::vector<std::string>& args);
+int GatherMain(const std::vector<std::string>& args);
 int GenMain(const std::vector<std::string>& args);
 int TuneMain(const std::vector<std::string>& args);
 int RecommendMain(const std::vector<std::string>& args);

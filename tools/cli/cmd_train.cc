@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "nlohmann/json.hpp"
 #include "storage/base/progress.h"
 #include "storage/base/status_macros.h"
@@ -126,6 +127,12 @@ ABSL_FLAG(double, rank_timeout, kTrainDefaults.rank_timeout_seconds,
           "rank, and the longest a rank may go without progress (a round finished, a "
           "partition of a checkpoint written or loaded); past it the whole job stops with an "
           "error.");
+ABSL_FLAG(bool, rank_copies, kTrainDefaults.rank_copies,
+          "train: under mpirun, every rank trains its own copy of the graph (one per machine; "
+          "on one host a GRAPH path naming the rank as %r, which sets this) and checkpoints "
+          "the partitions it holds into it, rank 0 committing once every share is durable; "
+          "`ember gather` brings the rows into one copy for eval, export and neighbors. "
+          "false: rank 0 writes every checkpoint into its copy.");
 ABSL_FLAG(std::string, bench_slow_trainer, "",
           "train bench: benchmark only: INDEX:FACTOR makes trainer INDEX (from 0) take FACTOR "
           ">= 1 times as long per batch, by waiting, to compare batching across trainers of "
@@ -190,6 +197,7 @@ absl::StatusOr<TrainOptions> TrainOptionsFromFlags() {
   o.validation.max_edges = absl::GetFlag(FLAGS_eval_max_edges);
   o.only_new_edges = absl::GetFlag(FLAGS_only_new_edges);
   o.rank_timeout_seconds = absl::GetFlag(FLAGS_rank_timeout);
+  o.rank_copies = absl::GetFlag(FLAGS_rank_copies);
   if (const std::string slow = absl::GetFlag(FLAGS_bench_slow_trainer); !slow.empty()) {
     ASSIGN_OR_RETURN(const TrainerSlowdown slowdown, ParseTrainerSlowdown(slow));
     ASSIGN_OR_RETURN(o.bench.wrap_trainer, SlowTrainerWrap(slowdown));
@@ -356,12 +364,17 @@ int TrainMain(const std::vector<std::string>& args) {
   }
   auto options = TrainOptionsFromFlags();
   if (!options.ok()) return ReportStatus("train", options.status());
-  absl::StatusOr<std::vector<std::string>> adopted = AdoptCheckpointModel(args[0], &*options);
-  if (!adopted.ok()) return ReportStatus("train", adopted.status());
-  if (absl::Status s = CheckRegWeightFlag(*options); !s.ok()) return ReportStatus("train", s);
   absl::StatusOr<std::unique_ptr<Cluster>> started = ClusterFromLauncher();
   if (!started.ok()) return ReportStatus("train", started.status());
   std::unique_ptr<Cluster> cluster = std::move(*started);
+  // This rank's copy where the path names the rank (TrainGraphOnCluster).
+  const std::string mine = absl::StrReplaceAll(
+      args[0], {{kRankInPath, absl::StrCat(cluster == nullptr ? 0 : cluster->rank())}});
+  absl::StatusOr<std::vector<std::string>> adopted = AdoptCheckpointModel(mine, &*options);
+  if (!adopted.ok()) return ReportTrainFailure(cluster.get(), adopted.status());
+  if (absl::Status s = CheckRegWeightFlag(*options); !s.ok()) {
+    return ReportTrainFailure(cluster.get(), s);
+  }
   // Across ranks, rank 0 alone prints progress and results.
   const bool speaker = cluster == nullptr || cluster->rank() == 0;
   if (speaker) {
@@ -403,7 +416,7 @@ int TrainMain(const std::vector<std::string>& args) {
       summary = s.status();
     }
   } else {
-    summary = TrainGraphAutoLr(args[0], *options);
+    summary = TrainGraphAutoLr(mine, *options);
   }
   progress.Finish();
   if (!summary.ok()) return ReportTrainFailure(cluster.get(), summary.status());
@@ -423,8 +436,10 @@ int TrainMain(const std::vector<std::string>& args) {
                  summary->start_epoch, (unsigned long long)summary->start_round);
   }
   if (summary->epochs.empty() && !summary->stopped) {
-    std::fprintf(stderr, "%s already trained %d epochs; nothing to do (raise --epochs or "
-                 "pass --from-scratch)\n", args[0].c_str(), summary->start_epoch);
+    std::fprintf(stderr,
+                 "%s already trained %d epochs; nothing to do (raise --epochs or "
+                 "pass --from-scratch)\n",
+                 mine.c_str(), summary->start_epoch);
   }
   if (!absl::GetFlag(FLAGS_json) && !summary->epochs.empty() && summary->epochs[0].valid) {
     std::printf("validation after each epoch: %s\n",

@@ -141,6 +141,7 @@ const std::vector<CommandFlags>& Table() {
         {"verbose"},
         {"progress_interval"}}},
       {"inspect", {{"json"}}},
+      {"gather", {{"quiet"}}},
       {"gen", {{"out"}, {"seed"}, {"threads"}, {"overwrite"}, {"json"}, {"quiet"}}},
   };
   return *table;

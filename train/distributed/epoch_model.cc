@@ -32,7 +32,11 @@ EpochPrediction PredictEpoch(const EpochMeasure& m, const RankSchedule& schedule
   p.transfer_seconds = p.moves_busiest_rank * double(m.partition_bytes) / bandwidth;
   // Each round costs one sum of the relation parameters, whatever N.
   p.sync_seconds = m.rounds > 0 ? p.rounds * (m.sync_seconds / m.rounds) : 0;
-  p.checkpoint_seconds = m.checkpoint_seconds;
+  // Through rank 0 a checkpoint writes the whole model whatever N; into
+  // own copies, each rank about 1/N of it, at once.
+  p.checkpoint_seconds = m.checkpoint_per_rank && p.ranks > 0
+                             ? m.checkpoint_seconds * m.ranks / p.ranks
+                             : m.checkpoint_seconds;
   return p;
 }
 
@@ -52,10 +56,17 @@ std::string DescribePrediction(const EpochMeasure& m, const EpochPrediction& now
       bandwidth / 1e6, now.total(), now.ranks, now.train_seconds,
       now.transfer_seconds, now.sync_seconds, now.checkpoint_seconds, doubled.total(),
       doubled.ranks);
+  if (m.checkpoint_bytes > 0) {
+    absl::StrAppendFormat(&out,
+                          "; checkpoints wrote %.1f MB, %.1f MB (%.0f %%) of it through rank 0",
+                          m.checkpoint_bytes / 1e6, m.checkpoint_bytes_rank0 / 1e6,
+                          100.0 * m.checkpoint_bytes_rank0 / m.checkpoint_bytes);
+  }
   if (doubled.total() > 0.8 * now.total()) {
     absl::StrAppendFormat(&out,
                           "\nwarning: %u ranks would save less than 20 %% of an epoch here "
-                          "(moves, sums and checkpoints do not shrink with more ranks)",
+                          "(moves, sums and checkpoints through rank 0 do not shrink with more "
+                          "ranks)",
                           doubled.ranks);
   }
   return out;

@@ -37,6 +37,12 @@ struct EpochMeasure {
   double sync_seconds = 0;          // parameter sums, per rank
   double checkpoint_seconds = 0;    // the epoch-end checkpoint
   uint64_t partition_bytes = 0;     // M: the mean partition's rows + state
+  // Partition rows and state written by checkpoints this epoch, by every
+  // rank and by rank 0 alone; whether each rank wrote its own share into
+  // its own copy (TrainOptions::rank_copies) rather than rank 0 all.
+  uint64_t checkpoint_bytes = 0;
+  uint64_t checkpoint_bytes_rank0 = 0;
+  bool checkpoint_per_rank = false;
 };
 
 struct EpochPrediction {

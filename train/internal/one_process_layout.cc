@@ -23,6 +23,7 @@ class OneProcessLayout final : public ProcessLayout {
       : graph_(graph), options_(options), P_(graph->manifest().num_partitions) {}
 
   bool writer() const override { return true; }
+  bool checkpoint_writer() const override { return true; }
 
   RunPlan PlanRun(uint32_t buffer_partitions, uint32_t trainers) override {
     capacity_ = buffer_partitions;

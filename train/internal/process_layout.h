@@ -82,6 +82,9 @@ class ProcessLayout {
   // Whether this process writes checkpoints, validates and appends the
   // metrics line (one process; across ranks, rank 0).
   virtual bool writer() const = 0;
+  // Whether this process writes checkpoints into its graph (one process;
+  // across ranks rank 0, or every rank into its own copy).
+  virtual bool checkpoint_writer() const = 0;
 
   // The rounds' shape for a memory plan whose buffer holds
   // `buffer_partitions`, with `trainers` trainers in this process. Called
@@ -125,7 +128,9 @@ class ProcessLayout {
   virtual absl::Status AfterStretch(const StretchEnd& end) = 0;
 
   // Writes the checkpoint `request` names and commits it (across ranks:
-  // every partition through rank 0, then rank 0's commit, agreed by all).
+  // every partition through rank 0, then rank 0's commit, agreed by all;
+  // or, into own copies, every rank's share into its copy, then rank 0's
+  // commit, then the others').
   virtual absl::Status Checkpoint(const CheckpointRequest& request) = 0;
   // Whether an epoch-end checkpoint may be copied and written beside the
   // next epoch (Checkpointer::WriteCopied) rather than by Checkpoint: one

@@ -3,7 +3,8 @@
 // its share of the partitions for the whole run; partitions move holder to
 // holder before each round, relations are summed at round ends, progress
 // and measures are summed over every rank, and checkpoints are written
-// through rank 0. A watchdog ends the job when this rank stops making
+// through rank 0 or, where each rank has its own copy of the graph, by
+// every rank into its copy (two phases). A watchdog ends the job when this rank stops making
 // progress.
 #include <algorithm>
 #include <chrono>
@@ -24,6 +25,7 @@
 #include "train/distributed/rank_schedule.h"
 #include "train/distributed/rank_watchdog.h"
 #include "train/internal/process_layout.h"
+#include "train/rank_copies.h"
 #include "train/rank_exchange.h"
 
 namespace ember {
@@ -38,9 +40,11 @@ class RankLayout final : public ProcessLayout {
         options_(options),
         cluster_(cluster),
         P_(graph->manifest().num_partitions),
+        own_copies_(options.rank_copies),
         rank_timeout_(absl::Seconds(options.rank_timeout_seconds)) {}
 
   bool writer() const override { return cluster_->rank() == 0; }
+  bool checkpoint_writer() const override { return writer() || own_copies_; }
 
   RunPlan PlanRun(uint32_t buffer_partitions, uint32_t trainers) override {
     // A rank holds its share of the partitions in memory for the whole run
@@ -119,6 +123,15 @@ class RankLayout final : public ProcessLayout {
   // This epoch's schedule, and the partitions this rank holds at its start
   // loaded (first epoch of the run) or checked.
   absl::Status ComputeSchedule(int epoch, uint64_t first_round, PartitionBuffer& buffer);
+  // Checkpoint into own copies: every rank's share durable, then rank 0's
+  // commit, then the others' (Checkpointer::WriteShare, CommitShare).
+  absl::Status CheckpointIntoCopies(const CheckpointRequest& request,
+                                    const std::vector<uint32_t>& holders);
+  // The test hook's verdict on this rank after `step` (OK without one).
+  absl::Status AfterStep(CheckpointStep step) const {
+    const auto& hook = options_.hooks.checkpoint_step;
+    return hook ? hook(cluster_->rank(), step) : absl::OkStatus();
+  }
   // Edges and loss summed over every rank, reported.
   absl::Status ReportGlobalProgress(const StretchEnd& end);
   // This rank made progress (the watchdog's beat).
@@ -132,6 +145,7 @@ class RankLayout final : public ProcessLayout {
   const TrainOptions& options_;
   Cluster* const cluster_;
   const uint32_t P_;
+  const bool own_copies_;  // options.rank_copies
   const absl::Duration rank_timeout_;
   // The partitions this rank's memory budget has room for, and its
   // trainers (PlanRun).
@@ -158,6 +172,7 @@ class RankLayout final : public ProcessLayout {
   double sync_seconds_ = 0;
   uint64_t bytes_at_boundary_ = 0;  // sent at round boundaries
   uint64_t bytes_overlapped_ = 0;   // sent while the round before trained
+  uint64_t checkpoint_bytes_ = 0;   // rows this rank wrote into its graph
   // Moves of round early_round_ of this epoch, started while the round
   // before it trained; kNoEarlyRound when none are under way. Set when
   // they start, cleared when that round takes them and at each epoch's
@@ -187,6 +202,9 @@ absl::Status RankLayout::SetUp(const std::function<absl::Status()>& set_up_here)
                          "): no round finished and no partition was written or loaded; a rank is "
                          "stalled or gone; stopping the job")));
       });
+  // Own copies first take rank 0's checkpoint where they stopped between
+  // its commit and theirs (set_up_here reads and cleans the copy).
+  if (own_copies_) RETURN_IF_ERROR(RollForwardToRankZero(*cluster_, *graph_));
   // Every rank sets up, then all agree before the first collective that
   // needs a working peer; then they check that they train one graph.
   RETURN_IF_ERROR(AgreeOnStatus(*cluster_, set_up_here()));
@@ -198,6 +216,10 @@ absl::Status RankLayout::Checkpoint(const CheckpointRequest& request) {
   const uint64_t before =
       request.next_round == 0 ? rank_schedule_->rounds.size() : request.next_round;
   const std::vector<uint32_t> holders = rank_schedule_->HoldersBefore(before);
+  if (own_copies_) return CheckpointIntoCopies(request, holders);
+  if (writer()) {
+    for (uint32_t p = 0; p < P_; ++p) checkpoint_bytes_ += PartitionBytes(p);
+  }
   // Each partition written counts as progress on every rank: a checkpoint
   // longer than --rank-timeout in all is not a stall.
   RETURN_IF_ERROR(WritePartitionsAtRankZero(*cluster_, *request.buffer, holders, rank_timeout_,
@@ -208,6 +230,39 @@ absl::Status RankLayout::Checkpoint(const CheckpointRequest& request) {
   Progress();
   // Keep the version count in step with rank 0.
   if (!writer()) request.checkpointer->CountCommitted(request.buffer);
+  return absl::OkStatus();
+}
+
+absl::Status RankLayout::CheckpointIntoCopies(const CheckpointRequest& request,
+                                              const std::vector<uint32_t>& holders) {
+  const uint32_t me = cluster_->rank();
+  std::vector<uint32_t> held;
+  for (uint32_t p = 0; p < P_; ++p) {
+    if (holders[p] == me) held.push_back(p);
+  }
+  absl::Status s =
+      request.checkpointer->WriteShare(request.buffer, held, *request.relations, request.features);
+  if (s.ok()) {
+    for (uint32_t p : held) checkpoint_bytes_ += PartitionBytes(p);
+    s = AfterStep(CheckpointStep::kShareWritten);
+  }
+  RETURN_IF_ERROR(AgreeOnStatus(*cluster_, s));
+  Progress();
+  // Rank 0's commit is the checkpoint's: a rank stopped after it and
+  // before its own takes rank 0's at the next start (RollForwardToRankZero).
+  auto commit = [&] {
+    return request.checkpointer->CommitShare(holders, me, request.epoch, request.next_round,
+                                             request.epochs_done);
+  };
+  s = writer() ? commit() : absl::OkStatus();
+  if (s.ok()) s = AfterStep(CheckpointStep::kRankZeroCommitted);
+  RETURN_IF_ERROR(AgreeOnStatus(*cluster_, s));
+  s = writer() ? absl::OkStatus() : commit();
+  if (s.ok()) s = AfterStep(CheckpointStep::kCommitted);
+  RETURN_IF_ERROR(AgreeOnStatus(*cluster_, s));
+  Progress();
+  request.buffer->MarkWritten(request.checkpointer->committed_version());
+  request.buffer->set_write_version(request.checkpointer->write_version());
   return absl::OkStatus();
 }
 
@@ -235,6 +290,7 @@ std::vector<RankSetting> RankLayout::RankSettings() const {
       {"--checkpoint-every", absl::StrCat(sched.checkpoint_every)},
       {"--from-scratch", yes_no(options_.from_scratch)},
       {"--deterministic", yes_no(p.deterministic)},
+      {"--rank-copies", yes_no(own_copies_), "", "--rank-copies (or a graph path naming %r)"},
       {"stop_after_buckets (a test hook)", absl::StrCat(options_.hooks.stop_after_buckets)},
       // The model and how it trains.
       {"--dim", absl::StrCat(m.dim)},
@@ -277,7 +333,7 @@ absl::StatusOr<BucketScheduler*> RankLayout::ScheduleEpoch(int epoch, uint64_t f
                                                            PartitionBuffer& buffer) {
   rank_rounds_.reset();  // it reads the schedule replaced below
   train_seconds_ = transfer_seconds_ = sync_seconds_ = 0;
-  bytes_at_boundary_ = bytes_overlapped_ = 0;
+  bytes_at_boundary_ = bytes_overlapped_ = checkpoint_bytes_ = 0;
   RETURN_IF_ERROR(ComputeSchedule(epoch, first_round, buffer));
   rank_rounds_ =
       std::make_unique<RankRoundScheduler>(rank_schedule_.get(), cluster_->rank(), first_round);
@@ -331,6 +387,11 @@ absl::Status RankLayout::ComputeSchedule(int epoch, uint64_t first_round, Partit
   for (uint32_t p = 0; p < P_; ++p) {
     if (h[p] == me) mine.push_back(p);
   }
+  if (run_start && own_copies_) {
+    // Each partition from the copy that holds its committed rows.
+    return LoadShareFromCopies(*cluster_, *graph_, buffer, h, rank_timeout_,
+                               [this] { Progress(); });
+  }
   if (run_start) {
     // One at a time, each load counting as progress: a rank's share may
     // take longer than --rank-timeout to read.
@@ -354,8 +415,13 @@ uint64_t RankLayout::PartitionBytes(uint32_t p) const {
 }
 
 absl::Status RankLayout::MeasureEpoch(int epoch, bool predict, EpochStats* stats) {
-  double sums[5] = {static_cast<double>(bytes_at_boundary_), static_cast<double>(bytes_overlapped_),
-                    train_seconds_, transfer_seconds_, sync_seconds_};
+  double sums[7] = {static_cast<double>(bytes_at_boundary_),
+                    static_cast<double>(bytes_overlapped_),
+                    train_seconds_,
+                    transfer_seconds_,
+                    sync_seconds_,
+                    static_cast<double>(checkpoint_bytes_),
+                    writer() ? static_cast<double>(checkpoint_bytes_) : 0.0};
   RETURN_IF_ERROR(cluster_->SumDoubles(sums));
   const uint32_t n = cluster_->world_size();
   EpochMeasure m;
@@ -368,6 +434,9 @@ absl::Status RankLayout::MeasureEpoch(int epoch, bool predict, EpochStats* stats
   m.transfer_seconds = sums[3] / n;
   m.sync_seconds = sums[4] / n;
   m.checkpoint_seconds = stats->checkpoint_seconds;
+  m.checkpoint_bytes = static_cast<uint64_t>(sums[5]);
+  m.checkpoint_bytes_rank0 = static_cast<uint64_t>(sums[6]);
+  m.checkpoint_per_rank = own_copies_;
   uint64_t all = 0;
   for (uint32_t p = 0; p < P_; ++p) all += PartitionBytes(p);
   m.partition_bytes = all / P_;

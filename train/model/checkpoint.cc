@@ -54,7 +54,7 @@ absl::StatusOr<RelationParams> DecodeRelationBlob(std::string_view bytes) {
   return r;
 }
 
-absl::StatusOr<StoredModel> LoadStoredModel(const Graph& graph) {
+absl::StatusOr<StoredModel> LoadStoredModel(const Graph& graph, RowsElsewhere elsewhere) {
   if (graph.manifest().training.checkpoint_version == 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         graph.dir(), " has no trained embeddings yet; run `ember train ", graph.dir(), "` first"));
@@ -66,6 +66,18 @@ absl::StatusOr<StoredModel> LoadStoredModel(const Graph& graph) {
   out.partition_versions = std::move(state.partition_versions);
   out.epochs_done = state.epochs_done;
   out.position = std::move(state.position);
+  if (elsewhere == RowsElsewhere::kRefuse) {
+    for (uint32_t p = 0; p < state.partition_ranks.size(); ++p) {
+      if (state.RowsHere(p)) continue;
+      return absl::FailedPreconditionError(absl::StrCat(
+          graph.dir(), " is rank ", state.copy_rank, "'s copy of a graph trained across ranks ",
+          "that checkpoint into their own copies, and partition ", p, "'s rows are in rank ",
+          state.partition_ranks[p], "'s copy; bring them here with `ember gather ", graph.dir(),
+          " COPY...` (naming the other ranks' copies) first"));
+    }
+  }
+  out.partition_ranks = std::move(state.partition_ranks);
+  out.copy_rank = state.copy_rank;
   ASSIGN_OR_RETURN(std::string blob, graph.ReadBlob(RelationBlobName(out.version)));
   ASSIGN_OR_RETURN(out.relations, DecodeRelationBlob(blob));
   // An append may have added relations since (the trainer extends them).

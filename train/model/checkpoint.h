@@ -48,7 +48,15 @@ struct StoredModel {
   FeatureTable features;
   uint32_t epochs_done = 0;  // TrainState::epochs_done
   TrainPosition position;    // TrainState::position: where training stands
+  // TrainState's: where the rows are when ranks checkpoint into their own
+  // copies (empty: all in this graph).
+  std::vector<uint32_t> partition_ranks;
+  uint32_t copy_rank = 0;
 };
+
+// Whether LoadStoredModel accepts a copy that lacks some partitions' rows
+// (a rank's own copy: TrainOptions::rank_copies).
+enum class RowsElsewhere { kRefuse, kAllow };
 
 inline constexpr char kRelationBlobPrefix[] = "relations-";
 std::string RelationBlobName(uint64_t version);  // kRelationBlobPrefix + version
@@ -56,9 +64,12 @@ std::string EncodeRelationBlob(const RelationParams& r);
 absl::StatusOr<RelationParams> DecodeRelationBlob(std::string_view bytes);
 
 // The model of the graph's current checkpoint. FailedPrecondition naming
-// the graph when it has none ("run ember train first"); ReadTrainState's
-// errors for a damaged state.
-absl::StatusOr<StoredModel> LoadStoredModel(const Graph& graph);
+// the graph when it has none ("run ember train first") and, unless
+// `elsewhere` allows it, when some partition's rows were checkpointed into
+// another rank's copy of the graph (naming the partition, the rank and
+// `ember gather`); ReadTrainState's errors for a damaged state.
+absl::StatusOr<StoredModel> LoadStoredModel(const Graph& graph,
+                                            RowsElsewhere elsewhere = RowsElsewhere::kRefuse);
 
 // Removes what interrupted checkpoints left behind: every table version of a
 // partition other than the committed one (committed_locations[p]; 0: none)

@@ -73,6 +73,22 @@ absl::Status ReadPosition(const Json& state, const JsonReader& r, TrainPosition*
   return absl::OkStatus();
 }
 
+// The `copies` member of the state (absent: every row in this copy).
+absl::Status ReadCopies(const Json& state, const JsonReader& r, uint32_t partitions,
+                        TrainState* out) {
+  const Json* c = JsonReader::Find(state, "copies");
+  if (c == nullptr) return absl::OkStatus();
+  const std::string field = "training.state.copies";
+  RETURN_IF_ERROR(r.Object(*c, field));
+  RETURN_IF_ERROR(r.Required(*c, "rank", field + ".rank", &out->copy_rank));
+  RETURN_IF_ERROR(
+      r.Required(*c, "partition_ranks", field + ".partition_ranks", &out->partition_ranks));
+  if (out->partition_ranks.size() != partitions) {
+    return r.Error(field + ".partition_ranks", absl::StrCat("must have ", partitions, " entries"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void StoreTrainState(const TrainState& s, uint64_t checkpoint_version, Manifest* m) {
@@ -85,11 +101,13 @@ void StoreTrainState(const TrainState& s, uint64_t checkpoint_version, Manifest*
                         {"buffer_partitions", p.buffer_partitions},
                         {"round_size", p.round_size},
                         {"world_size", p.world_size}};
-  const Json members = {{"epochs_done", s.epochs_done},
-                        {"state",
-                         {{"model", ModelJson(s.model)},
-                          {"partition_versions", s.partition_versions},
-                          {"trainer", trainer}}}};
+  Json state = {{"model", ModelJson(s.model)},
+                {"partition_versions", s.partition_versions},
+                {"trainer", trainer}};
+  if (!s.partition_ranks.empty()) {
+    state["copies"] = {{"rank", s.copy_rank}, {"partition_ranks", s.partition_ranks}};
+  }
+  const Json members = {{"epochs_done", s.epochs_done}, {"state", std::move(state)}};
   m->training.checkpoint_version = checkpoint_version;
   m->training.edge_generation = m->edge_generation;
   m->training.state_version = TrainState::kVersion;
@@ -123,6 +141,7 @@ absl::StatusOr<TrainState> ReadTrainState(const Manifest& m, const std::string& 
                    absl::StrCat("must have ", m.num_partitions, " entries"));
   }
   RETURN_IF_ERROR(ReadPosition(*state, r, &out.position));
+  RETURN_IF_ERROR(ReadCopies(*state, r, m.num_partitions, &out));
   if (t.edge_generation != m.edge_generation) {
     // Edges were appended since: the saved bucket rounds no longer match
     // the graph, so the grown graph's epochs count from 0.

@@ -13,7 +13,10 @@
 //             "partition_versions": [table version of each partition],
 //             "trainer": {"epoch", "next_round", "lr", "seed",
 //                         "bucket_order", "buffer_partitions",
-//                         "round_size", "world_size"}}
+//                         "round_size", "world_size"},
+//             "copies": {"rank", "partition_ranks"}}
+// `copies` is present only in a graph copy written by ranks that each
+// checkpoint into their own copy (TrainOptions::rank_copies).
 // Version 1 (manifests written before the state had a version) has the
 // same members plus `training.dim`, a copy of state.model.dim; it is read
 // as version 2, the copy ignored. Versions are read, never rewritten: the
@@ -55,6 +58,18 @@ struct TrainState {
   // Table version holding each partition's rows (num_partitions entries).
   std::vector<uint64_t> partition_versions;
   TrainPosition position;  // zeros and "" where a state lacks `trainer`
+  // Where the rows are when ranks checkpoint into their own copies of the
+  // graph: partition p's tables are in the copy of rank partition_ranks[p],
+  // and this copy is rank copy_rank's. Empty: every partition's rows are in
+  // this copy (one process, ranks writing through rank 0, or a gathered
+  // copy).
+  std::vector<uint32_t> partition_ranks;
+  uint32_t copy_rank = 0;
+
+  // Whether partition p's committed rows are in this copy.
+  bool RowsHere(uint32_t p) const {
+    return partition_ranks.empty() || partition_ranks[p] == copy_rank;
+  }
 };
 
 // `state` as the manifest's training record of checkpoint `checkpoint_version`

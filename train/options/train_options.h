@@ -208,12 +208,24 @@ struct ValidationOptions {
   absl::Status Validate() const;
 };
 
+// The steps of a checkpoint across ranks that checkpoint into their own
+// copies (TrainOptions::rank_copies), in order.
+enum class CheckpointStep {
+  kShareWritten,       // this rank's partitions durable in its copy
+  kRankZeroCommitted,  // rank 0's manifest committed: the checkpoint's commit point
+  kCommitted,          // this rank's manifest committed
+};
+
 // Hooks for tests; a run leaves them at their defaults. Every value is
 // valid.
 struct TrainTestHooks {
   // Stop as if killed (no final checkpoint) after this many buckets have
   // been trained in this run. 0: never. Default: 0.
   uint64_t stop_after_buckets = 0;
+  // Across own copies: called on every rank after each step of every
+  // checkpoint; an error fails that rank there, as a kill would. Empty:
+  // none.
+  std::function<absl::Status(uint32_t rank, CheckpointStep step)> checkpoint_step;
 };
 
 class Trainer;
@@ -271,6 +283,13 @@ struct TrainOptions {
   // ends the whole job (Cluster::Abort; train/distributed/rank_watchdog.h);
   // > 0. Default: 600 s.
   double rank_timeout_seconds = 600;
+  // Across ranks: each rank trains its own copy of the graph (a copy per
+  // machine, or on one host a path per rank) and checkpoints the partitions
+  // it holds into it, rank 0 committing once every rank's share is durable;
+  // the copies' manifests say which rank's copy holds each partition's rows
+  // (`ember gather` brings them into one). False: rank 0 writes every
+  // checkpoint into its copy, the other ranks read theirs. Default: false.
+  bool rank_copies = false;
   // Called often from one thread at a time; throttle in the callee.
   std::function<void(const TrainProgress&)> progress;
 
