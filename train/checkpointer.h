@@ -101,9 +101,9 @@ class Checkpointer {
   absl::Status WriteCopied(const CopiedCheckpoint& copy);
   // Ranks that checkpoint into their own copies of the graph
   // (TrainOptions::rank_copies), in two phases. WriteShare: writes and
-  // makes durable, as checkpoint write_version(), this rank's `held`
-  // partitions (resident in `buffer`), the relations and the features (null:
-  // not featurized). CommitShare, once every rank's share is durable (rank 0
+  // makes durable, as checkpoint write_version(), partitions `held`
+  // (resident in `buffer`), the relations and the features (null: not
+  // featurized). CommitShare, once every rank's share is durable (rank 0
   // first: its commit is the checkpoint's): commits this copy's manifest
   // naming every partition at write_version(), in the copy of rank
   // partition_ranks[p], this copy being rank copy_rank's; then drops what

@@ -1,5 +1,6 @@
 #include "train/rank_copies.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -55,9 +56,9 @@ absl::Status AdoptIfBehind(Graph& graph, const std::string& zero_text, uint32_t 
   if (!state.ok() || state->partition_ranks.empty()) return absl::OkStatus();
   const uint64_t v = zero.checkpoint_version;
   auto lacks = [&](const std::string& what) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        graph.dir(), " (rank ", rank, "'s copy) is one checkpoint behind rank 0's (", v,
-        ") but lacks ", what, " of it; give this rank the copy it trained"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(graph.dir(), " (rank ", rank, "'s copy) is one checkpoint behind rank 0's (",
+                     v, ") but lacks ", what, " of it; give this rank the copy it trained"));
   };
   for (uint32_t p = 0; p < state->partition_ranks.size(); ++p) {
     if (state->partition_ranks[p] != rank || !HasIdRows(state->model.featurized)) continue;
@@ -79,6 +80,46 @@ absl::Status RollForwardToRankZero(Cluster& cluster, Graph& graph) {
   ASSIGN_OR_RETURN(const std::vector<std::string> all,
                    cluster.AllGather(EncodeRecord(graph.manifest().training)));
   return AgreeOnStatus(cluster, AdoptIfBehind(graph, all[0], cluster.rank()));
+}
+
+std::vector<uint32_t> BalancedWriters(std::span<const uint32_t> holders, uint32_t world_size) {
+  const uint32_t P = static_cast<uint32_t>(holders.size());
+  const uint32_t cap = (P + world_size - 1) / world_size;
+  std::vector<uint32_t> writers(P), count(world_size, 0);
+  std::vector<uint32_t> excess;
+  for (uint32_t p = 0; p < P; ++p) {
+    if (count[holders[p]] < cap) {
+      writers[p] = holders[p];
+      ++count[holders[p]];
+    } else {
+      excess.push_back(p);
+    }
+  }
+  for (uint32_t p : excess) {
+    const uint32_t r =
+        static_cast<uint32_t>(std::min_element(count.begin(), count.end()) - count.begin());
+    writers[p] = r;
+    ++count[r];
+  }
+  return writers;
+}
+
+absl::Status HandOffForWriting(Cluster& cluster, PartitionBuffer& buffer,
+                               std::span<const uint32_t> holders, std::span<const uint32_t> writers,
+                               absl::Duration timeout, const std::function<void()>& written) {
+  const uint32_t me = cluster.rank();
+  for (uint32_t p = 0; p < holders.size(); ++p) {
+    if (writers[p] == holders[p]) continue;
+    if (me == holders[p]) {
+      RETURN_IF_ERROR(SendCopyForWriting(cluster, buffer, p, writers[p], timeout));
+    } else if (me == writers[p]) {
+      RETURN_IF_ERROR(ReceiveAndWrite(cluster, buffer, p, holders[p], timeout));
+    } else {
+      continue;
+    }
+    if (written) written();
+  }
+  return absl::OkStatus();
 }
 
 absl::Status LoadShareFromCopies(Cluster& cluster, const Graph& graph, PartitionBuffer& buffer,
@@ -108,14 +149,14 @@ absl::Status LoadShareFromCopies(Cluster& cluster, const Graph& graph, Partition
       while (source < all.size() && all[source][p] != '1') ++source;
     }
     if (source == all.size()) {
-      const std::string where =
-          state.partition_ranks.empty()
-              ? std::string("another copy")
-              : absl::StrCat("the copy of rank ", state.partition_ranks[p]);
-      return absl::FailedPreconditionError(absl::StrCat(
-          "partition ", p, "'s checkpointed rows are in ", where, ", and no rank of this run of ",
-          all.size(), " has them; run as many ranks as the run that wrote them, or bring every "
-          "copy up to date with `ember gather`"));
+      const std::string where = state.partition_ranks.empty()
+                                    ? std::string("another copy")
+                                    : absl::StrCat("the copy of rank ", state.partition_ranks[p]);
+      return absl::FailedPreconditionError(
+          absl::StrCat("partition ", p, "'s checkpointed rows are in ", where,
+                       ", and no rank of this run of ", all.size(),
+                       " has them; run as many ranks as the run that wrote them, or bring every "
+                       "copy up to date with `ember gather`"));
     }
     absl::Status loaded = absl::OkStatus();
     if (me == source) loaded = buffer.Acquire(std::span<const uint32_t>(&p, 1), {});

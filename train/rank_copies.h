@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -37,6 +38,22 @@ absl::Status RollForwardToRankZero(Cluster& cluster, Graph& graph);
 absl::Status LoadShareFromCopies(Cluster& cluster, const Graph& graph, PartitionBuffer& buffer,
                                  std::span<const uint32_t> holders, absl::Duration timeout,
                                  const std::function<void()>& progress);
+
+// Which rank writes each partition of a checkpoint into its copy, so that
+// no rank writes more than ceil(P / N) partitions (a checkpoint costs the
+// largest share): the holder, up to that many of its partitions (its
+// lowest-numbered); each partition past it goes to the rank writing fewest
+// so far (the lowest such rank). Every rank computes the same.
+std::vector<uint32_t> BalancedWriters(std::span<const uint32_t> holders, uint32_t world_size);
+
+// This rank's part in handing checkpoint partitions to their writers: for
+// each p with writers[p] != holders[p], in partition order, the holder sends
+// a copy and the writer writes it durably (ReceiveAndWrite); `written` after
+// each of this rank's. Pairs proceed independently (each rank takes its
+// partitions in the same order, so none waits on a rank waiting on it).
+absl::Status HandOffForWriting(Cluster& cluster, PartitionBuffer& buffer,
+                               std::span<const uint32_t> holders, std::span<const uint32_t> writers,
+                               absl::Duration timeout, const std::function<void()>& written);
 
 }  // namespace ember
 

@@ -94,41 +94,50 @@ std::vector<Transfer> TransfersOf(const GlobalRound& round, bool overlapped) {
   return out;
 }
 
+absl::Status SendCopyForWriting(Cluster& cluster, PartitionBuffer& buffer, uint32_t p, uint32_t to,
+                                absl::Duration timeout) {
+  const uint32_t me = cluster.rank();
+  ASSIGN_OR_RETURN(std::vector<uint32_t> resident, buffer.Resident());
+  if (!std::binary_search(resident.begin(), resident.end(), p)) {
+    return absl::InternalError(
+        absl::StrCat("rank ", me, " holds partition ", p, " by the schedule but not in memory"));
+  }
+  const PartitionData& d = *buffer.Get(p);
+  PartitionState copy;
+  copy.partition = p;
+  copy.rows = d.rows;
+  copy.dim = static_cast<uint32_t>(d.dim);
+  copy.embeddings = d.embeddings;
+  copy.optimizer = d.optimizer;
+  TransportHandle h = cluster.transport()->Send(to, std::move(copy));
+  return h.Wait(timeout);
+}
+
+absl::Status ReceiveAndWrite(Cluster& cluster, PartitionBuffer& buffer, uint32_t p, uint32_t from,
+                             absl::Duration timeout) {
+  TransportHandle h = cluster.transport()->Receive(from, p);
+  RETURN_IF_ERROR(h.Wait(timeout));
+  std::unique_ptr<PartitionData> d = FromState(h.TakeState());
+  if (d->partition != p) {
+    return absl::DataLossError(absl::StrCat("rank ", cluster.rank(), " expected partition ", p,
+                                            " from rank ", from, " and received partition ",
+                                            d->partition));
+  }
+  return buffer.WriteCopy(*d);
+}
+
 absl::Status WritePartitionsAtRankZero(Cluster& cluster, PartitionBuffer& buffer,
                                        std::span<const uint32_t> holders, absl::Duration timeout,
                                        const std::function<void(uint32_t)>& written) {
-  PartitionTransport& t = *cluster.transport();
   const uint32_t me = cluster.rank();
   // This rank's part in writing partition p: rank 0 writes it, its holder
   // (another rank) sends rank 0 a copy, the other ranks have none.
   auto part = [&](uint32_t p) -> absl::Status {
     const uint32_t holder = holders[p];
     if (me == 0 && holder == 0) return buffer.WriteDurably(p);
-    if (me != 0 && me != holder) return absl::OkStatus();
-    if (me == holder) {
-      ASSIGN_OR_RETURN(std::vector<uint32_t> resident, buffer.Resident());
-      if (!std::binary_search(resident.begin(), resident.end(), p)) {
-        return absl::InternalError(absl::StrCat("rank ", me, " holds partition ", p,
-                                                " by the schedule but not in memory"));
-      }
-      const PartitionData& d = *buffer.Get(p);
-      PartitionState copy;
-      copy.partition = p;
-      copy.rows = d.rows;
-      copy.dim = static_cast<uint32_t>(d.dim);
-      copy.embeddings = d.embeddings;
-      copy.optimizer = d.optimizer;
-      TransportHandle h = t.Send(0, std::move(copy));
-      return h.Wait(timeout);
-    }
-    TransportHandle h = t.Receive(holder, p);
-    RETURN_IF_ERROR(h.Wait(timeout));
-    std::unique_ptr<PartitionData> d = FromState(h.TakeState());
-    if (d->partition != p) {
-      return absl::DataLossError(absl::StrCat("rank 0 expected partition ", p, " from rank ",
-                                              holder, " and received partition ", d->partition));
-    }
-    return buffer.WriteCopy(*d);
+    if (me == holder) return SendCopyForWriting(cluster, buffer, p, 0, timeout);
+    if (me == 0) return ReceiveAndWrite(cluster, buffer, p, holder, timeout);
+    return absl::OkStatus();
   };
   for (uint32_t p = 0; p < holders.size(); ++p) {
     RETURN_IF_ERROR(AgreeOnStatus(cluster, part(p)));

@@ -44,6 +44,15 @@ absl::Status FinishMoves(PartitionBuffer& buffer, PendingMoves& moves, absl::Dur
 // (`overlapped`), or the others.
 std::vector<Transfer> TransfersOf(const GlobalRound& round, bool overlapped);
 
+// One partition of a checkpoint written by another rank than its holder:
+// the holder sends a copy of resident partition p to rank `to`
+// (SendCopyForWriting), which writes it under its buffer's write version
+// and makes it durable (ReceiveAndWrite: PartitionBuffer::WriteCopy).
+absl::Status SendCopyForWriting(Cluster& cluster, PartitionBuffer& buffer, uint32_t p, uint32_t to,
+                                absl::Duration timeout);
+absl::Status ReceiveAndWrite(Cluster& cluster, PartitionBuffer& buffer, uint32_t p, uint32_t from,
+                             absl::Duration timeout);
+
 // For a checkpoint: rank 0 writes every partition, one at a time in
 // partition order, under `buffer`'s write version, and makes each durable
 // before the next (PartitionBuffer::WriteDurably, WriteCopy): its own

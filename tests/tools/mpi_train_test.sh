@@ -11,8 +11,8 @@
 #   refusals       a differing graph copy, and commands other than train,
 #                  are refused with a message; nothing is trained
 #   copies         -np 4 with a copy of the graph per rank (a path naming
-#                  %r): rank 0 writes its share of each checkpoint (at
-#                  most 45 % of its bytes, on 8 partitions); export
+#                  %r): rank 0 writes about 1/4 of each checkpoint's
+#                  bytes (15-35 %, 8 partitions of unequal sizes); export
 #                  refuses rank 0's copy until `ember gather`, and then
 #                  equals one process of 4 trainers, bit for bit
 # No case asserts a time except the issue's bound on stopping a killed job.
@@ -194,7 +194,7 @@ rank0 = sum(l["checkpoint_bytes_rank0"] for l in lines)
 print(f"{rank0 / total:.3f}" if total else "none")
 PY
 )
-  python3 -c 'import sys; s = sys.argv[1]; sys.exit(0 if s != "none" and 0.1 <= float(s) <= 0.45 else 1)' \
+  python3 -c 'import sys; s = sys.argv[1]; sys.exit(0 if s != "none" and 0.15 <= float(s) <= 0.35 else 1)' \
     "$share" || fail "rank 0 wrote a share $share of the checkpoints, not about 1/4"
   local rc=0
   "$ember" export "$work/c.0" --format npy --out "$work/c.npy" --quiet >/dev/null 2>"$work/x.err" || rc=$?

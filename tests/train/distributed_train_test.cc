@@ -293,7 +293,7 @@ TEST_F(DistributedTrainTest, OwnCopiesWriteTheirSharesAndGatherToOneProcessBits)
     const EpochMeasure& m = *e.ranks_measure;
     EXPECT_TRUE(m.checkpoint_per_rank);
     EXPECT_GT(m.checkpoint_bytes_rank0, 0u);
-    EXPECT_LT(m.checkpoint_bytes_rank0, m.checkpoint_bytes * 3 / 4) << "epoch " << e.epoch;
+    EXPECT_LE(m.checkpoint_bytes_rank0, m.checkpoint_bytes * 6 / 10) << "epoch " << e.epoch;
   }
   auto before = LoadSnapshot(copies[0]);
   ASSERT_FALSE(before.ok());

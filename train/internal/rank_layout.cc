@@ -236,14 +236,23 @@ absl::Status RankLayout::Checkpoint(const CheckpointRequest& request) {
 absl::Status RankLayout::CheckpointIntoCopies(const CheckpointRequest& request,
                                               const std::vector<uint32_t>& holders) {
   const uint32_t me = cluster_->rank();
-  std::vector<uint32_t> held;
+  // Each rank writes at most ceil(P/N) partitions: its own, and copies of
+  // those a rank holding more hands it.
+  const std::vector<uint32_t> writers = BalancedWriters(holders, cluster_->world_size());
+  std::vector<uint32_t> kept;
   for (uint32_t p = 0; p < P_; ++p) {
-    if (holders[p] == me) held.push_back(p);
+    if (holders[p] == me && writers[p] == me) kept.push_back(p);
   }
   absl::Status s =
-      request.checkpointer->WriteShare(request.buffer, held, *request.relations, request.features);
+      request.checkpointer->WriteShare(request.buffer, kept, *request.relations, request.features);
   if (s.ok()) {
-    for (uint32_t p : held) checkpoint_bytes_ += PartitionBytes(p);
+    s = HandOffForWriting(*cluster_, *request.buffer, holders, writers, rank_timeout_,
+                          [this] { Progress(); });
+  }
+  if (s.ok()) {
+    for (uint32_t p = 0; p < P_; ++p) {
+      if (writers[p] == me) checkpoint_bytes_ += PartitionBytes(p);
+    }
     s = AfterStep(CheckpointStep::kShareWritten);
   }
   RETURN_IF_ERROR(AgreeOnStatus(*cluster_, s));
@@ -251,7 +260,7 @@ absl::Status RankLayout::CheckpointIntoCopies(const CheckpointRequest& request,
   // Rank 0's commit is the checkpoint's: a rank stopped after it and
   // before its own takes rank 0's at the next start (RollForwardToRankZero).
   auto commit = [&] {
-    return request.checkpointer->CommitShare(holders, me, request.epoch, request.next_round,
+    return request.checkpointer->CommitShare(writers, me, request.epoch, request.next_round,
                                              request.epochs_done);
   };
   s = writer() ? commit() : absl::OkStatus();

@@ -27,9 +27,9 @@ absl::StatusOr<Copy> OpenCopy(const std::string& path, const Graph& dest, const 
   const Manifest& d = dest.manifest();
   if (m.num_partitions != d.num_partitions || m.partition_sizes != d.partition_sizes ||
       m.edge_generation != d.edge_generation) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        path, " is a copy of another graph than ", dest.dir(),
-        " (its partitions, their sizes or its edge generation differ)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " is a copy of another graph than ", dest.dir(),
+                     " (its partitions, their sizes or its edge generation differ)"));
   }
   if (m.training.checkpoint_version != d.training.checkpoint_version) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -40,9 +40,9 @@ absl::StatusOr<Copy> OpenCopy(const std::string& path, const Graph& dest, const 
   }
   ASSIGN_OR_RETURN(c.state, ReadTrainState(*c.graph));
   if (c.state.partition_ranks != want.partition_ranks) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        path, " places the partitions' rows on other ranks than ", dest.dir(),
-        " does: not a copy of the same run"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " places the partitions' rows on other ranks than ", dest.dir(),
+                     " does: not a copy of the same run"));
   }
   return c;
 }
@@ -84,16 +84,18 @@ absl::StatusOr<GatherReport> GatherCopies(const std::string& dest,
     const uint32_t rank = state.partition_ranks[p];
     auto it = by_rank.find(rank);
     if (it == by_rank.end()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "partition ", p, "'s rows are in rank ", rank, "'s copy, which is not among the "
-          "copies given; name every rank's copy (ember gather ", dest, " COPY...)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("partition ", p, "'s rows are in rank ", rank,
+                       "'s copy, which is not among the "
+                       "copies given; name every rank's copy (ember gather ",
+                       dest, " COPY...)"));
     }
     const Graph& from = *it->second.graph;
     const uint64_t version = state.partition_versions[p];
     if (id_rows) {
       ASSIGN_OR_RETURN(const uint64_t n, from.TableRows(Table::kEmbeddings, p, version));
-      for (const auto& [table, width] : {std::pair{Table::kEmbeddings, dim},
-                                         std::pair{Table::kOptimizer, 1u}}) {
+      for (const auto& [table, width] :
+           {std::pair{Table::kEmbeddings, dim}, std::pair{Table::kOptimizer, 1u}}) {
         rows.resize(n * width);
         RETURN_IF_ERROR(from.ReadTable(table, p, version, rows.data(), n, width));
         RETURN_IF_ERROR(graph->WriteTable(table, p, version, rows.data(), n, width));
