@@ -181,10 +181,11 @@ absl::Status Checkpointer::WriteShare(PartitionBuffer* buffer, std::span<const u
 }
 
 absl::Status Checkpointer::CommitShare(const std::vector<uint32_t>& partition_ranks,
-                                       uint32_t copy_rank, int epoch, uint64_t next_round,
-                                       int epochs_done) {
-  const std::vector<uint64_t> locations(partition_ranks.size(), write_version_);
-  return CommitRecord(locations, epoch, next_round, epochs_done, partition_ranks, copy_rank);
+                                       const std::vector<uint64_t>& locations,
+                                       const std::vector<uint64_t>& in_use, uint32_t copy_rank,
+                                       int epoch, uint64_t next_round, int epochs_done) {
+  return CommitRecord(locations, epoch, next_round, epochs_done, partition_ranks, copy_rank,
+                      in_use);
 }
 
 absl::Status Checkpointer::WriteBlobs(const RelationParams& relations,
@@ -202,7 +203,7 @@ absl::Status Checkpointer::WriteBlobs(const RelationParams& relations,
 absl::Status Checkpointer::CommitRecord(const std::vector<uint64_t>& locations, int epoch,
                                         uint64_t next_round, int epochs_done,
                                         const std::vector<uint32_t>& partition_ranks,
-                                        uint32_t copy_rank) {
+                                        uint32_t copy_rank, const std::vector<uint64_t>& in_use) {
   const uint64_t version = write_version_;
   TrainState state;
   state.epochs_done = static_cast<uint32_t>(epochs_done);
@@ -226,7 +227,8 @@ absl::Status Checkpointer::CommitRecord(const std::vector<uint64_t>& locations, 
   // The new checkpoint is durable; drop what only the old one used.
   for (uint32_t p = 0; p < locations.size(); ++p) {
     const uint64_t old = committed_locations_[p];
-    if (old != 0 && old != locations[p]) {
+    const bool used = !in_use.empty() && in_use[p] == old;
+    if (old != 0 && old != locations[p] && !used) {
       RETURN_IF_ERROR(graph_->DeleteTableVersion(Table::kEmbeddings, p, old));
       RETURN_IF_ERROR(graph_->DeleteTableVersion(Table::kOptimizer, p, old));
     }

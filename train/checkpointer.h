@@ -105,13 +105,20 @@ class Checkpointer {
   // (resident in `buffer`), the relations and the features (null: not
   // featurized). CommitShare, once every rank's share is durable (rank 0
   // first: its commit is the checkpoint's): commits this copy's manifest
-  // naming every partition at write_version(), in the copy of rank
+  // naming every partition at table version locations[p] (write_version(),
+  // or older for a partition out of core since) in the copy of rank
   // partition_ranks[p], this copy being rank copy_rank's; then drops what
   // only the checkpoint before used and counts the new one as committed.
   absl::Status WriteShare(PartitionBuffer* buffer, std::span<const uint32_t> held,
                           const RelationParams& relations, const FeatureTable* features);
-  absl::Status CommitShare(const std::vector<uint32_t>& partition_ranks, uint32_t copy_rank,
-                           int epoch, uint64_t next_round, int epochs_done);
+  // `in_use`: per partition, a table version of this copy that this rank's
+  // buffer still reads (a partition it holds out of core and handed to
+  // another rank to write), kept though the checkpoint names another; 0:
+  // none.
+  absl::Status CommitShare(const std::vector<uint32_t>& partition_ranks,
+                           const std::vector<uint64_t>& locations,
+                           const std::vector<uint64_t>& in_use, uint32_t copy_rank, int epoch,
+                           uint64_t next_round, int epochs_done);
   // Counts checkpoint write_version() as committed (by Write, or on ranks
   // other than the writer, by the writer): the next is written one above.
   void CountCommitted(PartitionBuffer* buffer);
@@ -134,7 +141,7 @@ class Checkpointer {
   // for the next one when more training follows.
   absl::Status CommitRecord(const std::vector<uint64_t>& locations, int epoch, uint64_t next_round,
                             int epochs_done, const std::vector<uint32_t>& partition_ranks = {},
-                            uint32_t copy_rank = 0);
+                            uint32_t copy_rank = 0, const std::vector<uint64_t>& in_use = {});
   // FailedPrecondition unless `stored` may resume under this run's options.
   absl::Status CheckResumable(const StoredModel& stored) const;
 

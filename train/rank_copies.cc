@@ -111,7 +111,9 @@ absl::Status HandOffForWriting(Cluster& cluster, PartitionBuffer& buffer,
   for (uint32_t p = 0; p < holders.size(); ++p) {
     if (writers[p] == holders[p]) continue;
     if (me == holders[p]) {
-      RETURN_IF_ERROR(SendCopyForWriting(cluster, buffer, p, writers[p], timeout));
+      // Out of core, its rows may be in this rank's copy only.
+      RETURN_IF_ERROR(
+          SendCopyForWriting(cluster, buffer, p, writers[p], timeout, /*read_absent=*/true));
     } else if (me == writers[p]) {
       RETURN_IF_ERROR(ReceiveAndWrite(cluster, buffer, p, holders[p], timeout));
     } else {

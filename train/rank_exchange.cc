@@ -51,7 +51,7 @@ std::string Shorten(const std::string& s) {
 }  // namespace
 
 absl::StatusOr<PendingMoves> StartMoves(Cluster& cluster, PartitionBuffer& buffer,
-                                        std::span<const Transfer> transfers) {
+                                        std::span<const Transfer> transfers, bool read_absent) {
   PartitionTransport& t = *cluster.transport();
   const uint32_t me = cluster.rank();
   PendingMoves moves;
@@ -60,7 +60,8 @@ absl::StatusOr<PendingMoves> StartMoves(Cluster& cluster, PartitionBuffer& buffe
   }
   for (const Transfer& x : transfers) {
     if (x.from != me) continue;
-    ASSIGN_OR_RETURN(std::unique_ptr<PartitionData> data, buffer.Take(x.partition));
+    ASSIGN_OR_RETURN(std::unique_ptr<PartitionData> data,
+                     read_absent ? buffer.TakeOrRead(x.partition) : buffer.Take(x.partition));
     if (data == nullptr) {
       return absl::InternalError(absl::StrCat("rank ", me, " must send partition ", x.partition,
                                               " to rank ", x.to, " but does not hold it"));
@@ -95,14 +96,18 @@ std::vector<Transfer> TransfersOf(const GlobalRound& round, bool overlapped) {
 }
 
 absl::Status SendCopyForWriting(Cluster& cluster, PartitionBuffer& buffer, uint32_t p, uint32_t to,
-                                absl::Duration timeout) {
+                                absl::Duration timeout, bool read_absent) {
   const uint32_t me = cluster.rank();
   ASSIGN_OR_RETURN(std::vector<uint32_t> resident, buffer.Resident());
+  std::unique_ptr<PartitionData> read;
   if (!std::binary_search(resident.begin(), resident.end(), p)) {
-    return absl::InternalError(
-        absl::StrCat("rank ", me, " holds partition ", p, " by the schedule but not in memory"));
+    if (!read_absent) {
+      return absl::InternalError(
+          absl::StrCat("rank ", me, " holds partition ", p, " by the schedule but not in memory"));
+    }
+    ASSIGN_OR_RETURN(read, buffer.TakeOrRead(p));
   }
-  const PartitionData& d = *buffer.Get(p);
+  const PartitionData& d = read != nullptr ? *read : *buffer.Get(p);
   PartitionState copy;
   copy.partition = p;
   copy.rows = d.rows;

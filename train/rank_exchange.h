@@ -34,8 +34,12 @@ struct PendingMoves {
 // Starts this rank's part of `transfers`: posts its receives, and sends
 // each partition it holds, which leaves `buffer`. The partitions sent must
 // not be in use (no batch in flight on them).
+// With `read_absent` (a rank out of core in its own copy), a partition to
+// send that is not resident is read from the graph (TakeOrRead); without,
+// that is an internal error.
 absl::StatusOr<PendingMoves> StartMoves(Cluster& cluster, PartitionBuffer& buffer,
-                                        std::span<const Transfer> transfers);
+                                        std::span<const Transfer> transfers,
+                                        bool read_absent = false);
 // Waits for every move of `moves`, each within `timeout`; each partition
 // received enters `buffer`. Call with no batch in flight.
 absl::Status FinishMoves(PartitionBuffer& buffer, PendingMoves& moves, absl::Duration timeout);
@@ -48,8 +52,10 @@ std::vector<Transfer> TransfersOf(const GlobalRound& round, bool overlapped);
 // the holder sends a copy of resident partition p to rank `to`
 // (SendCopyForWriting), which writes it under its buffer's write version
 // and makes it durable (ReceiveAndWrite: PartitionBuffer::WriteCopy).
+// With `read_absent`, a partition that is not resident is read from the
+// graph (TakeOrRead) rather than refused.
 absl::Status SendCopyForWriting(Cluster& cluster, PartitionBuffer& buffer, uint32_t p, uint32_t to,
-                                absl::Duration timeout);
+                                absl::Duration timeout, bool read_absent = false);
 absl::Status ReceiveAndWrite(Cluster& cluster, PartitionBuffer& buffer, uint32_t p, uint32_t from,
                              absl::Duration timeout);
 

@@ -14,7 +14,9 @@
 #                  %r): rank 0 writes about 1/4 of each checkpoint's
 #                  bytes (15-35 %, 8 partitions of unequal sizes); export
 #                  refuses rank 0's copy until `ember gather`, and then
-#                  equals one process of 4 trainers, bit for bit
+#                  equals one process of 4 trainers, bit for bit; -np 2
+#                  with rank 0 out of core (--buffer-partitions 2) equals
+#                  one process of 2 trainers
 # No case asserts a time except the issue's bound on stopping a killed job.
 set -euo pipefail
 
@@ -205,6 +207,18 @@ PY
   "$ember" export "$work/c1" --format npy --out "$work/c1.npy" --quiet >/dev/null
   cmp "$work/c1.npy" "$work/c.npy" || fail "-np 4 with copies, gathered, differs from one process"
   note "copies: rank 0 wrote $share of the checkpoint bytes; gathered, equal to one process"
+  # Ranks of unequal memory: rank 0's buffer holds a round's two of its
+  # share of about four, out of core in its own copy.
+  fresh kg8 o.0 && fresh kg8 o.1 && fresh kg8 o2
+  "$ember" train "$work/o2" "${flags[@]}" --trainers 2 --threads 2 >/dev/null
+  "${mpi[@]}" -np 1 "$ember" train "$work/o.%r" "${flags[@]}" --trainers 1 --threads 1 \
+    --buffer-partitions 2 : -np 1 "$ember" train "$work/o.%r" "${flags[@]}" --trainers 1 \
+    --threads 1 >/dev/null 2>"$work/o.err" || { cat "$work/o.err" >&2; fail "out of core in a rank failed"; }
+  "$ember" gather "$work/o.1" "$work/o.0" --quiet
+  "$ember" export "$work/o.1" --format npy --out "$work/o.npy" --quiet >/dev/null
+  "$ember" export "$work/o2" --format npy --out "$work/o2.npy" --quiet >/dev/null
+  cmp "$work/o2.npy" "$work/o.npy" || fail "a rank out of core differs from one process"
+  note "copies: rank 0 out of core beside rank 1 in memory, equal to one process"
 }
 
 for c in "${cases[@]}"; do "case_$c"; done

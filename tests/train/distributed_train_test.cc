@@ -375,6 +375,73 @@ TEST_F(DistributedTrainTest, OwnCopiesStoppedAtAnyCheckpointStepResume) {
   }
 }
 
+// A rank whose buffer is smaller than its share trains out of core in its
+// own copy (partitions to send or train loaded from it, others evicted to
+// it), beside a rank holding all of its share in memory; a run stopped
+// mid-epoch resumes, and the gathered model equals one process's, bit for
+// bit.
+TEST_F(DistributedTrainTest, ARankBelowItsShareTrainsOutOfCoreInItsOwnCopy) {
+  const uint32_t n = 2;
+  const std::string one = graphs_->New(8);
+  TrainOptions single = Options(2);
+  single.devices.trainers = static_cast<int>(n);
+  single.devices.threads = static_cast<int>(n);
+  ASSERT_TRUE(TrainGraph(one, single).ok());
+
+  const std::string base = tmp_->Sub("out_of_core");
+  std::vector<std::string> copies;
+  for (uint32_t r = 0; r < n; ++r) {
+    copies.push_back(absl::StrCat(base, ".", r));
+    std::filesystem::rename(graphs_->New(8), copies.back());
+  }
+  std::vector<TrainOptions> o(n, Options(2));
+  for (TrainOptions& x : o) {
+    x.rank_copies = true;
+    x.schedule.checkpoint_every = 5;
+    x.hooks.stop_after_buckets = 70;  // in epoch 1 (64 buckets an epoch)
+    x.rank_timeout_seconds = 30;
+  }
+  o[0].schedule.buffer_partitions = 2;  // a round's two; its share is about 4
+  auto cluster = InProcessCluster::Create(n);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto stopped = RunRanks(**cluster, n, copies, o);
+  for (const auto& r : stopped) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->stopped);
+  }
+  // Rank 0 loaded partitions from its copy besides those it received:
+  // more than rank 1, which only receives.
+  uint64_t loads0 = 0, loads1 = 0;
+  for (const EpochStats& e : stopped[0]->epochs) loads0 += e.partition_loads;
+  for (const EpochStats& e : stopped[1]->epochs) loads1 += e.partition_loads;
+  EXPECT_GT(loads0, loads1 + 8) << "rank 0 " << loads0 << ", rank 1 " << loads1;
+  for (TrainOptions& x : o) x.hooks.stop_after_buckets = 0;
+  auto cluster2 = InProcessCluster::Create(n);
+  ASSERT_TRUE(cluster2.ok()) << cluster2.status();
+  auto resumed = RunRanks(**cluster2, n, copies, o);
+  for (const auto& r : resumed) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->resumed);
+  }
+  ASSERT_TRUE(GatherCopies(copies[0], {copies[1]}).ok());
+  auto a = LoadSnapshot(one);
+  auto b = LoadSnapshot(copies[0]);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  train_test::ExpectBitIdentical(*a, *b);
+
+  // Through rank 0 (no own copies) the same buffer is refused, naming the
+  // way out.
+  const std::string shared = graphs_->New(8);
+  std::vector<TrainOptions> funnel(n, Options(1));
+  funnel[0].schedule.buffer_partitions = 2;
+  auto cluster3 = InProcessCluster::Create(n);
+  ASSERT_TRUE(cluster3.ok()) << cluster3.status();
+  auto refused = RunRanks(**cluster3, n, {shared, shared}, funnel);
+  ASSERT_FALSE(refused[0].ok());
+  EXPECT_THAT(refused[0].status().message(), HasSubstr("--rank-copies"));
+}
+
 // A --memory-budget whose rows share holds `partitions` of the graph's
 // largest partitions at `dim`, and not one more.
 uint64_t BudgetHolding(const std::string& dir, int dim, uint32_t partitions) {

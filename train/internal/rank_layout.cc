@@ -15,8 +15,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "partition/train_memory.h"
 #include "storage/base/status_macros.h"
@@ -58,8 +60,12 @@ class RankLayout final : public ProcessLayout {
                           ? std::min(buffer_partitions, P_)
                           : P_;
     round_size_ = trainers * cluster_->world_size();
-    // Across ranks the order's capacity is what shapes the schedule.
-    return RunPlan{P_, round_size_, RunShape{order_capacity_, round_size_, cluster_->world_size()}};
+    // A rank training its own copy keeps what its budget has room for and
+    // the rest of its share in its copy; otherwise it holds its share in
+    // memory. Across ranks the order's capacity is what shapes the schedule.
+    const uint32_t capacity = own_copies_ ? std::min(buffer_partitions, P_) : P_;
+    return RunPlan{capacity, round_size_,
+                   RunShape{order_capacity_, round_size_, cluster_->world_size()}};
   }
 
   absl::Status SetUp(const std::function<absl::Status()>& set_up_here) override;
@@ -236,18 +242,23 @@ absl::Status RankLayout::Checkpoint(const CheckpointRequest& request) {
 absl::Status RankLayout::CheckpointIntoCopies(const CheckpointRequest& request,
                                               const std::vector<uint32_t>& holders) {
   const uint32_t me = cluster_->rank();
+  PartitionBuffer& buffer = *request.buffer;
   // Each rank writes at most ceil(P/N) partitions: its own, and copies of
-  // those a rank holding more hands it.
+  // those a rank holding more hands it (first: a load for a hand-off may
+  // evict, and WriteShare makes every table written durable).
   const std::vector<uint32_t> writers = BalancedWriters(holders, cluster_->world_size());
-  std::vector<uint32_t> kept;
-  for (uint32_t p = 0; p < P_; ++p) {
-    if (holders[p] == me && writers[p] == me) kept.push_back(p);
-  }
   absl::Status s =
-      request.checkpointer->WriteShare(request.buffer, kept, *request.relations, request.features);
+      HandOffForWriting(*cluster_, buffer, holders, writers, rank_timeout_, [this] { Progress(); });
+  // Its own partitions in memory are written now; those out of core are in
+  // its copy already, as of their eviction.
+  absl::StatusOr<std::vector<uint32_t>> resident = buffer.Resident();
+  if (s.ok()) s = resident.status();
   if (s.ok()) {
-    s = HandOffForWriting(*cluster_, *request.buffer, holders, writers, rank_timeout_,
-                          [this] { Progress(); });
+    std::vector<uint32_t> kept;
+    for (uint32_t p : *resident) {
+      if (holders[p] == me && writers[p] == me) kept.push_back(p);
+    }
+    s = request.checkpointer->WriteShare(&buffer, kept, *request.relations, request.features);
   }
   if (s.ok()) {
     for (uint32_t p = 0; p < P_; ++p) {
@@ -257,11 +268,39 @@ absl::Status RankLayout::CheckpointIntoCopies(const CheckpointRequest& request,
   }
   RETURN_IF_ERROR(AgreeOnStatus(*cluster_, s));
   Progress();
+  // The table version of each partition, from the rank that wrote it.
+  std::string mine;
+  for (uint32_t p = 0; p < P_; ++p) {
+    if (writers[p] == me) absl::StrAppend(&mine, p, "=", buffer.locations()[p], ",");
+  }
+  ASSIGN_OR_RETURN(const std::vector<std::string> all, cluster_->AllGather(mine));
+  std::vector<uint64_t> versions(P_, 0);
+  for (const std::string& line : all) {
+    for (absl::string_view entry : absl::StrSplit(line, ',', absl::SkipEmpty())) {
+      const size_t eq = entry.find('=');
+      uint32_t p = 0;
+      uint64_t v = 0;
+      if (eq == absl::string_view::npos || !absl::SimpleAtoi(entry.substr(0, eq), &p) ||
+          !absl::SimpleAtoi(entry.substr(eq + 1), &v) || p >= P_) {
+        return absl::InternalError(absl::StrCat("rank ", me, ": bad partition version ", entry));
+      }
+      versions[p] = v;
+    }
+  }
+  // What this rank's buffer still reads from its copy: partitions it holds
+  // out of core (handed to another writer, their old version stays).
+  std::vector<uint64_t> in_use(P_, 0);
+  ASSIGN_OR_RETURN(const std::vector<uint32_t> in_memory, buffer.Resident());
+  for (uint32_t p = 0; p < P_; ++p) {
+    if (holders[p] == me && !std::binary_search(in_memory.begin(), in_memory.end(), p)) {
+      in_use[p] = buffer.locations()[p];
+    }
+  }
   // Rank 0's commit is the checkpoint's: a rank stopped after it and
   // before its own takes rank 0's at the next start (RollForwardToRankZero).
   auto commit = [&] {
-    return request.checkpointer->CommitShare(writers, me, request.epoch, request.next_round,
-                                             request.epochs_done);
+    return request.checkpointer->CommitShare(writers, versions, in_use, me, request.epoch,
+                                             request.next_round, request.epochs_done);
   };
   s = writer() ? commit() : absl::OkStatus();
   if (s.ok()) s = AfterStep(CheckpointStep::kRankZeroCommitted);
@@ -270,8 +309,7 @@ absl::Status RankLayout::CheckpointIntoCopies(const CheckpointRequest& request,
   if (s.ok()) s = AfterStep(CheckpointStep::kCommitted);
   RETURN_IF_ERROR(AgreeOnStatus(*cluster_, s));
   Progress();
-  request.buffer->MarkWritten(request.checkpointer->committed_version());
-  request.buffer->set_write_version(request.checkpointer->write_version());
+  buffer.set_write_version(request.checkpointer->write_version());
   return absl::OkStatus();
 }
 
@@ -384,12 +422,35 @@ absl::Status RankLayout::ComputeSchedule(int epoch, uint64_t first_round, Partit
     }
     peak = std::max(peak, held);
   }
-  if (peak > budget_partitions_) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("rank ", me, " (", cluster_->where(), ") holds up to ", peak,
-                     " partitions at once in this epoch, but --memory-budget ",
-                     options_.schedule.memory_budget >> 20, " MiB has room for ",
-                     budget_partitions_, "; raise --memory-budget or run more ranks"));
+  if (own_copies_) {
+    // Out of core in its own copy: each round's partitions must fit.
+    uint32_t round_peak = 0;
+    for (const GlobalRound& g : rank_schedule_->rounds) {
+      std::vector<uint32_t> parts;
+      for (const RankBucket& b : g.buckets) {
+        if (b.rank != me) continue;
+        parts.push_back(b.bucket.src);
+        parts.push_back(b.bucket.dst);
+      }
+      std::sort(parts.begin(), parts.end());
+      round_peak = std::max<uint32_t>(
+          round_peak,
+          static_cast<uint32_t>(std::unique(parts.begin(), parts.end()) - parts.begin()));
+    }
+    if (round_peak > budget_partitions_) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("rank ", me, " (", cluster_->where(), ") trains rounds of up to ",
+                       round_peak, " partitions in this epoch, but --memory-budget ",
+                       options_.schedule.memory_budget >> 20, " MiB has room for ",
+                       budget_partitions_, "; raise --memory-budget or --buffer-partitions"));
+    }
+  } else if (peak > budget_partitions_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "rank ", me, " (", cluster_->where(), ") holds up to ", peak,
+        " partitions at once in this epoch, but --memory-budget ",
+        options_.schedule.memory_budget >> 20, " MiB has room for ", budget_partitions_,
+        "; raise --memory-budget, run more ranks, or give each rank its own "
+        "copy of the graph (--rank-copies), where a rank trains out of core"));
   }
   const std::vector<uint32_t> h = rank_schedule_->HoldersBefore(first_round);
   std::vector<uint32_t> mine;
@@ -411,7 +472,11 @@ absl::Status RankLayout::ComputeSchedule(int epoch, uint64_t first_round, Partit
     return absl::OkStatus();
   }
   ASSIGN_OR_RETURN(const std::vector<uint32_t> resident, buffer.Resident());
-  if (resident != mine) {
+  // Out of core in its own copy, the rest of its share is on its disk.
+  const bool holds_them =
+      own_copies_ ? std::includes(mine.begin(), mine.end(), resident.begin(), resident.end())
+                  : resident == mine;
+  if (!holds_them) {
     return absl::InternalError(absl::StrCat("rank ", me, " starts epoch ", epoch, " holding ",
                                             resident.size(), " partitions, not the ", mine.size(),
                                             " its schedule names"));
@@ -493,12 +558,19 @@ absl::Status RankLayout::BeforeRound(const Round& next, PartitionBuffer& buffer,
   const bool started_early = early_round_ == g;
   early_round_ = kNoEarlyRound;
   RETURN_IF_ERROR(FinishMoves(buffer, early_moves_, rank_timeout_));
+  // Out of core in its own copy, a partition to send may be on its disk,
+  // and so may the round's own.
   ASSIGN_OR_RETURN(
       PendingMoves moves,
-      StartMoves(*cluster_, buffer, started_early ? TransfersOf(round, false) : round.transfers));
+      StartMoves(*cluster_, buffer, started_early ? TransfersOf(round, false) : round.transfers,
+                 /*read_absent=*/own_copies_));
   bytes_at_boundary_ += moves.bytes_sent;
   RETURN_IF_ERROR(FinishMoves(buffer, moves, rank_timeout_));
   transfer_seconds_ += std::chrono::duration<double>(Clock::now() - moving).count();
+  if (own_copies_) {
+    RETURN_IF_ERROR(buffer.AcquireKeeping(next.partitions, {}, {}));
+    RETURN_IF_ERROR(buffer.FitCapacity(next.partitions, {}));
+  }
   ASSIGN_OR_RETURN(const bool here, buffer.AllResident(next.partitions));
   if (!here) {
     return absl::InternalError(
@@ -511,8 +583,9 @@ absl::Status RankLayout::BeforeRound(const Round& next, PartitionBuffer& buffer,
   // it trains, unless a checkpoint or a stop follows it (the hand-off
   // reads the holders the schedule names before the next round).
   if (g + 1 < rank_schedule_->rounds.size() && !pause_after(round.buckets.size())) {
-    ASSIGN_OR_RETURN(early_moves_, StartMoves(*cluster_, buffer,
-                                              TransfersOf(rank_schedule_->rounds[g + 1], true)));
+    ASSIGN_OR_RETURN(early_moves_,
+                     StartMoves(*cluster_, buffer, TransfersOf(rank_schedule_->rounds[g + 1], true),
+                                /*read_absent=*/own_copies_));
     bytes_overlapped_ += early_moves_.bytes_sent;
     early_round_ = g + 1;
   }

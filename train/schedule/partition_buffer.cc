@@ -100,6 +100,18 @@ uint32_t PartitionBuffer::pins(uint32_t p) const {
 }
 
 absl::Status PartitionBuffer::Load(uint32_t p) {
+  ASSIGN_OR_RETURN(std::unique_ptr<PartitionData> data, Read(p));
+  return Install(std::move(data));
+}
+
+absl::StatusOr<std::unique_ptr<PartitionData>> PartitionBuffer::TakeOrRead(uint32_t p) {
+  ASSIGN_OR_RETURN(std::unique_ptr<PartitionData> data, Take(p));
+  if (data != nullptr) return data;
+  ++loads_;
+  return Read(p);
+}
+
+absl::StatusOr<std::unique_ptr<PartitionData>> PartitionBuffer::Read(uint32_t p) const {
   const Manifest& m = graph_->manifest();
   auto data = std::make_unique<PartitionData>();
   data->partition = p;
@@ -110,7 +122,7 @@ absl::Status PartitionBuffer::Load(uint32_t p) {
     RETURN_IF_ERROR(
         graph_->ReadPartitionFeatures(p, &data->feature_row_start, &data->feature_entries));
   }
-  if (!options_.id_rows) return Install(std::move(data));
+  if (!options_.id_rows) return data;
   data->embeddings.resize(data->rows * options_.dim);
   data->optimizer.assign(data->rows, 0.0f);
   // Rows [0, stored) come from the checkpoint; rows appended since (or all,
@@ -133,7 +145,7 @@ absl::Status PartitionBuffer::Load(uint32_t p) {
                    static_cast<int64_t>(data->rows - stored), options_.dim,
                    data->embeddings.data() + stored * options_.dim);
   }
-  return Install(std::move(data));
+  return data;
 }
 
 absl::Status PartitionBuffer::Install(std::unique_ptr<PartitionData> data) {
@@ -308,14 +320,16 @@ std::unique_ptr<PartitionData> PartitionBuffer::TakeVictim(
 
 absl::Status PartitionBuffer::MakeResident(std::span<const uint32_t> needed,
                                            std::span<const std::vector<uint32_t>> future,
-                                           bool best_effort) {
+                                           bool best_effort, std::span<const uint32_t> keep) {
+  std::vector<uint32_t> kept(needed.begin(), needed.end());
+  kept.insert(kept.end(), keep.begin(), keep.end());
   for (uint32_t p : needed) {
     {
       MutexLock lock(&mu_);
       if (resident_[p] != nullptr) continue;
     }
     if (resident_count() >= options_.capacity) {
-      std::unique_ptr<PartitionData> victim = TakeVictim(needed, future);
+      std::unique_ptr<PartitionData> victim = TakeVictim(kept, future);
       if (victim == nullptr) {
         if (best_effort) return absl::OkStatus();
         return absl::InternalError(absl::StrCat(
@@ -352,6 +366,24 @@ absl::Status PartitionBuffer::Acquire(std::span<const uint32_t> needed,
         options_.capacity));
   }
   return MakeResident(needed, future, /*best_effort=*/false);
+}
+
+absl::Status PartitionBuffer::AcquireKeeping(std::span<const uint32_t> needed,
+                                             std::span<const uint32_t> keep,
+                                             std::span<const std::vector<uint32_t>> future) {
+  RETURN_IF_ERROR(Quiesce());
+  return MakeResident(needed, future, /*best_effort=*/false, keep);
+}
+
+absl::Status PartitionBuffer::FitCapacity(std::span<const uint32_t> keep,
+                                          std::span<const std::vector<uint32_t>> future) {
+  RETURN_IF_ERROR(Quiesce());
+  while (resident_count() > options_.capacity) {
+    std::unique_ptr<PartitionData> victim = TakeVictim(keep, future);
+    if (victim == nullptr) break;  // the rest are pinned or kept
+    RETURN_IF_ERROR(Evict(std::move(victim)));
+  }
+  return absl::OkStatus();
 }
 
 void PartitionBuffer::Prefetch(std::vector<uint32_t> next,

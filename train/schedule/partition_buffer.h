@@ -96,6 +96,15 @@ class PartitionBuffer {
   // in `future` (upcoming needed sets, nearest first).
   absl::Status Acquire(std::span<const uint32_t> needed,
                        std::span<const std::vector<uint32_t>> future);
+  // Acquire, but victims are chosen outside `keep` too (partitions a round
+  // about to train needs while nothing pins them yet).
+  absl::Status AcquireKeeping(std::span<const uint32_t> needed, std::span<const uint32_t> keep,
+                              std::span<const std::vector<uint32_t>> future);
+  // Evicts unpinned partitions outside `keep`, those used furthest in
+  // `future` first, until no more than the capacity are resident (Put may
+  // have installed more), after background work.
+  absl::Status FitCapacity(std::span<const uint32_t> keep,
+                           std::span<const std::vector<uint32_t>> future);
   // Starts loading `next` in the background, evicting only unpinned
   // partitions, as far as free or evictable slots allow. Errors surface at
   // the next Acquire, Quiesce or WriteResident. REQUIRES: no prefetch
@@ -139,6 +148,10 @@ class PartitionBuffer {
   // shape is not this buffer's (CheckReceived).
   absl::StatusOr<std::unique_ptr<PartitionData>> Take(uint32_t p);
   absl::Status Put(std::unique_ptr<PartitionData> data);
+  // Take, or where p is not resident, its rows as the graph holds them
+  // (locations()), read without entering the buffer: a partition out of
+  // core leaving for another rank. Counts as a load.
+  absl::StatusOr<std::unique_ptr<PartitionData>> TakeOrRead(uint32_t p);
   // Writes a partition that is not resident (a copy received for a
   // checkpoint) under the write version, as WriteResident would, and makes
   // its tables durable (Graph::SyncTables(p)); DataLoss as Put's when its
@@ -171,6 +184,8 @@ class PartitionBuffer {
   friend class PartitionPin;
   void Unpin(uint32_t p);
   absl::Status Load(uint32_t p);
+  // Partition p as the graph holds it (initialised rows where never written).
+  absl::StatusOr<std::unique_ptr<PartitionData>> Read(uint32_t p) const;
   // Writes back and releases an evicted partition.
   absl::Status Evict(std::unique_ptr<PartitionData> data);
   absl::Status Install(std::unique_ptr<PartitionData> data);
@@ -181,9 +196,10 @@ class PartitionBuffer {
   // used furthest in the future; null when there is none.
   std::unique_ptr<PartitionData> TakeVictim(std::span<const uint32_t> keep,
                                             std::span<const std::vector<uint32_t>> future);
+  // Victims are chosen outside `needed` and `keep`.
   absl::Status MakeResident(std::span<const uint32_t> needed,
-                            std::span<const std::vector<uint32_t>> future,
-                            bool best_effort);
+                            std::span<const std::vector<uint32_t>> future, bool best_effort,
+                            std::span<const uint32_t> keep = {});
   uint32_t resident_count() const;
 
   Graph* graph_;
