@@ -86,6 +86,29 @@ class DistributedTrainTest : public ::testing::Test {
     return RunRanks(cluster, n, dirs, std::vector<TrainOptions>(n, options));
   }
 
+  // The snapshot of one process of `trainers` trainers (and threads)
+  // trained with Options(2) on a new graph of `partitions`.
+  static absl::StatusOr<train_test::ModelSnapshot> OneProcess(uint32_t trainers,
+                                                              uint32_t partitions) {
+    const std::string one = graphs_->New(partitions);
+    TrainOptions single = Options(2);
+    single.devices.trainers = static_cast<int>(trainers);
+    single.devices.threads = static_cast<int>(trainers);
+    RETURN_IF_ERROR(TrainGraph(one, single).status());
+    return LoadSnapshot(one);
+  }
+  // `n` new, identical graphs of `partitions`, at `base`.0 .. `base`.n-1:
+  // the ranks' own copies.
+  static std::vector<std::string> NewCopies(const std::string& base, uint32_t n,
+                                            uint32_t partitions) {
+    std::vector<std::string> copies;
+    for (uint32_t r = 0; r < n; ++r) {
+      copies.push_back(absl::StrCat(base, ".", r));
+      std::filesystem::rename(graphs_->New(partitions), copies.back());
+    }
+    return copies;
+  }
+
   static TempDir* tmp_;
   static std::string edges_;
   static train_test::GraphFactory* graphs_;
@@ -267,19 +290,10 @@ TEST_F(DistributedTrainTest, ADifferentGraphCopyIsRefusedOnEveryRank) {
 // equals one process's of as many trainers, bit for bit.
 TEST_F(DistributedTrainTest, OwnCopiesWriteTheirSharesAndGatherToOneProcessBits) {
   const uint32_t n = 2;
-  const std::string one = graphs_->New(4);
-  TrainOptions single = Options(2);
-  single.devices.trainers = static_cast<int>(n);
-  single.devices.threads = static_cast<int>(n);
-  single.schedule.checkpoint_every = 3;
-  ASSERT_TRUE(TrainGraph(one, single).ok());
-
+  auto want = OneProcess(n, 4);
+  ASSERT_TRUE(want.ok()) << want.status();
   const std::string base = tmp_->Sub("own");
-  std::vector<std::string> copies;
-  for (uint32_t r = 0; r < n; ++r) {
-    copies.push_back(absl::StrCat(base, ".", r));
-    std::filesystem::rename(graphs_->New(4), copies.back());
-  }
+  const std::vector<std::string> copies = NewCopies(base, n, 4);
   TrainOptions o = Options(2);
   o.schedule.checkpoint_every = 3;
   auto cluster = InProcessCluster::Create(n);
@@ -302,11 +316,9 @@ TEST_F(DistributedTrainTest, OwnCopiesWriteTheirSharesAndGatherToOneProcessBits)
   ASSERT_TRUE(gathered.ok()) << gathered.status();
   EXPECT_GT(gathered->partitions, 0u);
   EXPECT_LT(gathered->partitions, 4u);
-  auto a = LoadSnapshot(one);
   auto b = LoadSnapshot(copies[0]);
-  ASSERT_TRUE(a.ok()) << a.status();
   ASSERT_TRUE(b.ok()) << b.status();
-  train_test::ExpectBitIdentical(*a, *b);
+  train_test::ExpectBitIdentical(*want, *b);
   // Gathered once, whole: a second gather has nothing to do.
   auto again = GatherCopies(copies[0], {});
   ASSERT_TRUE(again.ok()) << again.status();
@@ -319,24 +331,15 @@ TEST_F(DistributedTrainTest, OwnCopiesWriteTheirSharesAndGatherToOneProcessBits)
 // happen takes rank 0's) and ends with one process's bits.
 TEST_F(DistributedTrainTest, OwnCopiesStoppedAtAnyCheckpointStepResume) {
   const uint32_t n = 2;
-  const std::string one = graphs_->New(4);
-  TrainOptions single = Options(2);
-  single.devices.trainers = static_cast<int>(n);
-  single.devices.threads = static_cast<int>(n);
-  ASSERT_TRUE(TrainGraph(one, single).ok());
-  auto want = LoadSnapshot(one);
+  auto want = OneProcess(n, 4);
   ASSERT_TRUE(want.ok()) << want.status();
 
   for (CheckpointStep step : {CheckpointStep::kShareWritten, CheckpointStep::kRankZeroCommitted,
                               CheckpointStep::kCommitted}) {
     for (uint32_t failing = 0; failing < n; ++failing) {
       SCOPED_TRACE(absl::StrCat("step ", static_cast<int>(step), ", rank ", failing));
-      const std::string base = tmp_->Sub(absl::StrCat("steps", static_cast<int>(step), failing));
-      std::vector<std::string> copies;
-      for (uint32_t r = 0; r < n; ++r) {
-        copies.push_back(absl::StrCat(base, ".", r));
-        std::filesystem::rename(graphs_->New(4), copies.back());
-      }
+      const std::vector<std::string> copies =
+          NewCopies(tmp_->Sub(absl::StrCat("steps", static_cast<int>(step), failing)), n, 4);
       TrainOptions o = Options(2);
       o.rank_copies = true;
       // The second checkpoint (the end of epoch 1) fails on one rank.
@@ -382,18 +385,9 @@ TEST_F(DistributedTrainTest, OwnCopiesStoppedAtAnyCheckpointStepResume) {
 // bit.
 TEST_F(DistributedTrainTest, ARankBelowItsShareTrainsOutOfCoreInItsOwnCopy) {
   const uint32_t n = 2;
-  const std::string one = graphs_->New(8);
-  TrainOptions single = Options(2);
-  single.devices.trainers = static_cast<int>(n);
-  single.devices.threads = static_cast<int>(n);
-  ASSERT_TRUE(TrainGraph(one, single).ok());
-
-  const std::string base = tmp_->Sub("out_of_core");
-  std::vector<std::string> copies;
-  for (uint32_t r = 0; r < n; ++r) {
-    copies.push_back(absl::StrCat(base, ".", r));
-    std::filesystem::rename(graphs_->New(8), copies.back());
-  }
+  auto want = OneProcess(n, 8);
+  ASSERT_TRUE(want.ok()) << want.status();
+  const std::vector<std::string> copies = NewCopies(tmp_->Sub("out_of_core"), n, 8);
   std::vector<TrainOptions> o(n, Options(2));
   for (TrainOptions& x : o) {
     x.rank_copies = true;
@@ -424,11 +418,9 @@ TEST_F(DistributedTrainTest, ARankBelowItsShareTrainsOutOfCoreInItsOwnCopy) {
     EXPECT_TRUE(r->resumed);
   }
   ASSERT_TRUE(GatherCopies(copies[0], {copies[1]}).ok());
-  auto a = LoadSnapshot(one);
   auto b = LoadSnapshot(copies[0]);
-  ASSERT_TRUE(a.ok()) << a.status();
   ASSERT_TRUE(b.ok()) << b.status();
-  train_test::ExpectBitIdentical(*a, *b);
+  train_test::ExpectBitIdentical(*want, *b);
 
   // Through rank 0 (no own copies) the same buffer is refused, naming the
   // way out.
