@@ -290,9 +290,8 @@ absl::Status RankLayout::CheckpointIntoCopies(const CheckpointRequest& request,
   // What this rank's buffer still reads from its copy: partitions it holds
   // out of core (handed to another writer, their old version stays).
   std::vector<uint64_t> in_use(P_, 0);
-  ASSIGN_OR_RETURN(const std::vector<uint32_t> in_memory, buffer.Resident());
   for (uint32_t p = 0; p < P_; ++p) {
-    if (holders[p] == me && !std::binary_search(in_memory.begin(), in_memory.end(), p)) {
+    if (holders[p] == me && !std::binary_search(resident->begin(), resident->end(), p)) {
       in_use[p] = buffer.locations()[p];
     }
   }
@@ -568,7 +567,7 @@ absl::Status RankLayout::BeforeRound(const Round& next, PartitionBuffer& buffer,
   RETURN_IF_ERROR(FinishMoves(buffer, moves, rank_timeout_));
   transfer_seconds_ += std::chrono::duration<double>(Clock::now() - moving).count();
   if (own_copies_) {
-    RETURN_IF_ERROR(buffer.AcquireKeeping(next.partitions, {}, {}));
+    RETURN_IF_ERROR(buffer.Acquire(next.partitions, {}));
     RETURN_IF_ERROR(buffer.FitCapacity(next.partitions, {}));
   }
   ASSIGN_OR_RETURN(const bool here, buffer.AllResident(next.partitions));

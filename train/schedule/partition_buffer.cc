@@ -320,16 +320,14 @@ std::unique_ptr<PartitionData> PartitionBuffer::TakeVictim(
 
 absl::Status PartitionBuffer::MakeResident(std::span<const uint32_t> needed,
                                            std::span<const std::vector<uint32_t>> future,
-                                           bool best_effort, std::span<const uint32_t> keep) {
-  std::vector<uint32_t> kept(needed.begin(), needed.end());
-  kept.insert(kept.end(), keep.begin(), keep.end());
+                                           bool best_effort) {
   for (uint32_t p : needed) {
     {
       MutexLock lock(&mu_);
       if (resident_[p] != nullptr) continue;
     }
     if (resident_count() >= options_.capacity) {
-      std::unique_ptr<PartitionData> victim = TakeVictim(kept, future);
+      std::unique_ptr<PartitionData> victim = TakeVictim(needed, future);
       if (victim == nullptr) {
         if (best_effort) return absl::OkStatus();
         return absl::InternalError(absl::StrCat(
@@ -366,13 +364,6 @@ absl::Status PartitionBuffer::Acquire(std::span<const uint32_t> needed,
         options_.capacity));
   }
   return MakeResident(needed, future, /*best_effort=*/false);
-}
-
-absl::Status PartitionBuffer::AcquireKeeping(std::span<const uint32_t> needed,
-                                             std::span<const uint32_t> keep,
-                                             std::span<const std::vector<uint32_t>> future) {
-  RETURN_IF_ERROR(Quiesce());
-  return MakeResident(needed, future, /*best_effort=*/false, keep);
 }
 
 absl::Status PartitionBuffer::FitCapacity(std::span<const uint32_t> keep,

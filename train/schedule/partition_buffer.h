@@ -96,10 +96,6 @@ class PartitionBuffer {
   // in `future` (upcoming needed sets, nearest first).
   absl::Status Acquire(std::span<const uint32_t> needed,
                        std::span<const std::vector<uint32_t>> future);
-  // Acquire, but victims are chosen outside `keep` too (partitions a round
-  // about to train needs while nothing pins them yet).
-  absl::Status AcquireKeeping(std::span<const uint32_t> needed, std::span<const uint32_t> keep,
-                              std::span<const std::vector<uint32_t>> future);
   // Evicts unpinned partitions outside `keep`, those used furthest in
   // `future` first, until no more than the capacity are resident (Put may
   // have installed more), after background work.
@@ -196,10 +192,8 @@ class PartitionBuffer {
   // used furthest in the future; null when there is none.
   std::unique_ptr<PartitionData> TakeVictim(std::span<const uint32_t> keep,
                                             std::span<const std::vector<uint32_t>> future);
-  // Victims are chosen outside `needed` and `keep`.
   absl::Status MakeResident(std::span<const uint32_t> needed,
-                            std::span<const std::vector<uint32_t>> future, bool best_effort,
-                            std::span<const uint32_t> keep = {});
+                            std::span<const std::vector<uint32_t>> future, bool best_effort);
   uint32_t resident_count() const;
 
   Graph* graph_;
