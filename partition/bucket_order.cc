@@ -212,6 +212,13 @@ uint64_t PartitionLoadLowerBound(uint32_t num_partitions, uint32_t capacity) {
   return c + (pairs_left + (c - 2)) / (c - 1);
 }
 
+uint32_t RoundLookahead(uint32_t num_partitions, bool all_resident) {
+  if (!all_resident) return kOutOfCoreLookahead;
+  const uint64_t buckets = uint64_t{num_partitions} * num_partitions;
+  return static_cast<uint32_t>(
+      std::clamp<uint64_t>(buckets, kOutOfCoreLookahead, std::numeric_limits<uint32_t>::max()));
+}
+
 std::vector<std::vector<Bucket>> FormRounds(std::span<const Bucket> order,
                                             uint32_t num_trainers, uint32_t lookahead) {
   const size_t trainers = std::max<uint32_t>(num_trainers, 1);

@@ -60,6 +60,12 @@ absl::Status Checkpointer::CheckResumable(const StoredModel& stored) const {
     differ.push_back({"rounds (from --trainers) of", absl::StrCat(saved.round_size),
                       absl::StrCat(shape_.round_size)});
   }
+  if (saved.round_lookahead != shape_.round_lookahead) {
+    // Only another version of ember forms rounds otherwise for the same
+    // options.
+    differ.push_back({"rounds formed with a look-ahead of", absl::StrCat(saved.round_lookahead),
+                      absl::StrCat(shape_.round_lookahead)});
+  }
   if (differ.empty()) return absl::OkStatus();
   std::string what;
   for (const Differ& d : differ) {
@@ -170,13 +176,20 @@ absl::Status Checkpointer::Commit(const std::vector<uint64_t>& locations,
                                   const RelationParams& relations, const FeatureTable* features,
                                   int epoch, uint64_t next_round, int epochs_done) {
   RETURN_IF_ERROR(WriteBlobs(relations, features));
+  RETURN_IF_ERROR(graph_->SyncTables());
   return CommitRecord(locations, epoch, next_round, epochs_done);
 }
 
 absl::Status Checkpointer::WriteShare(PartitionBuffer* buffer, std::span<const uint32_t> held,
+                                      std::span<const uint32_t> share,
                                       const RelationParams& relations,
                                       const FeatureTable* features) {
   for (uint32_t p : held) RETURN_IF_ERROR(buffer->WriteDurably(p));
+  for (uint32_t p : share) {
+    if (std::find(held.begin(), held.end(), p) == held.end()) {
+      RETURN_IF_ERROR(graph_->SyncTables(p));
+    }
+  }
   return WriteBlobs(relations, features);
 }
 
@@ -197,7 +210,7 @@ absl::Status Checkpointer::WriteBlobs(const RelationParams& relations,
     const auto parts = FeatureTableBlobParts(*features, &header);
     RETURN_IF_ERROR(graph_->WriteBlob(FeatureTableBlobName(version), parts));
   }
-  return graph_->SyncTables();
+  return absl::OkStatus();
 }
 
 absl::Status Checkpointer::CommitRecord(const std::vector<uint64_t>& locations, int epoch,
@@ -218,6 +231,7 @@ absl::Status Checkpointer::CommitRecord(const std::vector<uint64_t>& locations, 
   state.position.bucket_order = std::string(BucketOrderName(options_.schedule.bucket_order));
   state.position.buffer_partitions = shape_.buffer_partitions;
   state.position.round_size = shape_.round_size;
+  state.position.round_lookahead = shape_.round_lookahead;
   state.position.world_size = shape_.world_size;
   Manifest m = graph_->manifest();
   StoreTrainState(state, version, &m);

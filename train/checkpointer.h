@@ -27,6 +27,7 @@ struct RunShape {
   uint32_t buffer_partitions = 0;
   uint32_t round_size = 0;
   uint32_t world_size = 1;
+  uint32_t round_lookahead = kOutOfCoreLookahead;  // RoundLookahead
 };
 
 // An epoch-end checkpoint copied off the buffer (every partition resident
@@ -103,14 +104,19 @@ class Checkpointer {
   // (TrainOptions::rank_copies), in two phases. WriteShare: writes and
   // makes durable, as checkpoint write_version(), partitions `held`
   // (resident in `buffer`), the relations and the features (null: not
-  // featurized). CommitShare, once every rank's share is durable (rank 0
+  // featurized), and makes durable the tables of the rest of `share` (the
+  // partitions this rank's copy holds for the checkpoint: received copies,
+  // and partitions out of core written at their eviction); other shards
+  // are left alone, so a rank's checkpoint costs its share, not P.
+  // CommitShare, once every rank's share is durable (rank 0
   // first: its commit is the checkpoint's): commits this copy's manifest
   // naming every partition at table version locations[p] (write_version(),
   // or older for a partition out of core since) in the copy of rank
   // partition_ranks[p], this copy being rank copy_rank's; then drops what
   // only the checkpoint before used and counts the new one as committed.
   absl::Status WriteShare(PartitionBuffer* buffer, std::span<const uint32_t> held,
-                          const RelationParams& relations, const FeatureTable* features);
+                          std::span<const uint32_t> share, const RelationParams& relations,
+                          const FeatureTable* features);
   // `in_use`: per partition, a table version of this copy that this rank's
   // buffer still reads (a partition it holds out of core and handed to
   // another rank to write), kept though the checkpoint names another; 0:
@@ -128,12 +134,12 @@ class Checkpointer {
 
  private:
   // With every partition's tables written at write_version() (`locations`
-  // naming them): WriteBlobs, then CommitRecord.
+  // naming them): WriteBlobs, every table durable, then CommitRecord.
   absl::Status Commit(const std::vector<uint64_t>& locations, const RelationParams& relations,
                       const FeatureTable* features, int epoch, uint64_t next_round,
                       int epochs_done);
-  // Writes the relations and features as checkpoint write_version() and
-  // makes every table written durable.
+  // Writes the relations and features as checkpoint write_version(),
+  // durably (atomic files).
   absl::Status WriteBlobs(const RelationParams& relations, const FeatureTable* features);
   // Commits the manifest naming `locations` (and, across own copies,
   // `partition_ranks` and `copy_rank`: TrainState), drops what only the old

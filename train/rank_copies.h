@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "storage/graph.h"
+#include "train/distributed/checkpoint_writers.h"
 #include "train/distributed/cluster.h"
 #include "train/schedule/partition_buffer.h"
 
@@ -38,13 +39,6 @@ absl::Status RollForwardToRankZero(Cluster& cluster, Graph& graph);
 absl::Status LoadShareFromCopies(Cluster& cluster, const Graph& graph, PartitionBuffer& buffer,
                                  std::span<const uint32_t> holders, absl::Duration timeout,
                                  const std::function<void()>& progress);
-
-// Which rank writes each partition of a checkpoint into its copy, so that
-// no rank writes more than ceil(P / N) partitions (a checkpoint costs the
-// largest share): the holder, up to that many of its partitions (its
-// lowest-numbered); each partition past it goes to the rank writing fewest
-// so far (the lowest such rank). Every rank computes the same.
-std::vector<uint32_t> BalancedWriters(std::span<const uint32_t> holders, uint32_t world_size);
 
 // This rank's part in handing checkpoint partitions to their writers: for
 // each p with writers[p] != holders[p], in partition order, the holder sends

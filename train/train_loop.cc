@@ -208,6 +208,7 @@ std::string EpochJsonLine(const EpochStats& s) {
     j["rounds"] = m.rounds;
     j["bytes_moved"] = m.bytes_at_boundary + m.bytes_overlapped;
     j["bytes_overlapped"] = m.bytes_overlapped;
+    j["moves_busiest_rank"] = m.moves_busiest_rank;
     j["train_seconds"] = m.train_seconds;
     j["transfer_seconds"] = m.transfer_seconds;
     j["sync_seconds"] = m.sync_seconds;
@@ -217,6 +218,7 @@ std::string EpochJsonLine(const EpochStats& s) {
   if (s.predicted.has_value() && s.predicted_doubled.has_value()) {
     j["predicted_seconds"] = s.predicted->total();
     j["predicted_seconds_doubled_ranks"] = s.predicted_doubled->total();
+    j["predicted_moves_busiest_rank"] = s.predicted->moves_busiest_rank;
   }
   if (s.valid.has_value()) {
     j["valid_mrr"] = s.valid->filtered.mrr;

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <string>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/train/train_test_util.h"
@@ -23,6 +24,7 @@
 namespace ember {
 namespace {
 
+using ::testing::HasSubstr;
 using train_test::ExpectBitIdentical;
 using train_test::LoadSnapshot;
 using train_test::ManifestOf;
@@ -125,20 +127,27 @@ TEST(LegacyGraphTest, GraphOfTodaysMainOpensAndResumes) {
   ExpectBitIdentical(*a, *b);
 }
 
+// An SBM graph of `nodes` in `blocks` (average degree 8), imported into
+// `partitions` at `dir`.
+void ImportSbm(TempDir& tmp, uint32_t nodes, uint32_t blocks, uint32_t partitions,
+               const std::string& dir) {
+  tools::gen::SbmOptions sbm;
+  sbm.nodes = nodes;
+  sbm.blocks = blocks;
+  sbm.avg_degree = 8;
+  sbm.seed = 5;
+  const std::string edges = tmp.Sub("edges.tsv");
+  train_test::WriteSbmEdges(sbm, edges);
+  ASSERT_TRUE(train_test::ImportEdges(dir, {edges}, partitions, /*with_splits=*/false).ok());
+}
+
 // A run stopped mid-epoch, its manifest put back into the unversioned
 // layout, resumes at the same round and ends bit-identical to resuming the
 // checkpoint as this ember wrote it.
 TEST(LegacyGraphTest, MidEpochCheckpointInUnversionedLayoutResumes) {
   TempDir tmp;
-  tools::gen::SbmOptions sbm;
-  sbm.nodes = 300;
-  sbm.blocks = 3;
-  sbm.avg_degree = 8;
-  sbm.seed = 5;
-  const std::string edges = tmp.Sub("edges.tsv");
-  train_test::WriteSbmEdges(sbm, edges);
   const std::string current = tmp.Sub("current");
-  ASSERT_TRUE(train_test::ImportEdges(current, {edges}, 4, /*with_splits=*/false).ok());
+  ASSERT_NO_FATAL_FAILURE(ImportSbm(tmp, 300, 3, 4, current));
 
   TrainOptions o = train_test::SmallOptions(2);
   o.model.dim = 16;
@@ -179,6 +188,38 @@ TEST(LegacyGraphTest, MidEpochCheckpointInUnversionedLayoutResumes) {
   ASSERT_TRUE(a.ok()) << a.status();
   ASSERT_TRUE(b.ok()) << b.status();
   ExpectBitIdentical(*a, *b);
+}
+
+// A run in memory stopped mid-epoch by an ember that formed rounds with a
+// look-ahead of 64 buckets (its record has none) is not resumed with
+// today's rounds over the whole order: the rest of its epoch would be
+// another schedule's.
+TEST(LegacyGraphTest, MidEpochCheckpointOfOlderRoundsIsRefused) {
+  TempDir tmp;
+  const std::string dir = tmp.Sub("g");
+  ASSERT_NO_FATAL_FAILURE(ImportSbm(tmp, 600, 4, 12, dir));
+  TrainOptions o = train_test::SmallOptions(2);
+  o.model.dim = 8;
+  o.devices.trainers = 2;
+  o.devices.threads = 2;
+  o.schedule.checkpoint_every = 20;
+  o.hooks.stop_after_buckets = 170;  // epoch 2 (144 buckets an epoch), after a checkpoint
+  absl::StatusOr<TrainSummary> stopped = TrainGraph(dir, o);
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+  ASSERT_TRUE(stopped->stopped);
+  const std::string path = dir + "/MANIFEST.json";
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(path));
+  nlohmann::json& trainer = j["training"]["state"]["trainer"];
+  ASSERT_GT(trainer["next_round"], 0);
+  ASSERT_EQ(trainer["round_lookahead"], 144);  // 12 x 12 buckets: the whole order
+  trainer.erase("round_lookahead");
+  train_test::WriteWholeFile(path, j.dump(2));
+
+  o.hooks.stop_after_buckets = 0;
+  absl::StatusOr<TrainSummary> resumed = TrainGraph(dir, o);
+  ASSERT_FALSE(resumed.ok());
+  EXPECT_THAT(resumed.status().message(),
+              HasSubstr("rounds formed with a look-ahead of 64, this run 144"));
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Which rank writes each partition of a checkpoint into its own copy
-// (train/rank_copies.h BalancedWriters).
+// (train/distributed/checkpoint_writers.h BalancedWriters).
 #include "train/rank_copies.h"
 
 #include <algorithm>

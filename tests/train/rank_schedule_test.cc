@@ -143,7 +143,7 @@ TEST(RankScheduleTest, KeepsTheConfiguredOrderAsFormRoundsDoes) {
       const RankSchedule s = Compute(o);
       const std::vector<Bucket> order =
           BucketOrder(kind, sh.P, o.buffer_capacity, o.seed + o.epoch);
-      const auto want = FormRounds(order, sh.N * sh.T, o.lookahead);
+      const auto want = FormRounds(order, sh.N * sh.T, RoundLookahead(sh.P, true));
       ASSERT_EQ(s.rounds.size(), want.size());
       for (size_t g = 0; g < want.size(); ++g) {
         std::vector<Bucket> got;
@@ -154,13 +154,29 @@ TEST(RankScheduleTest, KeepsTheConfiguredOrderAsFormRoundsDoes) {
   }
 }
 
+// Ranks hold every partition between them, so rounds are formed over the
+// whole order and fill their slots: inside-out rounds of 64 partitions for
+// 16 ranks held 2.4 buckets on average with a look-ahead of 64.
+TEST(RankScheduleTest, RoundsFillTheirSlots) {
+  RankScheduleOptions o;
+  o.num_partitions = 64;
+  o.world_size = 16;
+  const RankSchedule s = Compute(o);
+  const double per_round = 64.0 * 64 / s.rounds.size();
+  EXPECT_GT(per_round, 0.8 * 16) << s.rounds.size() << " rounds";
+  o.lookahead = kOutOfCoreLookahead;
+  EXPECT_LT(64.0 * 64 / Compute(o).rounds.size(), 4) << "the old look-ahead filled rounds";
+}
+
 TEST(RankScheduleTest, WorldSizeOneIsTheSingleProcessSchedule) {
   for (BucketOrderKind kind : kKinds) {
     for (uint32_t T : {1u, 2u, 3u}) {
       RankScheduleOptions o = Opts(kind, {12, 1, T}, 5, 2);
       o.bucket_edges.assign(12 * 12, 1000);  // every bucket trains (none skipped)
       const RankSchedule s = Compute(o);
-      auto single = MakeRoundScheduler(kind, 12, o.buffer_capacity, T, o.seed + o.epoch, 0);
+      // One process with every partition in memory.
+      auto single = MakeRoundScheduler(kind, 12, o.buffer_capacity, T, o.seed + o.epoch, 0, {},
+                                       RoundLookahead(12, /*all_resident=*/true));
       auto mine = std::make_unique<RankRoundScheduler>(&s, 0, 0);
       EXPECT_EQ(mine->buckets_per_epoch(), single->buckets_per_epoch());
       EXPECT_EQ(mine->Upcoming(5), single->Upcoming(5));

@@ -42,6 +42,7 @@ TrainState Sample() {
   s.position.buffer_partitions = 2;
   s.position.round_size = 1;
   s.position.world_size = 2;
+  s.position.round_lookahead = 4096;
   return s;
 }
 
@@ -67,6 +68,7 @@ void ExpectSame(const TrainState& a, const TrainState& b) {
   EXPECT_EQ(a.position.buffer_partitions, b.position.buffer_partitions);
   EXPECT_EQ(a.position.round_size, b.position.round_size);
   EXPECT_EQ(a.position.world_size, b.position.world_size);
+  EXPECT_EQ(a.position.round_lookahead, b.position.round_lookahead);
 }
 
 TEST(TrainStateTest, RoundTripsThroughTheManifest) {
@@ -151,6 +153,8 @@ TEST(TrainStateTest, ReadsUnversionedState) {
   EXPECT_EQ(s->position.seed, 7u);
   EXPECT_EQ(s->position.bucket_order, "inside-out");
   EXPECT_EQ(s->position.buffer_partitions, 2u);
+  // Rounds were formed with a look-ahead of 64 buckets then.
+  EXPECT_EQ(s->position.round_lookahead, 64u);
   EXPECT_FLOAT_EQ(static_cast<float>(s->position.lr), 0.1f);
   // Written before reciprocal relations and regularizers: neither.
   EXPECT_FALSE(s->model.reciprocal);

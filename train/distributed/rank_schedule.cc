@@ -118,7 +118,8 @@ absl::StatusOr<RankSchedule> ComputeRankSchedule(const RankScheduleOptions& o) {
   const std::vector<Bucket> order =
       BucketOrder(o.order, P, o.buffer_capacity, o.seed + o.epoch);
   const std::vector<std::vector<Bucket>> rounds =
-      FormRounds(order, o.world_size * o.trainers_per_rank, o.lookahead);
+      FormRounds(order, o.world_size * o.trainers_per_rank,
+                 o.lookahead > 0 ? o.lookahead : RoundLookahead(P, /*all_resident=*/true));
   std::vector<char> busy_before(P, 0);  // partitions trained in the round before
   for (size_t g = 0; g < rounds.size(); ++g) {
     const std::vector<Bucket>& rb = rounds[g];

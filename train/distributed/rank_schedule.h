@@ -12,10 +12,11 @@
 //
 // A global round is a set of buckets with pairwise disjoint partitions, each
 // assigned to a (rank, trainer) slot. Rounds are formed exactly as the
-// single-process scheduler forms them (FormRounds over BucketOrder(kind, P,
-// capacity, seed + epoch) with world_size * trainers_per_rank slots), so the
-// configured order is kept as far as disjointness allows, and world size 1
-// gives today's rounds. Within a round, buckets go to ranks by edges,
+// single-process scheduler forms them with every partition in memory
+// (FormRounds over BucketOrder(kind, P, capacity, seed + epoch) with
+// world_size * trainers_per_rank slots and the whole order as look-ahead),
+// so the configured order is kept as far as disjointness allows, and world
+// size 1 gives one process's rounds. Within a round, buckets go to ranks by edges,
 // largest first: to a rank that already holds their partitions where that
 // keeps the rank's load within `holder_slack` x the round's lower bound
 // max(largest bucket, round edges / world_size), otherwise to the least
@@ -47,8 +48,10 @@ struct RankScheduleOptions {
   BucketOrderKind order = BucketOrderKind::kInsideOut;
   // The buffer capacity BucketOrder reads (kBeta only). Default: 2.
   uint32_t buffer_capacity = 2;
-  // FormRounds' look-ahead window. Default: 64, the single-process value.
-  uint32_t lookahead = 64;
+  // FormRounds' look-ahead window; 0: RoundLookahead(P, all resident), the
+  // whole order (ranks hold their shares whatever their buffers, and every
+  // rank must form the same rounds). Default: 0.
+  uint32_t lookahead = 0;
   // Train edges per bucket, row-major (src * P + dst), as in
   // Manifest::train_bucket_edges; empty: unknown, every bucket counts 1
   // and needs its rows. REQUIRES: a 0 here means the bucket has nothing to

@@ -32,7 +32,8 @@ class OneProcessLayout final : public ProcessLayout {
     round_size_ =
         capacity_ >= P_ ? trainers : std::max<uint32_t>(1, std::min(trainers, capacity_ / 2));
     trainers_ = trainers;
-    return RunPlan{capacity_, round_size_, RunShape{capacity_, round_size_, 1}};
+    lookahead_ = RoundLookahead(P_, /*all_resident=*/capacity_ >= P_);
+    return RunPlan{capacity_, round_size_, RunShape{capacity_, round_size_, 1, lookahead_}};
   }
 
   absl::Status SetUp(const std::function<absl::Status()>& set_up_here) override {
@@ -87,7 +88,7 @@ class OneProcessLayout final : public ProcessLayout {
   // Epoch `epoch`'s rounds from `first_round`.
   std::unique_ptr<BucketScheduler> Schedule(int epoch, uint64_t first_round) const {
     return MakeRoundScheduler(options_.schedule.bucket_order, P_, capacity_, round_size_,
-                              options_.seed + epoch, first_round, TypedBucketEdges());
+                              options_.seed + epoch, first_round, TypedBucketEdges(), lookahead_);
   }
   // A typed graph's train edges per bucket, so that the schedule skips the
   // empty buckets between types; empty (every bucket) for untyped graphs.
@@ -102,6 +103,7 @@ class OneProcessLayout final : public ProcessLayout {
   const uint32_t P_;
   uint32_t capacity_ = 1;
   uint32_t round_size_ = 1;
+  uint32_t lookahead_ = kOutOfCoreLookahead;
   uint32_t trainers_ = 1;
   int epoch_ = 0;  // the epoch scheduled last
   std::unique_ptr<BucketScheduler> scheduler_;

@@ -65,7 +65,8 @@ class RankLayout final : public ProcessLayout {
     // memory. Across ranks the order's capacity is what shapes the schedule.
     const uint32_t capacity = own_copies_ ? std::min(buffer_partitions, P_) : P_;
     return RunPlan{capacity, round_size_,
-                   RunShape{order_capacity_, round_size_, cluster_->world_size()}};
+                   RunShape{order_capacity_, round_size_, cluster_->world_size(),
+                            RoundLookahead(P_, /*all_resident=*/true)}};
   }
 
   absl::Status SetUp(const std::function<absl::Status()>& set_up_here) override;
@@ -178,7 +179,12 @@ class RankLayout final : public ProcessLayout {
   double sync_seconds_ = 0;
   uint64_t bytes_at_boundary_ = 0;  // sent at round boundaries
   uint64_t bytes_overlapped_ = 0;   // sent while the round before trained
+  uint64_t moves_at_boundary_ = 0;  // sends and receives at round boundaries
   uint64_t checkpoint_bytes_ = 0;   // rows this rank wrote into its graph
+  // Into own copies: seconds handing partitions to their writers, and
+  // writing this rank's share.
+  double checkpoint_handoff_seconds_ = 0;
+  double checkpoint_write_seconds_ = 0;
   // Moves of round early_round_ of this epoch, started while the round
   // before it trained; kNoEarlyRound when none are under way. Set when
   // they start, cleared when that round takes them and at each epoch's
@@ -247,19 +253,27 @@ absl::Status RankLayout::CheckpointIntoCopies(const CheckpointRequest& request,
   // those a rank holding more hands it (first: a load for a hand-off may
   // evict, and WriteShare makes every table written durable).
   const std::vector<uint32_t> writers = BalancedWriters(holders, cluster_->world_size());
+  const auto handing_off = Clock::now();
   absl::Status s =
       HandOffForWriting(*cluster_, buffer, holders, writers, rank_timeout_, [this] { Progress(); });
+  const auto writing = Clock::now();
+  checkpoint_handoff_seconds_ += std::chrono::duration<double>(writing - handing_off).count();
   // Its own partitions in memory are written now; those out of core are in
   // its copy already, as of their eviction.
   absl::StatusOr<std::vector<uint32_t>> resident = buffer.Resident();
   if (s.ok()) s = resident.status();
   if (s.ok()) {
-    std::vector<uint32_t> kept;
+    std::vector<uint32_t> kept, share;
     for (uint32_t p : *resident) {
       if (holders[p] == me && writers[p] == me) kept.push_back(p);
     }
-    s = request.checkpointer->WriteShare(&buffer, kept, *request.relations, request.features);
+    for (uint32_t p = 0; p < P_; ++p) {
+      if (writers[p] == me) share.push_back(p);
+    }
+    s = request.checkpointer->WriteShare(&buffer, kept, share, *request.relations,
+                                         request.features);
   }
+  checkpoint_write_seconds_ += std::chrono::duration<double>(Clock::now() - writing).count();
   if (s.ok()) {
     for (uint32_t p = 0; p < P_; ++p) {
       if (writers[p] == me) checkpoint_bytes_ += PartitionBytes(p);
@@ -379,7 +393,8 @@ absl::StatusOr<BucketScheduler*> RankLayout::ScheduleEpoch(int epoch, uint64_t f
                                                            PartitionBuffer& buffer) {
   rank_rounds_.reset();  // it reads the schedule replaced below
   train_seconds_ = transfer_seconds_ = sync_seconds_ = 0;
-  bytes_at_boundary_ = bytes_overlapped_ = checkpoint_bytes_ = 0;
+  bytes_at_boundary_ = bytes_overlapped_ = moves_at_boundary_ = checkpoint_bytes_ = 0;
+  checkpoint_handoff_seconds_ = checkpoint_write_seconds_ = 0;
   RETURN_IF_ERROR(ComputeSchedule(epoch, first_round, buffer));
   rank_rounds_ =
       std::make_unique<RankRoundScheduler>(rank_schedule_.get(), cluster_->rank(), first_round);
@@ -488,15 +503,32 @@ uint64_t RankLayout::PartitionBytes(uint32_t p) const {
 }
 
 absl::Status RankLayout::MeasureEpoch(int epoch, bool predict, EpochStats* stats) {
-  double sums[7] = {static_cast<double>(bytes_at_boundary_),
-                    static_cast<double>(bytes_overlapped_),
-                    train_seconds_,
-                    transfer_seconds_,
-                    sync_seconds_,
-                    static_cast<double>(checkpoint_bytes_),
-                    writer() ? static_cast<double>(checkpoint_bytes_) : 0.0};
-  RETURN_IF_ERROR(cluster_->SumDoubles(sums));
   const uint32_t n = cluster_->world_size();
+  // The totals, then each rank's boundary moves in its own slot.
+  std::vector<double> sums = {static_cast<double>(bytes_at_boundary_),
+                              static_cast<double>(bytes_overlapped_),
+                              train_seconds_,
+                              transfer_seconds_,
+                              sync_seconds_,
+                              static_cast<double>(checkpoint_bytes_),
+                              writer() ? static_cast<double>(checkpoint_bytes_) : 0.0};
+  constexpr size_t kTotals = 7;
+  // Then three figures of each rank, each in its own slot: its boundary
+  // moves, and its checkpoint's hand-offs and write (the slowest rank's
+  // count, the one the others wait for).
+  const double per_rank[3] = {static_cast<double>(moves_at_boundary_), checkpoint_handoff_seconds_,
+                              checkpoint_write_seconds_};
+  sums.resize(kTotals + 3 * n, 0.0);
+  for (size_t i = 0; i < 3; ++i) sums[kTotals + i * n + cluster_->rank()] = per_rank[i];
+  RETURN_IF_ERROR(cluster_->SumDoubles(std::span<double>(sums)));
+  auto slot = [&](size_t i, uint32_t r) { return sums[kTotals + i * n + r]; };
+  uint32_t busiest = 0, slowest_writer = 0;
+  for (uint32_t r = 1; r < n; ++r) {
+    if (slot(0, r) > slot(0, busiest)) busiest = r;
+    if (slot(1, r) + slot(2, r) > slot(1, slowest_writer) + slot(2, slowest_writer)) {
+      slowest_writer = r;
+    }
+  }
   EpochMeasure m;
   m.ranks = n;
   m.rounds = rank_schedule_->rounds.size();
@@ -510,6 +542,10 @@ absl::Status RankLayout::MeasureEpoch(int epoch, bool predict, EpochStats* stats
   m.checkpoint_bytes = static_cast<uint64_t>(sums[5]);
   m.checkpoint_bytes_rank0 = static_cast<uint64_t>(sums[6]);
   m.checkpoint_per_rank = own_copies_;
+  m.moves_busiest_rank = static_cast<uint64_t>(slot(0, busiest));
+  m.checkpoint_handoff_seconds = slot(1, slowest_writer);
+  m.checkpoint_write_seconds = slot(2, slowest_writer);
+  m.schedule = CostsOf(*rank_schedule_);
   uint64_t all = 0;
   for (uint32_t p = 0; p < P_; ++p) all += PartitionBytes(p);
   m.partition_bytes = all / P_;
@@ -559,10 +595,14 @@ absl::Status RankLayout::BeforeRound(const Round& next, PartitionBuffer& buffer,
   RETURN_IF_ERROR(FinishMoves(buffer, early_moves_, rank_timeout_));
   // Out of core in its own copy, a partition to send may be on its disk,
   // and so may the round's own.
-  ASSIGN_OR_RETURN(
-      PendingMoves moves,
-      StartMoves(*cluster_, buffer, started_early ? TransfersOf(round, false) : round.transfers,
-                 /*read_absent=*/own_copies_));
+  const std::vector<Transfer> at_boundary =
+      started_early ? TransfersOf(round, false) : round.transfers;
+  const uint32_t me = cluster_->rank();
+  moves_at_boundary_ +=
+      std::count_if(at_boundary.begin(), at_boundary.end(),
+                    [me](const Transfer& t) { return t.from == me || t.to == me; });
+  ASSIGN_OR_RETURN(PendingMoves moves,
+                   StartMoves(*cluster_, buffer, at_boundary, /*read_absent=*/own_copies_));
   bytes_at_boundary_ += moves.bytes_sent;
   RETURN_IF_ERROR(FinishMoves(buffer, moves, rank_timeout_));
   transfer_seconds_ += std::chrono::duration<double>(Clock::now() - moving).count();

@@ -70,6 +70,8 @@ absl::Status ReadPosition(const Json& state, const JsonReader& r, TrainPosition*
   RETURN_IF_ERROR(r.Optional(*t, "round_size", field + ".round_size", &out->round_size));
   RETURN_IF_ERROR(r.Optional(*t, "lr", field + ".lr", &out->lr));
   RETURN_IF_ERROR(r.Optional(*t, "world_size", field + ".world_size", &out->world_size));
+  RETURN_IF_ERROR(
+      r.Optional(*t, "round_lookahead", field + ".round_lookahead", &out->round_lookahead));
   return absl::OkStatus();
 }
 
@@ -100,7 +102,8 @@ void StoreTrainState(const TrainState& s, uint64_t checkpoint_version, Manifest*
                         {"bucket_order", p.bucket_order},
                         {"buffer_partitions", p.buffer_partitions},
                         {"round_size", p.round_size},
-                        {"world_size", p.world_size}};
+                        {"world_size", p.world_size},
+                        {"round_lookahead", p.round_lookahead}};
   Json state = {{"model", ModelJson(s.model)},
                 {"partition_versions", s.partition_versions},
                 {"trainer", trainer}};

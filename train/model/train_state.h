@@ -13,7 +13,7 @@
 //             "partition_versions": [table version of each partition],
 //             "trainer": {"epoch", "next_round", "lr", "seed",
 //                         "bucket_order", "buffer_partitions",
-//                         "round_size", "world_size"},
+//                         "round_size", "world_size", "round_lookahead"},
 //             "copies": {"rank", "partition_ranks"}}
 // `copies` is present only in a graph copy written by ranks that each
 // checkpoint into their own copy (TrainOptions::rank_copies).
@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "partition/bucket_order.h"
 #include "storage/graph.h"
 #include "storage/manifest.h"
 #include "train/model/model_options.h"
@@ -47,6 +48,8 @@ struct TrainPosition {
   uint32_t buffer_partitions = 0;
   uint32_t round_size = 0;
   uint32_t world_size = 1;   // ranks of the run that wrote it
+  // FormRounds' look-ahead (absent before it varied: 64).
+  uint32_t round_lookahead = kOutOfCoreLookahead;
 };
 
 struct TrainState {

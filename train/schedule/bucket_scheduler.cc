@@ -7,10 +7,11 @@ namespace {
 
 class RoundScheduler final : public BucketScheduler {
  public:
-  RoundScheduler(const std::vector<Bucket>& order, uint32_t round_size, uint64_t first_round)
+  RoundScheduler(const std::vector<Bucket>& order, uint32_t round_size, uint32_t lookahead,
+                 uint64_t first_round)
       : next_(first_round) {
     uint64_t i = 0;
-    for (std::vector<Bucket>& buckets : FormRounds(order, round_size)) {
+    for (std::vector<Bucket>& buckets : FormRounds(order, round_size, lookahead)) {
       Round r;
       r.index = i++;
       r.buckets = std::move(buckets);
@@ -58,10 +59,11 @@ class RoundScheduler final : public BucketScheduler {
 std::unique_ptr<BucketScheduler> MakeRoundScheduler(BucketOrderKind kind, uint32_t P,
                                                     uint32_t capacity, uint32_t round_size,
                                                     uint64_t seed, uint64_t first_round,
-                                                    std::span<const uint64_t> skip_empty) {
+                                                    std::span<const uint64_t> skip_empty,
+                                                    uint32_t lookahead) {
   std::vector<Bucket> order = BucketOrder(kind, P, capacity, seed);
   if (!skip_empty.empty()) order = WithoutEmptyBuckets(std::move(order), skip_empty, P);
-  return std::make_unique<RoundScheduler>(order, round_size, first_round);
+  return std::make_unique<RoundScheduler>(order, round_size, lookahead, first_round);
 }
 
 }  // namespace ember

@@ -41,11 +41,13 @@ class BucketScheduler {
 // capacity, seed) (FormRounds), starting at round `first_round` (a resumed
 // epoch). With `skip_empty` (P x P train edges per bucket, as the manifest
 // holds them), buckets without edges are left out (WithoutEmptyBuckets:
-// typed graphs); empty: every bucket is visited.
+// typed graphs); empty: every bucket is visited. Rounds are formed with
+// `lookahead` (FormRounds, RoundLookahead).
 std::unique_ptr<BucketScheduler> MakeRoundScheduler(BucketOrderKind kind, uint32_t P,
                                                     uint32_t capacity, uint32_t round_size,
                                                     uint64_t seed, uint64_t first_round,
-                                                    std::span<const uint64_t> skip_empty = {});
+                                                    std::span<const uint64_t> skip_empty = {},
+                                                    uint32_t lookahead = kOutOfCoreLookahead);
 
 }  // namespace ember
 
