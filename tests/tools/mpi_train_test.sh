@@ -14,7 +14,9 @@
 #                  %r): rank 0 writes about 1/4 of each checkpoint's
 #                  bytes (15-35 %, 8 partitions of unequal sizes); export
 #                  refuses rank 0's copy until `ember gather`, and then
-#                  equals one process of 4 trainers, bit for bit; -np 2
+#                  equals one process of 4 trainers, bit for bit; so does
+#                  a run killed (SIGKILL, --test-kill-at) right after
+#                  each step of a checkpoint in turn and resumed; -np 2
 #                  with rank 0 out of core (--buffer-partitions 2) equals
 #                  one process of 2 trainers
 # No case asserts a time except the issue's bound on stopping a killed job.
@@ -207,6 +209,24 @@ PY
   "$ember" export "$work/c1" --format npy --out "$work/c1.npy" --quiet >/dev/null
   cmp "$work/c1.npy" "$work/c.npy" || fail "-np 4 with copies, gathered, differs from one process"
   note "copies: rank 0 wrote $share of the checkpoint bytes; gathered, equal to one process"
+  # A rank killed (SIGKILL) right after each step of a checkpoint, in turn:
+  # each job stops, the next resumes from the last committed checkpoint,
+  # and the end equals one process.
+  for r in 0 1 2 3; do fresh kg8 "k.$r"; done
+  local at
+  for at in 1:written:2 0:rank0-committed:2 2:committed:1 0:written:1; do
+    rc=0
+    "${mpi[@]}" -np 4 "$ember" train "$work/k.%r" "${flags[@]}" --trainers 1 --threads 1 \
+      --test-kill-at "$at" >/dev/null 2>"$work/k.err" || rc=$?
+    [ $rc -ne 0 ] || fail "mpirun exited 0 though rank ${at%%:*} was to be killed at $at"
+    grep -qi "signal 9" "$work/k.err" || { cat "$work/k.err" >&2; fail "no rank killed at $at"; }
+  done
+  "${mpi[@]}" -np 4 "$ember" train "$work/k.%r" "${flags[@]}" --trainers 1 --threads 1 \
+    >/dev/null 2>"$work/k.err" || { cat "$work/k.err" >&2; fail "the run after the kills failed"; }
+  "$ember" gather "$work/k.0" "$work/k.1" "$work/k.2" "$work/k.3" --quiet
+  "$ember" export "$work/k.0" --format npy --out "$work/k.npy" --quiet >/dev/null
+  cmp "$work/c1.npy" "$work/k.npy" || fail "killed at each checkpoint step and resumed, differs from one process"
+  note "copies: killed after each checkpoint step in turn, resumed, equal to one process"
   # Ranks of unequal memory: rank 0's buffer holds a round's two of its
   # share of about four, out of core in its own copy.
   fresh kg8 o.0 && fresh kg8 o.1 && fresh kg8 o2

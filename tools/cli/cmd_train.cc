@@ -14,6 +14,7 @@
 #include "storage/base/progress.h"
 #include "storage/base/status_macros.h"
 #include "storage/manifest.h"
+#include "tools/bench/hooks/killed_rank.h"
 #include "tools/bench/hooks/slowed_trainer.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/common_flags.h"
@@ -138,6 +139,12 @@ ABSL_FLAG(std::string, bench_slow_trainer, "",
           ">= 1 times as long per batch, by waiting, to compare batching across trainers of "
           "unequal speed on equal CPUs (tools/bench/unequal.sh). Empty: no trainer slowed.");
 
+ABSL_FLAG(std::string, test_kill_at, "",
+          "train test: tests only: RANK:STEP[:NTH] kills rank RANK with SIGKILL right after "
+          "STEP (written, rank0-committed, committed) of its NTH (default 1) checkpoint into "
+          "own copies (--rank-copies), to test resuming from a kill at each step under mpirun "
+          "(tests/tools/mpi_train_test.sh). Empty: none.");
+
 namespace ember::tools {
 
 absl::StatusOr<TrainOptions> TrainOptionsFromFlags() {
@@ -201,6 +208,10 @@ absl::StatusOr<TrainOptions> TrainOptionsFromFlags() {
   if (const std::string slow = absl::GetFlag(FLAGS_bench_slow_trainer); !slow.empty()) {
     ASSIGN_OR_RETURN(const TrainerSlowdown slowdown, ParseTrainerSlowdown(slow));
     ASSIGN_OR_RETURN(o.bench.wrap_trainer, SlowTrainerWrap(slowdown));
+  }
+  if (const std::string kill = absl::GetFlag(FLAGS_test_kill_at); !kill.empty()) {
+    ASSIGN_OR_RETURN(const RankKill at, ParseRankKill(kill));
+    o.hooks.checkpoint_step = KillRankHook(at);
   }
   RETURN_IF_ERROR(o.Validate());
   return o;
