@@ -2,9 +2,10 @@
 // in an epoch, for P partitions of equal size over N ranks of one trainer:
 // partition moves in model copies (moves / P), the busiest rank's moves at
 // round boundaries, the share of moves that travel while the round before
-// trains, and rounds. Pure arithmetic on the schedule: no training, no
-// timing. Feeds the cost model's table in docs/distributed.md.
-// Usage: rank_moves [--order inside-out|beta|sequential|random]
+// trains, rounds, the mean rank's move steps and the share of the edges on
+// the critical path (the cost model's units, epoch_model.h). Pure arithmetic on the schedule: no
+// training, no timing. Feeds the cost model's table in docs/distributed.md. Usage: rank_moves
+// [--order inside-out|beta|sequential|random]
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -25,8 +26,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: rank_moves [--order KIND]\n");
     return 2;
   }
-  std::printf("%4s %4s %8s %14s %18s %8s\n", "P", "N", "rounds", "model copies",
-              "busiest rank moves", "hidden");
+  std::printf("%4s %4s %8s %14s %18s %8s %12s %14s\n", "P", "N", "rounds", "model copies",
+              "busiest rank moves", "hidden", "move steps", "critical share");
   for (uint32_t P : {8u, 16u, 32u, 64u}) {
     for (uint32_t N : {2u, 4u, 8u, 16u}) {
       if (N > P) continue;
@@ -48,9 +49,10 @@ int main(int argc, char** argv) {
           hidden += t.overlapped && g.index > 0;
         }
       }
-      std::printf("%4u %4u %8zu %14.2f %18llu %7.0f%%\n", P, N, s->rounds.size(),
-                  double(moves) / P, (unsigned long long)ember::BusiestRankMoves(*s),
-                  moves ? 100.0 * hidden / moves : 0.0);
+      const ember::ScheduleCosts c = ember::CostsOf(*s);
+      std::printf("%4u %4u %8zu %14.2f %18llu %7.0f%% %12.1f %14.3f\n", P, N, s->rounds.size(),
+                  double(moves) / P, (unsigned long long)c.moves_busiest_rank,
+                  moves ? 100.0 * hidden / moves : 0.0, c.move_steps, c.critical_share);
     }
   }
   return 0;
