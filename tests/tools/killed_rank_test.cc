@@ -30,9 +30,9 @@ TEST(KilledRankTest, ParsesRankStepAndNth) {
 TEST(KilledRankTest, DiesOnlyAtItsRanksNthStep) {
   int deaths = 0;
   auto hook = KillRankHook({1, CheckpointStep::kCommitted, 2}, [&] { ++deaths; });
-  EXPECT_TRUE(hook(0, CheckpointStep::kCommitted).ok());  // another rank
+  EXPECT_TRUE(hook(0, CheckpointStep::kCommitted).ok());     // another rank
   EXPECT_TRUE(hook(1, CheckpointStep::kShareWritten).ok());  // another step
-  EXPECT_TRUE(hook(1, CheckpointStep::kCommitted).ok());  // the first checkpoint
+  EXPECT_TRUE(hook(1, CheckpointStep::kCommitted).ok());     // the first checkpoint
   EXPECT_EQ(deaths, 0);
   EXPECT_TRUE(hook(1, CheckpointStep::kCommitted).ok());  // the second
   EXPECT_EQ(deaths, 1);
