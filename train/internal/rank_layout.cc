@@ -504,7 +504,7 @@ uint64_t RankLayout::PartitionBytes(uint32_t p) const {
 
 absl::Status RankLayout::MeasureEpoch(int epoch, bool predict, EpochStats* stats) {
   const uint32_t n = cluster_->world_size();
-  // The totals, then each rank's boundary moves in its own slot.
+  // The totals over every rank.
   std::vector<double> sums = {static_cast<double>(bytes_at_boundary_),
                               static_cast<double>(bytes_overlapped_),
                               train_seconds_,
