@@ -22,6 +22,7 @@
 #include "rocksdb/cache.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
+#include "rocksdb/sst_file_reader.h"
 #include "rocksdb/write_buffer_manager.h"
 #include "storage/base/file_system.h"
 #include "storage/base/file_util.h"
@@ -32,6 +33,7 @@
 #include "storage/internal/keys.h"
 #include "storage/internal/rocks_fs.h"
 #include "storage/internal/rocks_util.h"
+#include "storage/internal/table_records.h"
 #include "storage/internal/writer_lock.h"
 
 namespace ember {
@@ -54,8 +56,6 @@ constexpr int kEmbeddings = 4;
 constexpr int kOptimizer = 5;
 
 constexpr size_t kWriteBufferBudget = 256 << 20;
-// Table rows are stored in chunks of about this many bytes.
-constexpr uint64_t kTableChunkBytes = 4 << 20;
 
 // Graph::Open's bound on a reader's attempts while a writer churns the
 // graph's files, and the pause after failed attempt `attempt` (1-based):
@@ -102,10 +102,6 @@ uint64_t GetLittleEndian64(const char* p) {
   uint64_t v;
   std::memcpy(&v, p, 8);
   return v;
-}
-
-const char* TableName(Table t) {
-  return t == Table::kEmbeddings ? "embeddings" : "optimizer";
 }
 
 // Strict decimal parse: digits only, no sign, no spaces, no overflow.
@@ -739,7 +735,7 @@ absl::Status Graph::WriteTable(Table table, uint32_t p, uint64_t version,
   const Db& shard = rep_->shards[p];
   rocksdb::ColumnFamilyHandle* cf = rep_->TableCf(table, p);
   const std::string where =
-      absl::StrCat(shard.path, " ", TableName(table), " version ", version);
+      absl::StrCat(shard.path, " ", internal::TableCfName(table), " version ", version);
   rocksdb::WriteOptions wo;
   wo.disableWAL = true;  // durable through SyncTables (a flush)
 
@@ -748,41 +744,11 @@ absl::Status Graph::WriteTable(Table table, uint32_t p, uint64_t version,
   RETURN_IF_ERROR(FromRocks(
       shard.db->DeleteRange(wo, cf, prefix, internal::PrefixSuccessor(prefix)),
       absl::StrCat("cannot clear ", where)));
-
-  const uint64_t row_bytes = uint64_t{width} * sizeof(float);
-  const uint64_t rows_per_chunk =
-      std::max<uint64_t>(1, kTableChunkBytes / row_bytes);
-  const uint64_t num_chunks =
-      std::max<uint64_t>(1, (num_rows + rows_per_chunk - 1) / rows_per_chunk);
-  if (num_chunks >= kTableMetaChunk) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": too many rows (", num_rows, ")"));
-  }
-  std::string value;
-  for (uint64_t c = 0; c < num_chunks; ++c) {
-    const uint64_t first = c * rows_per_chunk;
-    const uint32_t n =
-        static_cast<uint32_t>(std::min(rows_per_chunk, num_rows - first));
-    value.resize(8 + n * row_bytes);
-    std::memcpy(value.data(), &n, 4);
-    std::memcpy(value.data() + 4, &width, 4);
-    if (n > 0) {
-      std::memcpy(value.data() + 8, rows + first * width, n * row_bytes);
-    }
-    RETURN_IF_ERROR(FromRocks(
-        shard.db->Put(wo, cf, TableChunkKey(version, static_cast<uint32_t>(c)),
-                      value),
-        absl::StrCat("cannot write chunk ", c, " of ", where)));
-  }
-  char meta[16];
-  const uint32_t chunks32 = static_cast<uint32_t>(num_chunks);
-  std::memcpy(meta, &num_rows, 8);
-  std::memcpy(meta + 8, &width, 4);
-  std::memcpy(meta + 12, &chunks32, 4);
-  RETURN_IF_ERROR(FromRocks(
-      shard.db->Put(wo, cf, TableChunkKey(version, kTableMetaChunk),
-                    rocksdb::Slice(meta, sizeof(meta))),
-      absl::StrCat("cannot write shape of ", where)));
+  RETURN_IF_ERROR(internal::ForEachTableRecord(
+      version, rows, num_rows, width, where, [&](const std::string& key, std::string_view value) {
+        return FromRocks(shard.db->Put(wo, cf, key, rocksdb::Slice(value.data(), value.size())),
+                         absl::StrCat("cannot write ", where));
+      }));
   // RocksDB's WriteBufferManager only makes the DB being written flush, so
   // every shard written after the cap is reached would keep its last
   // table; flushing the table that took the total over the cap keeps the
@@ -804,7 +770,7 @@ absl::Status Graph::ReadTable(Table table, uint32_t p, uint64_t version,
   const Db& shard = rep_->shards[p];
   rocksdb::ColumnFamilyHandle* cf = rep_->TableCf(table, p);
   const std::string where =
-      absl::StrCat(shard.path, " ", TableName(table), " version ", version);
+      absl::StrCat(shard.path, " ", internal::TableCfName(table), " version ", version);
 
   std::string meta;
   rocksdb::Status s = shard.db->Get(rocksdb::ReadOptions(), cf,
@@ -886,11 +852,10 @@ absl::Status Graph::DeleteTableVersion(Table table, uint32_t p,
   RETURN_IF_ERROR(rep_->CheckPartition(p, "DeleteTableVersion"));
   const Db& shard = rep_->shards[p];
   const std::string prefix = TableVersionPrefix(version);
-  return FromRocks(
-      shard.db->DeleteRange(rocksdb::WriteOptions(), rep_->TableCf(table, p),
-                            prefix, internal::PrefixSuccessor(prefix)),
-      absl::StrCat("cannot delete ", shard.path, " ", TableName(table),
-                   " version ", version));
+  return FromRocks(shard.db->DeleteRange(rocksdb::WriteOptions(), rep_->TableCf(table, p), prefix,
+                                         internal::PrefixSuccessor(prefix)),
+                   absl::StrCat("cannot delete ", shard.path, " ", internal::TableCfName(table),
+                                " version ", version));
 }
 
 absl::Status Graph::DeleteTableVersionsExcept(Table table, uint32_t p, uint64_t keep) {
@@ -906,7 +871,8 @@ absl::Status Graph::DeleteTableVersionsExcept(Table table, uint32_t p, uint64_t 
     if (begin.empty() || begin >= end) continue;
     RETURN_IF_ERROR(FromRocks(
         shard.db->DeleteRange(rocksdb::WriteOptions(), rep_->TableCf(table, p), begin, end),
-        absl::StrCat("cannot delete ", shard.path, " ", TableName(table), " versions")));
+        absl::StrCat("cannot delete ", shard.path, " ", internal::TableCfName(table),
+                     " versions")));
   }
   return absl::OkStatus();
 }
@@ -1073,13 +1039,61 @@ absl::StatusOr<uint64_t> Graph::TableRows(Table table, uint32_t p,
       shard.db->Get(rocksdb::ReadOptions(), rep_->TableCf(table, p),
                     TableChunkKey(version, kTableMetaChunk), &meta);
   const std::string where =
-      absl::StrCat(shard.path, " ", TableName(table), " version ", version);
+      absl::StrCat(shard.path, " ", internal::TableCfName(table), " version ", version);
   if (s.IsNotFound()) return absl::NotFoundError(absl::StrCat(where, " not found"));
   RETURN_IF_ERROR(FromRocks(s, absl::StrCat("cannot read ", where)));
   if (meta.size() != 16) {
     return absl::DataLossError(absl::StrCat(where, ": bad shape record"));
   }
   return GetLittleEndian64(meta.data());
+}
+
+absl::Status Graph::IngestTableFile(Table table, uint32_t p, uint64_t version,
+                                    const std::string& path) {
+  RETURN_IF_ERROR(rep_->RequireWritable("IngestTableFile"));
+  RETURN_IF_ERROR(rep_->CheckPartition(p, "IngestTableFile"));
+  const Db& shard = rep_->shards[p];
+  rocksdb::ColumnFamilyHandle* cf = rep_->TableCf(table, p);
+  const std::string where = absl::StrCat(path, " into ", shard.path, " ",
+                                         internal::TableCfName(table), " version ", version);
+  // The file's keys must all be that version's: its first and last key.
+  std::shared_ptr<rocksdb::Env> env = internal::RocksEnvForCurrentFileSystem();
+  rocksdb::Options reader_options(rocksdb::DBOptions(), internal::ColumnFamilyOptionsFor(
+                                                            internal::TableCfName(table), nullptr));
+  reader_options.env = env.get();
+  rocksdb::SstFileReader reader(reader_options);
+  RETURN_IF_ERROR(FromRocks(reader.Open(path), absl::StrCat("cannot open ", path)));
+  const std::string prefix = TableVersionPrefix(version);
+  {
+    std::unique_ptr<rocksdb::Iterator> it(reader.NewIterator(rocksdb::ReadOptions()));
+    it->SeekToFirst();
+    const bool first_ok = it->Valid() && it->key().starts_with(prefix);
+    it->SeekToLast();
+    const bool last_ok = it->Valid() && it->key().starts_with(prefix);
+    RETURN_IF_ERROR(FromRocks(it->status(), absl::StrCat("cannot read ", path)));
+    if (!first_ok || !last_ok) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot ingest ", where, ": the file holds no table of that version"));
+    }
+  }
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;  // the ingestion below flushes the memtable holding it
+  RETURN_IF_ERROR(
+      FromRocks(shard.db->DeleteRange(wo, cf, prefix, internal::PrefixSuccessor(prefix)),
+                absl::StrCat("cannot clear ", where)));
+  rocksdb::IngestExternalFileOptions ingest;
+  ingest.move_files = true;
+  ingest.allow_global_seqno = true;
+  ingest.allow_blocking_flush = true;
+  return FromRocks(shard.db->IngestExternalFile(cf, {path}, ingest),
+                   absl::StrCat("cannot ingest ", where));
+}
+
+absl::Status Graph::RemoveIncomingTables(uint64_t version) {
+  RETURN_IF_ERROR(rep_->RequireWritable("RemoveIncomingTables"));
+  std::string dir = absl::StrCat(rep_->dir, "/incoming");
+  if (version != 0) absl::StrAppend(&dir, "/", version);
+  return CurrentFileSystem()->RemoveAll(dir);
 }
 
 absl::Status Graph::IngestRuns(std::string_view cf, uint32_t partition,

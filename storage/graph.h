@@ -215,6 +215,17 @@ class Graph {
   absl::Status DeleteTableVersion(Table table, uint32_t p, uint64_t version);
   // Deletes every version of partition p's table except `keep` (0: all).
   absl::Status DeleteTableVersionsExcept(Table table, uint32_t p, uint64_t keep);
+  // Takes in the table file at `path` (WriteTableFile, storage/table_files.h)
+  // as partition p's `table` at `version`, replacing whatever an earlier
+  // write of that version left; the file is moved into the shard (a hard
+  // link where the file system allows, else a copy) and is durable there
+  // on return. InvalidArgument when the file holds records of another
+  // version; errors name the file and the shard. REQUIRES: read-write.
+  absl::Status IngestTableFile(Table table, uint32_t p, uint64_t version, const std::string& path);
+  // Removes GRAPH/incoming/<version>, or all of GRAPH/incoming (version 0):
+  // table files staged for checkpoints that were taken in or never
+  // committed. OK when absent. REQUIRES: read-write.
+  absl::Status RemoveIncomingTables(uint64_t version = 0);
   // Rows stored for that version (partitions may have grown since).
   absl::StatusOr<uint64_t> TableRows(Table table, uint32_t p,
                                      uint64_t version) const;
