@@ -1076,11 +1076,22 @@ absl::Status Graph::IngestTableFile(Table table, uint32_t p, uint64_t version,
           absl::StrCat("cannot ingest ", where, ": the file holds no table of that version"));
     }
   }
-  rocksdb::WriteOptions wo;
-  wo.disableWAL = true;  // the ingestion below flushes the memtable holding it
-  RETURN_IF_ERROR(
-      FromRocks(shard.db->DeleteRange(wo, cf, prefix, internal::PrefixSuccessor(prefix)),
-                absl::StrCat("cannot clear ", where)));
+  // Drop whatever an earlier write of this version left (ingested above it,
+  // the file's keys would hide only the records it has itself).
+  bool earlier = false;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(shard.db->NewIterator(rocksdb::ReadOptions(), cf));
+    it->Seek(prefix);
+    earlier = it->Valid() && it->key().starts_with(prefix);
+    RETURN_IF_ERROR(FromRocks(it->status(), absl::StrCat("cannot scan ", where)));
+  }
+  if (earlier) {
+    rocksdb::WriteOptions wo;
+    wo.disableWAL = true;  // the ingestion below flushes the memtable holding it
+    RETURN_IF_ERROR(
+        FromRocks(shard.db->DeleteRange(wo, cf, prefix, internal::PrefixSuccessor(prefix)),
+                  absl::StrCat("cannot clear ", where)));
+  }
   rocksdb::IngestExternalFileOptions ingest;
   ingest.move_files = true;
   ingest.allow_global_seqno = true;
@@ -1089,11 +1100,9 @@ absl::Status Graph::IngestTableFile(Table table, uint32_t p, uint64_t version,
                    absl::StrCat("cannot ingest ", where));
 }
 
-absl::Status Graph::RemoveIncomingTables(uint64_t version) {
+absl::Status Graph::RemoveIncomingTables() {
   RETURN_IF_ERROR(rep_->RequireWritable("RemoveIncomingTables"));
-  std::string dir = absl::StrCat(rep_->dir, "/incoming");
-  if (version != 0) absl::StrAppend(&dir, "/", version);
-  return CurrentFileSystem()->RemoveAll(dir);
+  return CurrentFileSystem()->RemoveAll(absl::StrCat(rep_->dir, "/incoming"));
 }
 
 absl::Status Graph::IngestRuns(std::string_view cf, uint32_t partition,

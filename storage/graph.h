@@ -222,10 +222,9 @@ class Graph {
   // on return. InvalidArgument when the file holds records of another
   // version; errors name the file and the shard. REQUIRES: read-write.
   absl::Status IngestTableFile(Table table, uint32_t p, uint64_t version, const std::string& path);
-  // Removes GRAPH/incoming/<version>, or all of GRAPH/incoming (version 0):
-  // table files staged for checkpoints that were taken in or never
-  // committed. OK when absent. REQUIRES: read-write.
-  absl::Status RemoveIncomingTables(uint64_t version = 0);
+  // Removes GRAPH/incoming: table files staged for checkpoints that were
+  // taken in or never committed. OK when absent. REQUIRES: read-write.
+  absl::Status RemoveIncomingTables();
   // Rows stored for that version (partitions may have grown since).
   absl::StatusOr<uint64_t> TableRows(Table table, uint32_t p,
                                      uint64_t version) const;

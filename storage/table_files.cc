@@ -66,4 +66,19 @@ absl::Status WriteTableFile(const std::string& path, Table table, uint64_t versi
   return CurrentFileSystem()->SyncPath(Parent(path));
 }
 
+absl::Status WriteIncomingMarker(const std::string& graph_dir, const std::string& name) {
+  const std::string dir = absl::StrCat(graph_dir, "/incoming");
+  RETURN_IF_ERROR(CreateDirs(dir));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<WritableFile> file,
+      CurrentFileSystem()->OpenForWrite(absl::StrCat(dir, "/", name), WriteMode::kTruncate));
+  return file->Close();
+}
+
+absl::StatusOr<bool> SeesIncomingMarker(const std::string& graph_dir, const std::string& name) {
+  ASSIGN_OR_RETURN(const PathKind kind,
+                   CurrentFileSystem()->Stat(absl::StrCat(graph_dir, "/incoming/", name)));
+  return kind == PathKind::kFile;
+}
+
 }  // namespace ember

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "storage/types.h"
 
 namespace ember {
@@ -31,6 +32,14 @@ std::string IncomingTableFile(const std::string& graph_dir, uint64_t version, Ta
 // may call it. InvalidArgument for width 0; errors name the path.
 absl::Status WriteTableFile(const std::string& path, Table table, uint64_t version,
                             const float* rows, uint64_t num_rows, uint32_t width);
+
+// Whether processes see one graph directory (perhaps by other names):
+// the writer leaves an empty file `name` ([A-Za-z0-9._-]+) in
+// GRAPH/incoming/ (removed with the rest by Graph::RemoveIncomingTables),
+// the others look for it in theirs. A file system that does not show a new
+// file to every client at once may make SeesIncomingMarker say false.
+absl::Status WriteIncomingMarker(const std::string& graph_dir, const std::string& name);
+absl::StatusOr<bool> SeesIncomingMarker(const std::string& graph_dir, const std::string& name);
 
 }  // namespace ember
 

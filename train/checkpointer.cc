@@ -99,6 +99,8 @@ absl::StatusOr<RestoredCheckpoint> Checkpointer::Restore() {
   if (writer_) {
     RETURN_IF_ERROR(
         RemoveUncommittedCheckpoints(*graph_, committed_version_, committed_locations_));
+    // Table files other ranks staged for a checkpoint never committed.
+    RETURN_IF_ERROR(graph_->RemoveIncomingTables());
   }
   if (!stored.has_value() || options_.from_scratch) return out;
   RETURN_IF_ERROR(CheckResumable(*stored));
@@ -180,16 +182,10 @@ absl::Status Checkpointer::Commit(const std::vector<uint64_t>& locations,
   return CommitRecord(locations, epoch, next_round, epochs_done);
 }
 
-absl::Status Checkpointer::WriteShare(PartitionBuffer* buffer, std::span<const uint32_t> held,
-                                      std::span<const uint32_t> share,
+absl::Status Checkpointer::WriteShare(std::span<const uint32_t> unsynced,
                                       const RelationParams& relations,
                                       const FeatureTable* features) {
-  for (uint32_t p : held) RETURN_IF_ERROR(buffer->WriteDurably(p));
-  for (uint32_t p : share) {
-    if (std::find(held.begin(), held.end(), p) == held.end()) {
-      RETURN_IF_ERROR(graph_->SyncTables(p));
-    }
-  }
+  for (uint32_t p : unsynced) RETURN_IF_ERROR(graph_->SyncTables(p));
   return WriteBlobs(relations, features);
 }
 

@@ -81,8 +81,9 @@ class Checkpointer {
   // `epochs_done` — commits the manifest, then drops what only the
   // checkpoint before used, and checks the space for the next one when
   // more training follows. `rows_written`: every partition's rows are
-  // written and durable at write_version() already (across ranks, by
-  // WritePartitionsAtRankZero), and the buffer's locations() name them.
+  // written and durable at write_version() already (across ranks sharing
+  // rank 0's graph: rank 0's share written, the others' taken in,
+  // PartitionBuffer::TakeInStaged), and the buffer's locations() name them.
   absl::Status Write(PartitionBuffer* buffer, const RelationParams& relations,
                      const FeatureTable* features, int epoch, uint64_t next_round, int epochs_done,
                      bool rows_written = false);
@@ -101,21 +102,20 @@ class Checkpointer {
   // without features only.
   absl::Status WriteCopied(const CopiedCheckpoint& copy);
   // Ranks that checkpoint into their own copies of the graph
-  // (TrainOptions::rank_copies), in two phases. WriteShare: writes and
-  // makes durable, as checkpoint write_version(), partitions `held`
-  // (resident in `buffer`), the relations and the features (null: not
-  // featurized), and makes durable the tables of the rest of `share` (the
-  // partitions this rank's copy holds for the checkpoint: received copies,
-  // and partitions out of core written at their eviction); other shards
-  // are left alone, so a rank's checkpoint costs its share, not P.
+  // (TrainOptions::rank_copies), in two phases. WriteShare, once the rank
+  // has written the partitions of its share it holds in memory
+  // (PartitionBuffer::WriteDurably): makes durable the tables of the rest
+  // of its share, `unsynced` (partitions out of core, written at their
+  // eviction), and writes the relations and the features (null: not
+  // featurized) as checkpoint write_version(); other shards are left
+  // alone, so a rank's checkpoint costs its share, not P.
   // CommitShare, once every rank's share is durable (rank 0
   // first: its commit is the checkpoint's): commits this copy's manifest
   // naming every partition at table version locations[p] (write_version(),
   // or older for a partition out of core since) in the copy of rank
   // partition_ranks[p], this copy being rank copy_rank's; then drops what
   // only the checkpoint before used and counts the new one as committed.
-  absl::Status WriteShare(PartitionBuffer* buffer, std::span<const uint32_t> held,
-                          std::span<const uint32_t> share, const RelationParams& relations,
+  absl::Status WriteShare(std::span<const uint32_t> unsynced, const RelationParams& relations,
                           const FeatureTable* features);
   // `in_use`: per partition, a table version of this copy that this rank's
   // buffer still reads (a partition it holds out of core and handed to

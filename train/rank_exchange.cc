@@ -1,12 +1,16 @@
 #include "train/rank_exchange.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <random>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "storage/base/status_macros.h"
+#include "storage/table_files.h"
 
 namespace ember {
 namespace {
@@ -149,6 +153,27 @@ absl::Status WritePartitionsAtRankZero(Cluster& cluster, PartitionBuffer& buffer
     if (written) written(p);
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<bool> SharesRankZeroGraph(Cluster& cluster, Graph& graph) {
+  std::string name;
+  absl::Status made = absl::OkStatus();
+  if (cluster.rank() == 0) {
+    // A name no other run used: rank 0's pid and 64 random bits.
+    std::random_device random;
+    const uint64_t bits = (uint64_t{random()} << 32) | random();
+    name = absl::StrCat("ranks-", ::getpid(), "-", absl::Hex(bits, absl::kZeroPad16));
+    made = WriteIncomingMarker(graph.dir(), name);
+  }
+  RETURN_IF_ERROR(AgreeOnStatus(cluster, made));
+  ASSIGN_OR_RETURN(const std::vector<std::string> names, cluster.AllGather(name));
+  absl::StatusOr<bool> seen = SeesIncomingMarker(graph.dir(), names[0]);
+  RETURN_IF_ERROR(AgreeOnStatus(cluster, seen.status()));
+  ASSIGN_OR_RETURN(const std::vector<std::string> votes,
+                   cluster.AllGather(*seen ? std::string("1") : std::string("0")));
+  RETURN_IF_ERROR(AgreeOnStatus(
+      cluster, cluster.rank() == 0 ? graph.RemoveIncomingTables() : absl::OkStatus()));
+  return std::all_of(votes.begin(), votes.end(), [](const std::string& v) { return v == "1"; });
 }
 
 absl::Status AgreeOnStatus(Cluster& cluster, const absl::Status& mine) {

@@ -74,6 +74,16 @@ absl::Status WritePartitionsAtRankZero(Cluster& cluster, PartitionBuffer& buffer
                                        std::span<const uint32_t> holders, absl::Duration timeout,
                                        const std::function<void(uint32_t)>& written);
 
+// Whether every rank's graph directory is rank 0's (one shared path,
+// reached perhaps by other names): rank 0 leaves a marker of a new name in
+// it (storage/table_files.h), each rank looks for it in its own, and rank
+// 0 then removes it. False when any rank does not see it (a copy per
+// machine, or a file system that does not show it to that rank yet): the
+// ranks then checkpoint through rank 0. Every rank calls it; the first
+// rank's error on every rank. REQUIRES: rank 0's graph read-write, nothing
+// staged in it yet.
+absl::StatusOr<bool> SharesRankZeroGraph(Cluster& cluster, Graph& graph);
+
 // Every rank's `mine`; the first error by rank, naming the rank and where
 // it runs, on every rank (OK when every rank is OK).
 absl::Status AgreeOnStatus(Cluster& cluster, const absl::Status& mine);

@@ -92,6 +92,8 @@ absl::Status TrainLoop::RestoreOrInit() {
   bo.dim = options_.model.dim;
   bo.init_scale = options_.optimizer.init_scale;
   bo.seed = options_.seed;
+  // A rank sharing rank 0's graph writes its checkpoint share beside it.
+  bo.stage_tables = !layout_->checkpoint_writer();
   if (options_.only_new_edges) {
     if (m.previous_partition_sizes.size() != P_ || !resumed_) {
       return absl::FailedPreconditionError(absl::StrCat(

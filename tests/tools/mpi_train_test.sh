@@ -19,6 +19,11 @@
 #                  each step of a checkpoint in turn and resumed; -np 2
 #                  with rank 0 out of core (--buffer-partitions 2) equals
 #                  one process of 2 trainers
+#   shared         -np 4 on one graph path: rank 0 writes about 1/4 of each
+#                  checkpoint's bytes, the others stage theirs for it to
+#                  take in; equal to one process of 4 trainers, bit for
+#                  bit, also when killed after each checkpoint phase in
+#                  turn and resumed
 # No case asserts a time except the issue's bound on stopping a killed job.
 set -euo pipefail
 
@@ -26,7 +31,7 @@ ember=$(realpath "$1")
 net=$2
 shift 2
 cases=("$@")
-[ ${#cases[@]} -gt 0 ] || cases=(deterministic quality kill refusals copies)
+[ ${#cases[@]} -gt 0 ] || cases=(deterministic quality kill refusals copies shared)
 
 mpi=(mpirun --allow-run-as-root --oversubscribe)
 case $net in
@@ -52,9 +57,29 @@ note() { echo "== $*"; }
   "$work/sbm.tsv" >/dev/null
 
 fresh() { rm -rf "$work/$2" && cp -r "$work/$1" "$work/$2"; }
+# The knowledge graph in 8 partitions (imported once), so that 4 ranks of
+# one trainer each hold about 2 each.
+kg8() {
+  [ -d "$work/kg8" ] || "$ember" import --out "$work/kg8" --valid "$work/kg.valid" \
+    --test "$work/kg.test" --partitions 8 --quiet "$work/kg.train" >/dev/null
+}
 test_mrr() {  # graph -> filtered test MRR
   "$ember" eval "$work/$1" --json --quiet --threads 2 |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["filtered"]["mrr"])'
+}
+
+# The share of the checkpoint bytes rank 0 wrote over the --json epoch
+# lines of FILE; fails unless it is about 1/4 (15-35 %).
+rank0_share() {
+  python3 - "$1" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+total = sum(l["checkpoint_bytes"] for l in lines)
+rank0 = sum(l["checkpoint_bytes_rank0"] for l in lines)
+share = rank0 / total if total else -1
+print(f"{share:.3f}" if total else "none")
+sys.exit(0 if 0.15 <= share <= 0.35 else 1)
+PY
 }
 
 case_deterministic() {
@@ -181,25 +206,14 @@ case_copies() {
   local flags=(--operator complex_diagonal --dim 32 --epochs 2 --lr 0.1 --batch-size 500
                --deterministic --checkpoint-every 5 --quiet)
   local r
-  # 8 partitions, so that 4 ranks of one trainer each hold about 2 each.
-  "$ember" import --out "$work/kg8" --valid "$work/kg.valid" --test "$work/kg.test" \
-    --partitions 8 --quiet "$work/kg.train" >/dev/null
+  kg8
   for r in 0 1 2 3; do fresh kg8 "c.$r"; done
   fresh kg8 c1
   "$ember" train "$work/c1" "${flags[@]}" --trainers 4 --threads 4 >/dev/null
   "${mpi[@]}" -np 4 "$ember" train "$work/c.%r" "${flags[@]}" --trainers 1 --threads 1 --json \
     >"$work/c.out" 2>"$work/c.err" || { cat "$work/c.err" >&2; fail "mpirun -np 4 with copies failed"; }
   local share
-  share=$(python3 - "$work/c.out" <<'PY'
-import json, sys
-lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-total = sum(l["checkpoint_bytes"] for l in lines)
-rank0 = sum(l["checkpoint_bytes_rank0"] for l in lines)
-print(f"{rank0 / total:.3f}" if total else "none")
-PY
-)
-  python3 -c 'import sys; s = sys.argv[1]; sys.exit(0 if s != "none" and 0.15 <= float(s) <= 0.35 else 1)' \
-    "$share" || fail "rank 0 wrote a share $share of the checkpoints, not about 1/4"
+  share=$(rank0_share "$work/c.out") || fail "rank 0 wrote a share $share of the checkpoints, not about 1/4"
   local rc=0
   "$ember" export "$work/c.0" --format npy --out "$work/c.npy" --quiet >/dev/null 2>"$work/x.err" || rc=$?
   [ $rc -ne 0 ] || fail "export read rank 0's copy before gather"
@@ -239,6 +253,42 @@ PY
   "$ember" export "$work/o2" --format npy --out "$work/o2.npy" --quiet >/dev/null
   cmp "$work/o2.npy" "$work/o.npy" || fail "a rank out of core differs from one process"
   note "copies: rank 0 out of core beside rank 1 in memory, equal to one process"
+}
+
+# One graph directory shared by every rank: each writes its share of a
+# checkpoint (rank 0 into the shards, the others as table files beside them
+# that rank 0 takes in), killed after each phase in turn, resumed, equal to
+# one process.
+case_shared() {
+  local flags=(--operator complex_diagonal --dim 32 --epochs 2 --lr 0.1 --batch-size 500
+               --deterministic --checkpoint-every 5 --quiet)
+  kg8
+  fresh kg8 s1 && fresh kg8 s4
+  "$ember" train "$work/s1" "${flags[@]}" --trainers 4 --threads 4 >/dev/null
+  "${mpi[@]}" -np 4 "$ember" train "$work/s4" "${flags[@]}" --trainers 1 --threads 1 --json \
+    >"$work/s.out" 2>"$work/s.err" || { cat "$work/s.err" >&2; fail "mpirun -np 4 on one path failed"; }
+  local share
+  share=$(rank0_share "$work/s.out") ||
+    fail "rank 0 wrote a share $share of the checkpoints on one path, not about 1/4"
+  [ ! -e "$work/s4/incoming" ] || fail "staged table files were left in the graph"
+  "$ember" export "$work/s1" --format npy --out "$work/s1.npy" --quiet >/dev/null
+  "$ember" export "$work/s4" --format npy --out "$work/s4.npy" --quiet >/dev/null
+  cmp "$work/s1.npy" "$work/s4.npy" || fail "-np 4 on one path differs from one process"
+  note "shared: rank 0 wrote $share of the checkpoint bytes; equal to one process"
+  fresh kg8 sk
+  local at rc
+  for at in 1:written:2 0:rank0-committed:2 3:written:1 0:written:1; do
+    rc=0
+    "${mpi[@]}" -np 4 "$ember" train "$work/sk" "${flags[@]}" --trainers 1 --threads 1 \
+      --test-kill-at "$at" >/dev/null 2>"$work/sk.err" || rc=$?
+    [ $rc -ne 0 ] || fail "mpirun exited 0 though rank ${at%%:*} was to be killed at $at"
+    grep -qi "signal 9" "$work/sk.err" || { cat "$work/sk.err" >&2; fail "no rank killed at $at"; }
+  done
+  "${mpi[@]}" -np 4 "$ember" train "$work/sk" "${flags[@]}" --trainers 1 --threads 1 \
+    >/dev/null 2>"$work/sk.err" || { cat "$work/sk.err" >&2; fail "the run after the kills failed"; }
+  "$ember" export "$work/sk" --format npy --out "$work/sk.npy" --quiet >/dev/null
+  cmp "$work/s1.npy" "$work/sk.npy" || fail "one path, killed at each checkpoint phase and resumed, differs from one process"
+  note "shared: killed after each checkpoint phase in turn, resumed, equal to one process"
 }
 
 for c in "${cases[@]}"; do "case_$c"; done

@@ -384,6 +384,108 @@ TEST_F(DistributedTrainTest, OwnCopiesStoppedAtAnyCheckpointStepResume) {
   }
 }
 
+// Ranks sharing one graph directory each write their share of a
+// checkpoint: rank 0 into the shards, the others as table files beside
+// them that rank 0 takes in before it commits. Rank 0 writes about 1/n of
+// the bytes, nothing is left staged, and the model equals one process's.
+TEST_F(DistributedTrainTest, SharedGraphRanksWriteTheirSharesBesideIt) {
+  const uint32_t n = 2;
+  auto want = OneProcess(n, 4);
+  ASSERT_TRUE(want.ok()) << want.status();
+  const std::string dir = graphs_->New(4);
+  TrainOptions o = Options(2);
+  o.schedule.checkpoint_every = 3;
+  auto cluster = InProcessCluster::Create(n);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto runs = RunRanks(**cluster, n, std::vector<std::string>(n, dir), o);
+  for (uint32_t r = 0; r < n; ++r)
+    ASSERT_TRUE(runs[r].ok()) << "rank " << r << ": " << runs[r].status();
+  for (const EpochStats& e : runs[0]->epochs) {
+    ASSERT_TRUE(e.ranks_measure.has_value());
+    const EpochMeasure& m = *e.ranks_measure;
+    EXPECT_TRUE(m.checkpoint_per_rank);
+    EXPECT_GT(m.checkpoint_bytes_rank0, 0u);
+    EXPECT_LE(m.checkpoint_bytes_rank0, m.checkpoint_bytes * 6 / 10) << "epoch " << e.epoch;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir + "/incoming"));
+  auto got = LoadSnapshot(dir);
+  ASSERT_TRUE(got.ok()) << got.status();
+  train_test::ExpectBitIdentical(*want, *got);
+}
+
+// Ranks on copies of the graph that are not their own (no --rank-copies,
+// no shared directory) see that rank 0's graph is not theirs and
+// checkpoint through rank 0: its copy ends with the whole model, equal to
+// one process's; the other copies are left as they were.
+TEST_F(DistributedTrainTest, SeparateCopiesWithoutRankCopiesCheckpointThroughRankZero) {
+  const uint32_t n = 2;
+  auto want = OneProcess(n, 4);
+  ASSERT_TRUE(want.ok()) << want.status();
+  const std::vector<std::string> copies = NewCopies(tmp_->Sub("apart"), n, 4);
+  auto cluster = InProcessCluster::Create(n);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto runs = RunRanks(**cluster, n, copies, Options(2));
+  for (uint32_t r = 0; r < n; ++r)
+    ASSERT_TRUE(runs[r].ok()) << "rank " << r << ": " << runs[r].status();
+  for (const EpochStats& e : runs[0]->epochs) {
+    ASSERT_TRUE(e.ranks_measure.has_value());
+    EXPECT_FALSE(e.ranks_measure->checkpoint_per_rank);
+    EXPECT_EQ(e.ranks_measure->checkpoint_bytes_rank0, e.ranks_measure->checkpoint_bytes);
+  }
+  auto got = LoadSnapshot(copies[0]);
+  ASSERT_TRUE(got.ok()) << got.status();
+  train_test::ExpectBitIdentical(*want, *got);
+  auto other = train_test::ManifestOf(copies[1]);
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(other->training.checkpoint_version, 0u);
+  EXPECT_FALSE(std::filesystem::exists(copies[1] + "/incoming"));
+}
+
+// Stopped after either phase of a checkpoint on either rank, ranks sharing
+// one graph resume from the last committed checkpoint (what the stopped one
+// staged is removed at the start) and end as one process does.
+TEST_F(DistributedTrainTest, SharedGraphStoppedAtAnyCheckpointStepResumes) {
+  const uint32_t n = 2;
+  auto want = OneProcess(n, 4);
+  ASSERT_TRUE(want.ok()) << want.status();
+  for (CheckpointStep step : {CheckpointStep::kShareWritten, CheckpointStep::kRankZeroCommitted}) {
+    for (uint32_t failing = 0; failing < n; ++failing) {
+      SCOPED_TRACE(absl::StrCat("step ", static_cast<int>(step), ", rank ", failing));
+      const std::string dir = graphs_->New(4);
+      TrainOptions o = Options(2);
+      // The second checkpoint (the end of epoch 1) fails on one rank.
+      auto calls = std::make_shared<std::atomic<int>>(0);
+      o.hooks.checkpoint_step = [=](uint32_t rank, CheckpointStep at) -> absl::Status {
+        if (rank != failing || at != step) return absl::OkStatus();
+        if (calls->fetch_add(1) != 1) return absl::OkStatus();
+        return absl::AbortedError("killed by the test");
+      };
+      auto cluster = InProcessCluster::Create(n);
+      ASSERT_TRUE(cluster.ok()) << cluster.status();
+      auto failed = RunRanks(**cluster, n, std::vector<std::string>(n, dir), o);
+      for (const auto& r : failed) EXPECT_FALSE(r.ok());
+      const bool committed = step != CheckpointStep::kShareWritten;
+      auto manifest = train_test::ManifestOf(dir);
+      ASSERT_TRUE(manifest.ok()) << manifest.status();
+      EXPECT_EQ(manifest->training.checkpoint_version, committed ? 2u : 1u);
+      // Rank 1's staged share of the checkpoint that did not commit.
+      if (!committed) EXPECT_TRUE(std::filesystem::exists(dir + "/incoming/2"));
+      o.hooks.checkpoint_step = nullptr;
+      auto cluster2 = InProcessCluster::Create(n);
+      ASSERT_TRUE(cluster2.ok()) << cluster2.status();
+      auto resumed = RunRanks(**cluster2, n, std::vector<std::string>(n, dir), o);
+      for (const auto& r : resumed) {
+        ASSERT_TRUE(r.ok()) << r.status();
+        EXPECT_EQ(r->start_epoch, committed ? 2 : 1);
+      }
+      EXPECT_FALSE(std::filesystem::exists(dir + "/incoming"));
+      auto got = LoadSnapshot(dir);
+      ASSERT_TRUE(got.ok()) << got.status();
+      train_test::ExpectBitIdentical(*want, *got);
+    }
+  }
+}
+
 // A rank whose buffer is smaller than its share trains out of core in its
 // own copy (partitions to send or train loaded from it, others evicted to
 // it), beside a rank holding all of its share in memory; a run stopped
@@ -612,7 +714,8 @@ class SlowTableSyncs final : public FileSystemWrapper {
   absl::StatusOr<std::unique_ptr<WritableFile>> OpenForWrite(const std::string& path,
                                                              WriteMode mode) override {
     ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, target()->OpenForWrite(path, mode));
-    if (!absl::EndsWith(path, ".sst")) return file;
+    // Rank 0's disk: its shards' table files (not the others' staged ones).
+    if (!absl::EndsWith(path, ".sst") || absl::StrContains(path, "/incoming/")) return file;
     return std::unique_ptr<WritableFile>(new TableFile(this, std::move(file)));
   }
 
@@ -656,7 +759,8 @@ class SlowTableSyncs final : public FileSystemWrapper {
 
 // A checkpoint that takes longer than --rank-timeout in all, but makes
 // progress (a partition written) well within it, does not end the job:
-// each partition rank 0 writes counts as progress on every rank.
+// the ranks write their shares a partition each at a time, agreed after
+// each, so that every partition written counts as progress on every rank.
 TEST_F(DistributedTrainTest, ASlowCheckpointThatKeepsWritingPartitionsFinishes) {
   const std::string dir = graphs_->New(8);
   SlowTableSyncs disk;

@@ -26,4 +26,10 @@ std::vector<uint32_t> BalancedWriters(std::span<const uint32_t> holders, uint32_
   return writers;
 }
 
+uint32_t LargestShare(std::span<const uint32_t> writers, uint32_t world_size) {
+  std::vector<uint32_t> count(world_size, 0);
+  for (uint32_t r : writers) ++count[r];
+  return count.empty() ? 0 : *std::max_element(count.begin(), count.end());
+}
+
 }  // namespace ember

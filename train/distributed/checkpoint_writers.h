@@ -1,5 +1,5 @@
-// Which rank writes each partition of a checkpoint into its own copy of the
-// graph (TrainOptions::rank_copies). Pure: the cost model prices it
+// Which rank writes each partition of a checkpoint (into its own copy of
+// the graph, or beside rank 0's shared one). Pure: the cost model prices it
 // (epoch_model.h) and every rank computes the same.
 #ifndef EMBER_TRAIN_DISTRIBUTED_CHECKPOINT_WRITERS_H_
 #define EMBER_TRAIN_DISTRIBUTED_CHECKPOINT_WRITERS_H_
@@ -16,6 +16,9 @@ namespace ember {
 // lowest-numbered); each partition past it goes to the rank writing fewest
 // so far (the lowest such rank). Every rank computes the same.
 std::vector<uint32_t> BalancedWriters(std::span<const uint32_t> holders, uint32_t world_size);
+// The most partitions one rank writes under `writers` (ranks below
+// world_size).
+uint32_t LargestShare(std::span<const uint32_t> writers, uint32_t world_size);
 
 }  // namespace ember
 

@@ -59,16 +59,15 @@ ScheduleCosts CostsOf(const RankSchedule& schedule) {
     // ranks until done (HandOffForWriting): each ends one move after both
     // ranks are free.
     const std::vector<uint32_t> writers = BalancedWriters(schedule.final_holders, n);
-    std::vector<uint64_t> free_after(n, 0), share(n, 0);
+    std::vector<uint64_t> free_after(n, 0);
     for (uint32_t p = 0; p < writers.size(); ++p) {
-      ++share[writers[p]];
       const uint32_t holder = schedule.final_holders[p];
       if (writers[p] == holder) continue;
       free_after[holder] = free_after[writers[p]] =
           std::max(free_after[holder], free_after[writers[p]]) + 1;
     }
     c.handoff_moves = *std::max_element(free_after.begin(), free_after.end());
-    c.largest_share = static_cast<uint32_t>(*std::max_element(share.begin(), share.end()));
+    c.largest_share = LargestShare(writers, n);
   }
   return c;
 }

@@ -15,7 +15,8 @@
 // a partition idle in the round before travels while that round trains,
 // except in an epoch's first round); rounds(N) the global rounds; t_sync one round's
 // parameter sum; t_ckpt(N) one checkpoint: through rank 0 the whole model
-// whatever N; into own copies the hand-offs to the balanced writers (as
+// whatever N; written by shares (own copies, or one shared graph) the
+// hand-offs to the balanced writers (as
 // many moves as their longest chain, at the rate measured for hand-offs,
 // or at B where none was measured), the largest share's write
 // (scaled from the measured one by its partitions) and the rest (commits,
@@ -73,12 +74,12 @@ struct EpochMeasure {
   double checkpoint_seconds = 0;    // the epoch-end checkpoint
   uint64_t partition_bytes = 0;     // M: the mean partition's rows + state
   // Partition rows and state written by checkpoints this epoch, by every
-  // rank and by rank 0 alone; whether each rank wrote its own share into
-  // its own copy (TrainOptions::rank_copies) rather than rank 0 all.
+  // rank and by rank 0 alone; whether each rank wrote its own share (into
+  // its own copy, or beside one shared graph) rather than rank 0 all.
   uint64_t checkpoint_bytes = 0;
   uint64_t checkpoint_bytes_rank0 = 0;
   bool checkpoint_per_rank = false;
-  // Into own copies, the hand-offs and share write of the rank slowest at
+  // Written by shares, the hand-offs and share write of the rank slowest at
   // both together; the rest of checkpoint_seconds is commits and agreement.
   double checkpoint_handoff_seconds = 0;
   double checkpoint_write_seconds = 0;

@@ -127,10 +127,12 @@ class ProcessLayout {
   // After each stretch, once its parameters are synced.
   virtual absl::Status AfterStretch(const StretchEnd& end) = 0;
 
-  // Writes the checkpoint `request` names and commits it (across ranks:
-  // every partition through rank 0, then rank 0's commit, agreed by all;
-  // or, into own copies, every rank's share into its copy, then rank 0's
-  // commit, then the others').
+  // Writes the checkpoint `request` names and commits it. Across ranks, in
+  // two phases agreed by all: every rank writes its share of the
+  // partitions durably (into its own copy, or, sharing rank 0's graph,
+  // rank 0 into the shards and the others as table files beside them),
+  // then rank 0 commits (taking the others' files in first), then, into
+  // own copies, the others commit theirs.
   virtual absl::Status Checkpoint(const CheckpointRequest& request) = 0;
   // Whether an epoch-end checkpoint may be copied and written beside the
   // next epoch (Checkpointer::WriteCopied) rather than by Checkpoint: one

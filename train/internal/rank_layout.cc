@@ -2,10 +2,10 @@
 // TrainGraphOnCluster): every rank computes the epoch's schedule and holds
 // its share of the partitions for the whole run; partitions move holder to
 // holder before each round, relations are summed at round ends, progress
-// and measures are summed over every rank, and checkpoints are written
-// through rank 0 or, where each rank has its own copy of the graph, by
-// every rank into its copy (two phases). A watchdog ends the job when this rank stops making
-// progress.
+// and measures are summed over every rank, and checkpoints are written in
+// two phases, each rank its share (into its own copy of the graph, or
+// beside rank 0's shared one for rank 0 to take in), then rank 0's commit.
+// A watchdog ends the job when this rank stops making progress.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -64,9 +64,9 @@ class RankLayout final : public ProcessLayout {
     // the rest of its share in its copy; otherwise it holds its share in
     // memory. Across ranks the order's capacity is what shapes the schedule.
     const uint32_t capacity = own_copies_ ? std::min(buffer_partitions, P_) : P_;
+    lookahead_ = RoundLookahead(P_, /*all_resident=*/true);
     return RunPlan{capacity, round_size_,
-                   RunShape{order_capacity_, round_size_, cluster_->world_size(),
-                            RoundLookahead(P_, /*all_resident=*/true)}};
+                   RunShape{order_capacity_, round_size_, cluster_->world_size(), lookahead_}};
   }
 
   absl::Status SetUp(const std::function<absl::Status()>& set_up_here) override;
@@ -127,13 +127,24 @@ class RankLayout final : public ProcessLayout {
   // What every rank must share because it shapes the schedule or the
   // model (CheckRanksAgree compares them at the start).
   std::vector<RankSetting> RankSettings() const;
+  // The schedule of epoch `epoch` for `world_size` ranks of this run's
+  // shape (this rank's trainers, order capacity and look-ahead), from the
+  // default holders.
+  RankScheduleOptions ScheduleFor(int epoch, uint32_t world_size) const;
   // This epoch's schedule, and the partitions this rank holds at its start
   // loaded (first epoch of the run) or checked.
   absl::Status ComputeSchedule(int epoch, uint64_t first_round, PartitionBuffer& buffer);
-  // Checkpoint into own copies: every rank's share durable, then rank 0's
-  // commit, then the others' (Checkpointer::WriteShare, CommitShare).
-  absl::Status CheckpointIntoCopies(const CheckpointRequest& request,
-                                    const std::vector<uint32_t>& holders);
+  // Ranks whose graphs are not one shared directory and who have no copies
+  // of their own: rank 0 writes every partition, one at a time, from its
+  // buffer or from a copy its holder sends it, then commits.
+  absl::Status CheckpointThroughRankZero(const CheckpointRequest& request,
+                                         const std::vector<uint32_t>& holders);
+  // Into own copies, once every rank's share is durable (`writers` wrote
+  // each partition; `resident`: this rank's resident partitions): rank 0's
+  // commit, then the others' (Checkpointer::CommitShare).
+  absl::Status CommitCopies(const CheckpointRequest& request, const std::vector<uint32_t>& holders,
+                            const std::vector<uint32_t>& writers,
+                            const std::vector<uint32_t>& resident);
   // The test hook's verdict on this rank after `step` (OK without one).
   absl::Status AfterStep(CheckpointStep step) const {
     const auto& hook = options_.hooks.checkpoint_step;
@@ -153,6 +164,9 @@ class RankLayout final : public ProcessLayout {
   Cluster* const cluster_;
   const uint32_t P_;
   const bool own_copies_;  // options.rank_copies
+  // Not own copies, and every rank's graph is rank 0's directory
+  // (SharesRankZeroGraph, at SetUp): the ranks write their shares beside it.
+  bool shares_graph_ = false;
   const absl::Duration rank_timeout_;
   // The partitions this rank's memory budget has room for, and its
   // trainers (PlanRun).
@@ -162,6 +176,8 @@ class RankLayout final : public ProcessLayout {
   // buffer as one process would plan it; P for orders that read none).
   uint32_t order_capacity_ = 1;
   uint32_t round_size_ = 1;
+  // FormRounds' window, recorded in the run's shape (PlanRun).
+  uint32_t lookahead_ = 0;
   // The epoch's schedule, this rank's view of it, and the holders the next
   // epoch starts from.
   std::unique_ptr<RankSchedule> rank_schedule_;
@@ -221,14 +237,90 @@ absl::Status RankLayout::SetUp(const std::function<absl::Status()>& set_up_here)
   // needs a working peer; then they check that they train one graph.
   RETURN_IF_ERROR(AgreeOnStatus(*cluster_, set_up_here()));
   Progress();
-  return CheckRanksAgree(*cluster_, *graph_, RankSettings());
+  RETURN_IF_ERROR(CheckRanksAgree(*cluster_, *graph_, RankSettings()));
+  if (!own_copies_) {
+    ASSIGN_OR_RETURN(shares_graph_, SharesRankZeroGraph(*cluster_, *graph_));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status RankLayout::Checkpoint(const CheckpointRequest& request) {
   const uint64_t before =
       request.next_round == 0 ? rank_schedule_->rounds.size() : request.next_round;
   const std::vector<uint32_t> holders = rank_schedule_->HoldersBefore(before);
-  if (own_copies_) return CheckpointIntoCopies(request, holders);
+  if (!own_copies_ && !shares_graph_) return CheckpointThroughRankZero(request, holders);
+  const uint32_t me = cluster_->rank();
+  PartitionBuffer& buffer = *request.buffer;
+  // Phase 1: each rank writes at most ceil(P/N) partitions, durably: its
+  // own, and copies of those a rank holding more hands it (first: a load
+  // for a hand-off may evict). Into its own copy, or, sharing rank 0's
+  // graph, rank 0 into the shards and the others as table files beside
+  // them (PartitionBufferOptions::stage_tables).
+  const std::vector<uint32_t> writers = BalancedWriters(holders, cluster_->world_size());
+  const auto handing_off = Clock::now();
+  absl::Status s =
+      HandOffForWriting(*cluster_, buffer, holders, writers, rank_timeout_, [this] { Progress(); });
+  const auto writing = Clock::now();
+  checkpoint_handoff_seconds_ += std::chrono::duration<double>(writing - handing_off).count();
+  // Its own partitions in memory are written now; those out of core are in
+  // its copy already, as of their eviction.
+  absl::StatusOr<std::vector<uint32_t>> resident = buffer.Resident();
+  if (s.ok()) s = resident.status();
+  RETURN_IF_ERROR(AgreeOnStatus(*cluster_, s));
+  std::vector<uint32_t> kept, synced_apart;
+  for (uint32_t p : *resident) {
+    if (holders[p] == me && writers[p] == me) kept.push_back(p);
+  }
+  for (uint32_t p = 0; p < P_; ++p) {
+    if (writers[p] == me && !std::binary_search(kept.begin(), kept.end(), p)) {
+      synced_apart.push_back(p);
+    }
+  }
+  // One partition of each rank's at a time, agreed after each: a rank
+  // done with its share counts the others' writing as progress.
+  const uint32_t steps = LargestShare(writers, cluster_->world_size());
+  for (uint32_t i = 0; i < steps; ++i) {
+    RETURN_IF_ERROR(AgreeOnStatus(*cluster_, i < kept.size() ? buffer.WriteDurably(kept[i]) : s));
+    Progress();
+  }
+  // Into own copies: the rest of its share durable (received copies, and
+  // partitions out of core written at their eviction) and the blobs.
+  if (own_copies_) {
+    s = request.checkpointer->WriteShare(synced_apart, *request.relations, request.features);
+  }
+  checkpoint_write_seconds_ += std::chrono::duration<double>(Clock::now() - writing).count();
+  if (s.ok()) {
+    for (uint32_t p = 0; p < P_; ++p) {
+      if (writers[p] == me) checkpoint_bytes_ += PartitionBytes(p);
+    }
+    s = AfterStep(CheckpointStep::kShareWritten);
+  }
+  RETURN_IF_ERROR(AgreeOnStatus(*cluster_, s));
+  Progress();
+  // Phase 2: rank 0's commit is the checkpoint's.
+  if (own_copies_) return CommitCopies(request, holders, writers, *resident);
+  // Sharing rank 0's graph: rank 0 takes in what the others wrote, a
+  // partition at a time (each progress on every rank), then commits.
+  for (uint32_t p = 0; p < P_; ++p) {
+    if (writers[p] == 0) continue;
+    RETURN_IF_ERROR(AgreeOnStatus(*cluster_, writer() ? buffer.TakeInStaged(p) : absl::OkStatus()));
+    Progress();
+  }
+  s = absl::OkStatus();
+  if (writer()) {
+    s = request.Write(/*rows_written=*/true);
+    if (s.ok()) s = graph_->RemoveIncomingTables();
+  }
+  if (s.ok()) s = AfterStep(CheckpointStep::kRankZeroCommitted);
+  RETURN_IF_ERROR(AgreeOnStatus(*cluster_, s));
+  Progress();
+  // Keep the version count in step with rank 0.
+  if (!writer()) request.checkpointer->CountCommitted(request.buffer);
+  return absl::OkStatus();
+}
+
+absl::Status RankLayout::CheckpointThroughRankZero(const CheckpointRequest& request,
+                                                   const std::vector<uint32_t>& holders) {
   if (writer()) {
     for (uint32_t p = 0; p < P_; ++p) checkpoint_bytes_ += PartitionBytes(p);
   }
@@ -245,43 +337,12 @@ absl::Status RankLayout::Checkpoint(const CheckpointRequest& request) {
   return absl::OkStatus();
 }
 
-absl::Status RankLayout::CheckpointIntoCopies(const CheckpointRequest& request,
-                                              const std::vector<uint32_t>& holders) {
+absl::Status RankLayout::CommitCopies(const CheckpointRequest& request,
+                                      const std::vector<uint32_t>& holders,
+                                      const std::vector<uint32_t>& writers,
+                                      const std::vector<uint32_t>& resident) {
   const uint32_t me = cluster_->rank();
   PartitionBuffer& buffer = *request.buffer;
-  // Each rank writes at most ceil(P/N) partitions: its own, and copies of
-  // those a rank holding more hands it (first: a load for a hand-off may
-  // evict, and WriteShare makes every table written durable).
-  const std::vector<uint32_t> writers = BalancedWriters(holders, cluster_->world_size());
-  const auto handing_off = Clock::now();
-  absl::Status s =
-      HandOffForWriting(*cluster_, buffer, holders, writers, rank_timeout_, [this] { Progress(); });
-  const auto writing = Clock::now();
-  checkpoint_handoff_seconds_ += std::chrono::duration<double>(writing - handing_off).count();
-  // Its own partitions in memory are written now; those out of core are in
-  // its copy already, as of their eviction.
-  absl::StatusOr<std::vector<uint32_t>> resident = buffer.Resident();
-  if (s.ok()) s = resident.status();
-  if (s.ok()) {
-    std::vector<uint32_t> kept, share;
-    for (uint32_t p : *resident) {
-      if (holders[p] == me && writers[p] == me) kept.push_back(p);
-    }
-    for (uint32_t p = 0; p < P_; ++p) {
-      if (writers[p] == me) share.push_back(p);
-    }
-    s = request.checkpointer->WriteShare(&buffer, kept, share, *request.relations,
-                                         request.features);
-  }
-  checkpoint_write_seconds_ += std::chrono::duration<double>(Clock::now() - writing).count();
-  if (s.ok()) {
-    for (uint32_t p = 0; p < P_; ++p) {
-      if (writers[p] == me) checkpoint_bytes_ += PartitionBytes(p);
-    }
-    s = AfterStep(CheckpointStep::kShareWritten);
-  }
-  RETURN_IF_ERROR(AgreeOnStatus(*cluster_, s));
-  Progress();
   // The table version of each partition, from the rank that wrote it.
   std::string mine;
   for (uint32_t p = 0; p < P_; ++p) {
@@ -305,7 +366,7 @@ absl::Status RankLayout::CheckpointIntoCopies(const CheckpointRequest& request,
   // out of core (handed to another writer, their old version stays).
   std::vector<uint64_t> in_use(P_, 0);
   for (uint32_t p = 0; p < P_; ++p) {
-    if (holders[p] == me && !std::binary_search(resident->begin(), resident->end(), p)) {
+    if (holders[p] == me && !std::binary_search(resident.begin(), resident.end(), p)) {
       in_use[p] = buffer.locations()[p];
     }
   }
@@ -315,7 +376,7 @@ absl::Status RankLayout::CheckpointIntoCopies(const CheckpointRequest& request,
     return request.checkpointer->CommitShare(writers, versions, in_use, me, request.epoch,
                                              request.next_round, request.epochs_done);
   };
-  s = writer() ? commit() : absl::OkStatus();
+  absl::Status s = writer() ? commit() : absl::OkStatus();
   if (s.ok()) s = AfterStep(CheckpointStep::kRankZeroCommitted);
   RETURN_IF_ERROR(AgreeOnStatus(*cluster_, s));
   s = writer() ? absl::OkStatus() : commit();
@@ -401,21 +462,26 @@ absl::StatusOr<BucketScheduler*> RankLayout::ScheduleEpoch(int epoch, uint64_t f
   return rank_rounds_.get();
 }
 
-absl::Status RankLayout::ComputeSchedule(int epoch, uint64_t first_round, PartitionBuffer& buffer) {
-  const Manifest& m = graph_->manifest();
+RankScheduleOptions RankLayout::ScheduleFor(int epoch, uint32_t world_size) const {
   RankScheduleOptions o;
   o.seed = options_.seed;
+  o.epoch = static_cast<uint64_t>(epoch);
   o.num_partitions = P_;
-  o.world_size = cluster_->world_size();
+  o.world_size = world_size;
   o.trainers_per_rank = trainers_;
   o.order = options_.schedule.bucket_order;
   o.buffer_capacity = order_capacity_;
-  o.bucket_edges = m.train_bucket_edges;
+  o.lookahead = lookahead_;
+  o.bucket_edges = graph_->manifest().train_bucket_edges;
+  return o;
+}
+
+absl::Status RankLayout::ComputeSchedule(int epoch, uint64_t first_round, PartitionBuffer& buffer) {
+  RankScheduleOptions o = ScheduleFor(epoch, cluster_->world_size());
   const bool run_start = next_holders_.empty();
   if (run_start) {
     ASSIGN_OR_RETURN(next_holders_, HoldersAtEpoch(o, epoch));
   }
-  o.epoch = static_cast<uint64_t>(epoch);
   o.holders = next_holders_;
   ASSIGN_OR_RETURN(RankSchedule schedule, ComputeRankSchedule(o));
   rank_schedule_ = std::make_unique<RankSchedule>(std::move(schedule));
@@ -541,7 +607,7 @@ absl::Status RankLayout::MeasureEpoch(int epoch, bool predict, EpochStats* stats
   m.checkpoint_seconds = stats->checkpoint_seconds;
   m.checkpoint_bytes = static_cast<uint64_t>(sums[5]);
   m.checkpoint_bytes_rank0 = static_cast<uint64_t>(sums[6]);
-  m.checkpoint_per_rank = own_copies_;
+  m.checkpoint_per_rank = own_copies_ || shares_graph_;
   m.moves_busiest_rank = static_cast<uint64_t>(slot(0, busiest));
   m.checkpoint_handoff_seconds = slot(1, slowest_writer);
   m.checkpoint_write_seconds = slot(2, slowest_writer);
@@ -551,16 +617,7 @@ absl::Status RankLayout::MeasureEpoch(int epoch, bool predict, EpochStats* stats
   m.partition_bytes = all / P_;
   stats->ranks_measure = m;
   if (!predict) return absl::OkStatus();
-  RankScheduleOptions o;
-  o.seed = options_.seed;
-  o.epoch = static_cast<uint64_t>(epoch);
-  o.num_partitions = P_;
-  o.trainers_per_rank = trainers_;
-  o.order = options_.schedule.bucket_order;
-  o.buffer_capacity = order_capacity_;
-  o.bucket_edges = graph_->manifest().train_bucket_edges;
-  o.world_size = 2 * n;
-  ASSIGN_OR_RETURN(const RankSchedule doubled, ComputeRankSchedule(o));
+  ASSIGN_OR_RETURN(const RankSchedule doubled, ComputeRankSchedule(ScheduleFor(epoch, 2 * n)));
   stats->predicted = PredictEpoch(m, *rank_schedule_);
   stats->predicted_doubled = PredictEpoch(m, doubled);
   return absl::OkStatus();

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "storage/base/status_macros.h"
+#include "storage/table_files.h"
 #include "train/model/init.h"
 
 namespace ember {
@@ -199,7 +200,7 @@ absl::Status PartitionBuffer::CheckReceived(const PartitionData& data) const {
 absl::Status PartitionBuffer::WriteCopy(PartitionData& data) {
   RETURN_IF_ERROR(CheckReceived(data));
   RETURN_IF_ERROR(WriteTables(data));
-  return options_.id_rows ? graph_->SyncTables(data.partition) : absl::OkStatus();
+  return MakeTablesDurable(data.partition);
 }
 
 absl::Status PartitionBuffer::WriteDurably(uint32_t p) {
@@ -214,7 +215,32 @@ absl::Status PartitionBuffer::WriteDurably(uint32_t p) {
         absl::StrCat("partition buffer: partition ", p, " is not resident to be written"));
   }
   RETURN_IF_ERROR(WriteTables(*data));
-  return options_.id_rows ? graph_->SyncTables(p) : absl::OkStatus();
+  return MakeTablesDurable(p);
+}
+
+absl::Status PartitionBuffer::MakeTablesDurable(uint32_t p) {
+  // Staged table files are durable once written.
+  if (!options_.id_rows || options_.stage_tables) return absl::OkStatus();
+  return graph_->SyncTables(p);
+}
+
+absl::Status PartitionBuffer::TakeInStaged(uint32_t p) {
+  if (options_.id_rows) {
+    const std::string& dir = graph_->dir();
+    for (const Table table : {Table::kEmbeddings, Table::kOptimizer}) {
+      RETURN_IF_ERROR(graph_->IngestTableFile(table, p, write_version_,
+                                              IncomingTableFile(dir, write_version_, table, p)));
+      ASSIGN_OR_RETURN(const uint64_t rows, graph_->TableRows(table, p, write_version_));
+      const uint64_t expected = graph_->manifest().partition_sizes[p];
+      if (rows != expected) {
+        return absl::DataLossError(absl::StrCat("partition ", p, ": a table staged for version ",
+                                                write_version_, " holds ", rows,
+                                                " rows, the graph gives the partition ", expected));
+      }
+    }
+  }
+  locations_[p] = write_version_;
+  return absl::OkStatus();
 }
 
 absl::Status PartitionBuffer::Put(std::unique_ptr<PartitionData> data) {
@@ -249,7 +275,16 @@ absl::StatusOr<std::vector<uint32_t>> PartitionBuffer::Resident() {
 
 absl::Status PartitionBuffer::WriteTables(PartitionData& data) {
   for (RowResidency* r : residencies_) RETURN_IF_ERROR(r->SyncToHost(&data));
-  if (options_.id_rows) {
+  if (options_.id_rows && options_.stage_tables) {
+    const std::string& dir = graph_->dir();
+    const uint32_t p = data.partition;
+    RETURN_IF_ERROR(WriteTableFile(IncomingTableFile(dir, write_version_, Table::kEmbeddings, p),
+                                   Table::kEmbeddings, write_version_, data.embeddings.data(),
+                                   data.rows, options_.dim));
+    RETURN_IF_ERROR(WriteTableFile(IncomingTableFile(dir, write_version_, Table::kOptimizer, p),
+                                   Table::kOptimizer, write_version_, data.optimizer.data(),
+                                   data.rows, 1));
+  } else if (options_.id_rows) {
     RETURN_IF_ERROR(graph_->WriteTable(Table::kEmbeddings, data.partition, write_version_,
                                        data.embeddings.data(), data.rows, options_.dim));
     RETURN_IF_ERROR(graph_->WriteTable(Table::kOptimizer, data.partition, write_version_,

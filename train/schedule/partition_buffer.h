@@ -52,6 +52,14 @@ struct PartitionBufferOptions {
   // Load each partition's node features with it (featurized models).
   // Default: false.
   bool features = false;
+  // This process does not own the graph (a rank other than 0 sharing rank
+  // 0's graph directory, opened read-only): a partition written for a
+  // checkpoint (WriteDurably, WriteCopy) goes to table files beside the
+  // graph (storage/table_files.h) for the graph's writer to take in
+  // (TakeInStaged), not into its shards. REQUIRES: no partition is ever
+  // evicted (every partition this process holds stays resident).
+  // Default: false.
+  bool stage_tables = false;
 
   // InvalidArgument naming the first field out of range.
   absl::Status Validate() const;
@@ -157,6 +165,13 @@ class PartitionBuffer {
   // tables durable: one partition of a checkpoint written a partition at a
   // time. FailedPrecondition when p is not resident.
   absl::Status WriteDurably(uint32_t p);
+  // The graph's writer, once another rank has written partition p for this
+  // checkpoint (stage_tables on that rank): takes its table files for the
+  // write version into the graph (Graph::IngestTableFile), checks that they
+  // hold the partition's rows, and names them in locations(). DataLoss
+  // naming the partition when the tables taken in have another number of
+  // rows.
+  absl::Status TakeInStaged(uint32_t p);
   // OK when `data` has the shape this buffer's partition of its index has:
   // the rows this graph gives it, this buffer's dim, and as many embedding
   // and optimizer floats (none without id rows); otherwise DataLoss naming
@@ -188,6 +203,9 @@ class PartitionBuffer {
   // Syncs data back from every residency, then writes its tables (if any)
   // under the write version.
   absl::Status WriteTables(PartitionData& data);
+  // After WriteTables of p: its tables durable (a shard's flush; staged
+  // files are durable as written).
+  absl::Status MakeTablesDurable(uint32_t p);
   // Removes and returns the unpinned resident partition outside `keep`
   // used furthest in the future; null when there is none.
   std::unique_ptr<PartitionData> TakeVictim(std::span<const uint32_t> keep,
