@@ -133,7 +133,8 @@ ABSL_FLAG(bool, rank_copies, kTrainDefaults.rank_copies,
           "on one host a GRAPH path naming the rank as %r, which sets this) and checkpoints "
           "the partitions it holds into it, rank 0 committing once every share is durable; "
           "`ember gather` brings the rows into one copy for eval, export and neighbors. "
-          "false: rank 0 writes every checkpoint into its copy.");
+          "false: ranks sharing one graph path each write their share beside it for rank 0 "
+          "to take in; on separate copies rank 0 writes every checkpoint into its own.");
 ABSL_FLAG(std::string, bench_slow_trainer, "",
           "train bench: benchmark only: INDEX:FACTOR makes trainer INDEX (from 0) take FACTOR "
           ">= 1 times as long per batch, by waiting, to compare batching across trainers of "
@@ -141,8 +142,9 @@ ABSL_FLAG(std::string, bench_slow_trainer, "",
 
 ABSL_FLAG(std::string, test_kill_at, "",
           "train test: tests only: RANK:STEP[:NTH] kills rank RANK with SIGKILL right after "
-          "STEP (written, rank0-committed, committed) of its NTH (default 1) checkpoint into "
-          "own copies (--rank-copies), to test resuming from a kill at each step under mpirun "
+          "STEP (written, rank0-committed, committed) of its NTH (default 1) checkpoint "
+          "written by shares (into own copies, or beside one shared path, which has no "
+          "committed step), to test resuming from a kill at each step under mpirun "
           "(tests/tools/mpi_train_test.sh). Empty: none.");
 
 namespace ember::tools {
