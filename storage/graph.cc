@@ -35,6 +35,7 @@
 #include "storage/internal/rocks_util.h"
 #include "storage/internal/table_records.h"
 #include "storage/internal/writer_lock.h"
+#include "storage/table_files.h"
 
 namespace ember {
 namespace {
@@ -1102,7 +1103,7 @@ absl::Status Graph::IngestTableFile(Table table, uint32_t p, uint64_t version,
 
 absl::Status Graph::RemoveIncomingTables() {
   RETURN_IF_ERROR(rep_->RequireWritable("RemoveIncomingTables"));
-  return CurrentFileSystem()->RemoveAll(absl::StrCat(rep_->dir, "/incoming"));
+  return CurrentFileSystem()->RemoveAll(IncomingDir(rep_->dir));
 }
 
 absl::Status Graph::IngestRuns(std::string_view cf, uint32_t partition,

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "rocksdb/sst_file_writer.h"
 #include "storage/base/file_system.h"
+#include "storage/base/file_util.h"
 #include "storage/base/status_macros.h"
 #include "storage/internal/rocks_fs.h"
 #include "storage/internal/rocks_util.h"
@@ -13,11 +14,6 @@
 
 namespace ember {
 namespace {
-
-std::string Parent(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
-}
 
 // Creates `dir` and its missing parents up to an existing one, syncing the
 // parent of each directory created, so that the new entries are durable.
@@ -28,18 +24,22 @@ absl::Status CreateDurableDirs(const std::string& dir) {
   if (kind != PathKind::kMissing) {
     return absl::FailedPreconditionError(absl::StrCat(dir, " is not a directory"));
   }
-  RETURN_IF_ERROR(CreateDurableDirs(Parent(dir)));
+  RETURN_IF_ERROR(CreateDurableDirs(internal::ParentDir(dir)));
   const absl::Status made = fs->CreateDir(dir);
   if (!made.ok() && !absl::IsAlreadyExists(made)) return made;
-  return fs->SyncPath(Parent(dir));
+  return fs->SyncPath(internal::ParentDir(dir));
 }
 
 }  // namespace
 
+std::string IncomingDir(const std::string& graph_dir) {
+  return absl::StrCat(graph_dir, "/incoming");
+}
+
 std::string IncomingTableFile(const std::string& graph_dir, uint64_t version, Table table,
                               uint32_t p) {
-  return absl::StrCat(graph_dir, "/incoming/", version, "/", internal::TableCfName(table), "-", p,
-                      ".sst");
+  return absl::StrCat(IncomingDir(graph_dir), "/", version, "/", internal::TableCfName(table), "-",
+                      p, ".sst");
 }
 
 absl::Status WriteTableFile(const std::string& path, Table table, uint64_t version,
@@ -47,7 +47,7 @@ absl::Status WriteTableFile(const std::string& path, Table table, uint64_t versi
   if (width == 0) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": width must be positive"));
   }
-  RETURN_IF_ERROR(CreateDurableDirs(Parent(path)));
+  RETURN_IF_ERROR(CreateDurableDirs(internal::ParentDir(path)));
   std::shared_ptr<rocksdb::Env> env = internal::RocksEnvForCurrentFileSystem();
   rocksdb::Options options(rocksdb::DBOptions(),
                            internal::ColumnFamilyOptionsFor(internal::TableCfName(table), nullptr));
@@ -63,11 +63,11 @@ absl::Status WriteTableFile(const std::string& path, Table table, uint64_t versi
   // Finish syncs the file before closing it.
   RETURN_IF_ERROR(
       internal::FromRocks(writer.Finish(), absl::StrCat("cannot finish table file ", path)));
-  return CurrentFileSystem()->SyncPath(Parent(path));
+  return CurrentFileSystem()->SyncPath(internal::ParentDir(path));
 }
 
 absl::Status WriteIncomingMarker(const std::string& graph_dir, const std::string& name) {
-  const std::string dir = absl::StrCat(graph_dir, "/incoming");
+  const std::string dir = IncomingDir(graph_dir);
   RETURN_IF_ERROR(CreateDirs(dir));
   ASSIGN_OR_RETURN(
       std::unique_ptr<WritableFile> file,
@@ -77,7 +77,7 @@ absl::Status WriteIncomingMarker(const std::string& graph_dir, const std::string
 
 absl::StatusOr<bool> SeesIncomingMarker(const std::string& graph_dir, const std::string& name) {
   ASSIGN_OR_RETURN(const PathKind kind,
-                   CurrentFileSystem()->Stat(absl::StrCat(graph_dir, "/incoming/", name)));
+                   CurrentFileSystem()->Stat(absl::StrCat(IncomingDir(graph_dir), "/", name)));
   return kind == PathKind::kFile;
 }
 

@@ -19,6 +19,8 @@
 
 namespace ember {
 
+// GRAPH/incoming: where table files and markers are staged.
+std::string IncomingDir(const std::string& graph_dir);
 // GRAPH/incoming/<version>/<table>-<p>.sst: where partition p's `table` of
 // checkpoint `version` is staged.
 std::string IncomingTableFile(const std::string& graph_dir, uint64_t version, Table table,

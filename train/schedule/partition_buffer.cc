@@ -275,20 +275,18 @@ absl::StatusOr<std::vector<uint32_t>> PartitionBuffer::Resident() {
 
 absl::Status PartitionBuffer::WriteTables(PartitionData& data) {
   for (RowResidency* r : residencies_) RETURN_IF_ERROR(r->SyncToHost(&data));
-  if (options_.id_rows && options_.stage_tables) {
-    const std::string& dir = graph_->dir();
+  if (options_.id_rows) {
+    // Into the graph, or staged beside it for the graph's writer.
     const uint32_t p = data.partition;
-    RETURN_IF_ERROR(WriteTableFile(IncomingTableFile(dir, write_version_, Table::kEmbeddings, p),
-                                   Table::kEmbeddings, write_version_, data.embeddings.data(),
-                                   data.rows, options_.dim));
-    RETURN_IF_ERROR(WriteTableFile(IncomingTableFile(dir, write_version_, Table::kOptimizer, p),
-                                   Table::kOptimizer, write_version_, data.optimizer.data(),
-                                   data.rows, 1));
-  } else if (options_.id_rows) {
-    RETURN_IF_ERROR(graph_->WriteTable(Table::kEmbeddings, data.partition, write_version_,
-                                       data.embeddings.data(), data.rows, options_.dim));
-    RETURN_IF_ERROR(graph_->WriteTable(Table::kOptimizer, data.partition, write_version_,
-                                       data.optimizer.data(), data.rows, 1));
+    auto write = [&](Table table, const float* rows, uint32_t width) {
+      return options_.stage_tables
+                 ? WriteTableFile(IncomingTableFile(graph_->dir(), write_version_, table, p), table,
+                                  write_version_, rows, data.rows, width)
+                 : graph_->WriteTable(table, p, write_version_, rows, data.rows, width);
+    };
+    RETURN_IF_ERROR(
+        write(Table::kEmbeddings, data.embeddings.data(), static_cast<uint32_t>(options_.dim)));
+    RETURN_IF_ERROR(write(Table::kOptimizer, data.optimizer.data(), 1));
   }
   locations_[data.partition] = write_version_;
   return absl::OkStatus();
