@@ -1,7 +1,7 @@
 // `ember import`: turns edge-list text files into a partitioned graph
 // directory in bounded memory.
 //
-// Phases (see docs/import.md):
+// Phases (the files they write: docs/storage-format.md):
 //  1. read + parse (oneTBB pipeline, parallel parse, in-order spill): edges
 //     go to a spill file as (src key, dst key, relation, split); nodes are
 //     aggregated with their degrees in a NodeAggregator (spilling runs).

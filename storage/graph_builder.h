@@ -103,7 +103,7 @@ class GraphBuilder {
   uint32_t edge_generation() const;
 
   // A new sorted run for `target`, taking keys and values already encoded
-  // as storage/keys.h describes (for storage itself and its tests; other
+  // as storage/internal/keys.h describes (for storage itself and its tests; other
   // modules use the typed runs above). Runs of one target may overlap in
   // key range; a key must not appear in two runs. Thread-safe.
   absl::StatusOr<std::unique_ptr<SortedRunWriter>> NewRun(RunTarget target,
@@ -117,7 +117,7 @@ class GraphBuilder {
   absl::Status WriteBlob(std::string_view name, std::string_view bytes);
   // The feature vocabulary: `names` holds one line per feature id (line i,
   // ending in '\n', is the name of id i). Written as the blob
-  // `feature-vocab` (storage/keys.h kFeatureVocabBlob), as WriteBlob.
+  // `feature-vocab` (storage/internal/keys.h kFeatureVocabBlob), as WriteBlob.
   absl::Status WriteFeatureVocabulary(std::string_view names);
 
   // Ingests every finished run, compacts nothing, writes MANIFEST.json,

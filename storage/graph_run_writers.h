@@ -1,5 +1,5 @@
 // Typed writers of a GraphBuilder's sorted runs: callers hand over nodes,
-// edges and feature lists; the key and value encodings (storage/keys.h)
+// edges and feature lists; the key and value encodings (storage/internal/keys.h)
 // stay inside storage. Made by GraphBuilder::NewNodeWriter, NewEdgeRun and
 // NewFeatureRun.
 //
@@ -36,7 +36,7 @@ class NodeWriter {
   NodeWriter& operator=(const NodeWriter&) = delete;
 
   // Adds node `name` at `ref`; `node_key` is StringNodeKey(name) or
-  // IntegerNodeKey(id) (storage/node_hash.h), as the graph's integer_ids
+  // IntegerNodeKey(id) (storage/base/node_hash.h), as the graph's integer_ids
   // says. REQUIRES: (node_key, name) strictly ascending across calls (name
   // bytes break ties of equal keys); within a partition, offsets strictly
   // ascending; ref.partition below the builder's partition count.
@@ -63,7 +63,7 @@ class EdgeRunWriter {
   EdgeRunWriter& operator=(const EdgeRunWriter&) = delete;
 
   // Adds edges of bucket (this run's partition, dst_partition) in `split`,
-  // in blocks of at most kMaxEdgesPerBlock edges (storage/keys.h); an empty
+  // in blocks of at most kMaxEdgesPerBlock edges (storage/internal/keys.h); an empty
   // span adds nothing. Edges keep their order. A second call for the same
   // (split, dst_partition) continues after the first one's blocks.
   // REQUIRES: (split, dst_partition) ascending across calls; edge offsets

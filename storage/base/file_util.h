@@ -1,6 +1,6 @@
 // File helpers shared inside storage/ (not part of its public API):
 // errno-to-status conversion, fsync of files and directories, atomic file
-// replacement (through AtomicOutputFile, storage/atomic_file.h). File
+// replacement (through AtomicOutputFile, storage/base/atomic_file.h). File
 // operations go through CurrentFileSystem() (storage/base/file_system.h).
 #ifndef EMBER_STORAGE_BASE_FILE_UTIL_H_
 #define EMBER_STORAGE_BASE_FILE_UTIL_H_

@@ -1,4 +1,4 @@
-// libFuzzer target: the value decoders of storage/keys.h, edge blocks
+// libFuzzer target: the value decoders of storage/internal/keys.h, edge blocks
 // first. Any bytes must decode or fail with a status; what decodes must
 // encode back to the same bytes.
 #include <cstddef>

@@ -1,5 +1,5 @@
-// Tests for the synthetic graph generators (tools/rmat_generator.h,
-// tools/sbm_generator.h, tools/gen_output.h) and one `ember gen` smoke test.
+// Tests for the synthetic graph generators (tools/gen/rmat_generator.h,
+// tools/gen/sbm_generator.h, tools/gen/gen_output.h) and one `ember gen` smoke test.
 #include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>

@@ -1,4 +1,4 @@
-// The device step's kernel bodies (train/cuda/kernel_bodies.h), run through
+// The device step's kernel bodies (train/device/kernel_bodies.h), run through
 // the host launcher, against the CPU trainer's chunk scorer: for every model
 // the device trains, with and without endpoint negatives, on one partition
 // and on two, a batch whose last chunk is padded must give the scorer's loss,

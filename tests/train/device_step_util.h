@@ -1,4 +1,4 @@
-// Test helpers for device steps: runs one step (train/cuda/step_sequence.h)
+// Test helpers for device steps: runs one step (train/device/step_sequence.h)
 // through any DeviceOps, copying its inputs into the ops' memory and its
 // outputs back, so that host and CUDA results compare directly.
 #ifndef EMBER_TESTS_TRAIN_DEVICE_STEP_UTIL_H_

@@ -1,4 +1,4 @@
-// The device trainer (train/device_trainer.h) through the whole training
+// The device trainer (train/trainers/device_trainer.h) through the whole training
 // loop, on the host (`--devices emulated`: the CUDA trainer's algorithm and
 // kernel bodies run by the host launcher): it must reach the CPU trainer's
 // quality on the standard SBM in memory, out of core (partitions moved to

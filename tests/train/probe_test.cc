@@ -1,4 +1,4 @@
-// Probes (train/probe.h): in memory or on scratch copies, both leaving the
+// Probes (train/tune/probe.h): in memory or on scratch copies, both leaving the
 // graph untouched; edge samples, the --lr auto rule, and the lr stored with
 // the checkpoint.
 #include "train/tune/probe.h"

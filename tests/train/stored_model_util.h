@@ -1,6 +1,6 @@
 // Test helpers: import a tiny edge list and store a hand-made checkpoint in
 // it (embeddings set per node name, relation parameters per relation name),
-// exactly as the trainer's checkpoint contract (train/checkpoint.h) lays it
+// exactly as the trainer's checkpoint contract (train/model/checkpoint.h) lays it
 // out, so that evaluation, export and resume can be tested without training.
 #ifndef EMBER_TESTS_TRAIN_STORED_MODEL_UTIL_H_
 #define EMBER_TESTS_TRAIN_STORED_MODEL_UTIL_H_

@@ -17,7 +17,7 @@ namespace ember::bench {
 // device `device`; Unavailable without CUDA or without that device.
 absl::StatusOr<std::string> DescribeGpu(int device);
 
-// One chunk step's GEMMs on one side, row-major as train/chunk_scorer.h
+// One chunk step's GEMMs on one side, row-major as train/model/chunk_scorer.h
 // computes them (cand = chunk + negs [+ chunk]):
 //   scores S = Q·Kᵀ   (chunk × cand, inner dim)
 //   dQ       = G·K    (chunk × dim,  inner cand)

@@ -46,7 +46,7 @@ ctx() { echo "$sgemm_json" | python3 -c "import json,sys; print(json.load(sys.st
 kernel=$(ctx blas_kernel) deserved=$(ctx blas_deserved)
 
 # Scoring FLOPs per positive edge: forward + backward GEMMs of both sides,
-# 12 * (chunk + negs) * dim (see train/chunk_scorer.h).
+# 12 * (chunk + negs) * dim (see train/model/chunk_scorer.h).
 flops_per_edge=$(( 12 * (chunk + negs) * dim ))
 timed=()  # peak RSS of each training run, for the JSON
 [ -x /usr/bin/time ] && timed=(/usr/bin/time -f %M -o "$work/rss")

@@ -15,7 +15,7 @@
 
 namespace ember::bench {
 
-// The R-MAT graph of tools/rmat_generator.h (Graph500 a, b, c = 0.57, 0.19,
+// The R-MAT graph of tools/gen/rmat_generator.h (Graph500 a, b, c = 0.57, 0.19,
 // 0.19, scrambled ids): 2^scale nodes, edge_factor · 2^scale edges of
 // relation 0, in generation order (already random). Deterministic for a seed
 // at any thread count. InvalidArgument unless 1 <= scale <= 32 and
@@ -23,11 +23,11 @@ namespace ember::bench {
 absl::StatusOr<std::vector<Edge>> MakeRmatEdges(int scale, uint64_t edge_factor, uint64_t seed);
 
 // Partition 0 holding `rows` rows: embeddings N(0, init_scale²) as
-// train/init.h draws them for `seed`, Adagrad state zero.
+// train/model/init.h draws them for `seed`, Adagrad state zero.
 PartitionData MakePartition(uint64_t rows, int dim, float init_scale, uint64_t seed);
 
 // GEMM work of one trained edge, counting only the three products per chunk
-// and side (train/chunk_scorer.h), each 2·m·n·k FLOPs:
+// and side (train/model/chunk_scorer.h), each 2·m·n·k FLOPs:
 //   scores S = Q·Kᵀ (chunk × cand × dim), dQ = G·K, dK = Gᵀ·Q  →  3 · 2·chunk·cand·dim
 // per side, for a chunk of `chunk` edges, so per edge and both sides
 //   12 · cand · dim,  cand = chunk + negs (+ chunk with endpoint negatives).

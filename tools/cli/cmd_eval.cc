@@ -253,7 +253,7 @@ absl::Status Run(const std::string& dir) {
 }  // namespace
 
 // ember eval GRAPH: link-prediction metrics of the graph's current
-// checkpoint on one split (filtered and raw; see train/evaluator.h).
+// checkpoint on one split (filtered and raw; see train/eval/evaluator.h).
 int EvalMain(const std::vector<std::string>& args) {
   if (args.size() != 1) {
     return ReportStatus(

@@ -1,7 +1,7 @@
 // ember tune GRAPH --grid FLAG=V1,V2,... [--grid ...] [--epochs 2]
 //                  [--sample-edges N] [--eval-max-edges N] [--out FLAGFILE]
 //                  [--json]
-// Every combination of the grid's values is one probe (train/probe.h): a
+// Every combination of the grid's values is one probe (train/tune/probe.h): a
 // short run that leaves the graph untouched, scored by filtered validation
 // MRR against all nodes. Writes the best combination, with the train flags
 // given on the command line, as a flagfile for `ember train --flagfile`.

@@ -12,7 +12,7 @@ namespace ember::tools {
 absl::StatusOr<TrainOptions> TrainOptionsFromFlags();
 
 // InvalidArgument when --reg-weight was given and `o` has no regularizer
-// (after a resumed run adopted its checkpoint's, train/cmd_train.cc).
+// (after a resumed run adopted its checkpoint's, tools/cli/cmd_train.cc).
 absl::Status CheckRegWeightFlag(const TrainOptions& o);
 
 }  // namespace ember::tools

@@ -1,5 +1,5 @@
 // Output plumbing shared by the synthetic graph generators (`ember gen`):
-// atomic file creation (storage/atomic_file.h), optional
+// atomic file creation (storage/base/atomic_file.h), optional
 // gzip, and an ordered parallel chunk writer.
 #ifndef EMBER_TOOLS_GEN_GEN_OUTPUT_H_
 #define EMBER_TOOLS_GEN_GEN_OUTPUT_H_

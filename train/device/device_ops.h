@@ -2,7 +2,7 @@
 // copies and steps on per-slot streams. Two implementations: CUDA
 // (train/cuda/cuda_device_ops.h, built where nvcc is found) and the host
 // (MakeHostDeviceOps below), which runs the same kernel bodies and step
-// sequence (train/cuda/step_sequence.h) on the CPU so that tests check the
+// sequence (train/device/step_sequence.h) on the CPU so that tests check the
 // device trainer's algorithm on machines without a GPU.
 //
 // Plain C++ (no Abseil): the CUDA side is compiled by nvcc. Calls that can

@@ -2,7 +2,7 @@
 // host and the GPU (EMBER_HD). Each kernel is a functor: calling it with every
 // index in [0, size) in any order, or concurrently, performs the kernel. The
 // CUDA launcher (train/cuda/cuda_device_ops.cu) runs it as a grid; the host
-// launcher (train/host_device_ops.cc) as a loop, which is how the ordinary
+// launcher (train/device/host_device_ops.cc) as a loop, which is how the ordinary
 // CPU test suite checks the bodies against the CPU trainer's chunk scorer.
 //
 // One step trains a batch of `chunks` chunks of `chunk` edges (the last chunk

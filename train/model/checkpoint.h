@@ -6,7 +6,7 @@
 //    the row-wise Adagrad state);
 //  - blob "relations-V": relation parameters and their Adagrad state
 //    (EncodeRelationBlob);
-//  - featurized models: blob "feature-table-V" (train/feature_table.h);
+//  - featurized models: blob "feature-table-V" (train/model/feature_table.h);
 //    models without id rows (--featurized features) write no tables;
 //  - the manifest's training record: V and the TrainState (train_state.h:
 //    model options, table version of each partition, position).

@@ -1,5 +1,5 @@
 // The trainable feature embeddings of a featurized model
-// (train/featurized.h): one row per feature of the graph's vocabulary plus
+// (train/model/featurized.h): one row per feature of the graph's vocabulary plus
 // its row-wise Adagrad state, shared by every partition and trainer (see the
 // design note in featurized.h for why lock-free sharing converges).
 //

@@ -68,7 +68,7 @@ enum class Regularizer : uint8_t {
 };
 inline constexpr int kNumRegularizers = 2;
 
-// The CLI spellings, one table each (storage/enum_names.h): also the typed
+// The CLI spellings, one table each (storage/base/enum_names.h): also the typed
 // flags' names.
 template <>
 struct EnumNames<Operator> {
@@ -178,7 +178,7 @@ struct ModelOptions {
   // Default: kRegWeightDefault.
   float reg_weight = kRegWeightDefault;
   // How a node's embedding is formed from its id row and its sparse
-  // features (train/featurized.h). Default: kOff (id rows only).
+  // features (train/model/featurized.h). Default: kOff (id rows only).
   FeaturizedMode featurized = FeaturizedMode::kOff;
   // The chunk step's products. A choice of how to train, not part of the
   // model: not stored with it, and evaluation scores in fp32. Default:

@@ -89,7 +89,7 @@ struct EnumNames<EdgeWeightMode> {
 inline std::string_view EdgeWeightModeName(EdgeWeightMode mode) { return EnumToName(mode); }
 
 // PBG's step size: the default, and what --lr auto keeps unless its probes
-// show another to be better (train/probe.h).
+// show another to be better (train/tune/probe.h).
 inline constexpr float kLrDefault = 0.1f;
 // Measured on `gen kg` (4000 entities, seeds 3, 5, 7, and 20000 entities; 5
 // epochs, dim 100, lr 0.1): against 1 (PBG's default, relation_lr = lr),
@@ -110,7 +110,7 @@ struct OptimizerOptions {
   // as a multiple, so that it follows --lr auto); > 0 and finite. Default:
   // kRelationLrScaleDefault.
   float relation_lr_scale = kRelationLrScaleDefault;
-  // Choose `lr` by probes (train/probe.h ChooseLr) when the run starts from
+  // Choose `lr` by probes (train/tune/probe.h ChooseLr) when the run starts from
   // scratch and the graph has validation edges; a resumed run keeps the lr
   // stored with its checkpoint. Default: false (the CLI's --lr auto sets it).
   bool lr_auto = false;
@@ -187,7 +187,7 @@ struct DeviceOptions {
 };
 
 // Validation after each epoch (when the graph has a valid split): filtered
-// MRR with its 95 % interval (train/evaluator.h) of the same seeded sample
+// MRR with its 95 % interval (train/eval/evaluator.h) of the same seeded sample
 // of valid edges every epoch, so that epochs compare on the same queries.
 struct ValidationOptions {
   // Default: false.
@@ -268,9 +268,9 @@ struct TrainOptions {
   // proportion to them, or ignore them. Default: kLoss.
   EdgeWeightMode edge_weights = EdgeWeightMode::kLoss;
   // Train on a seeded sample of about this share of the train edges, the
-  // same edges every epoch, in (0, 1] (probes: train/probe.h). Default: 1.
+  // same edges every epoch, in (0, 1] (probes: train/tune/probe.h). Default: 1.
   double edge_sample = 1.0;
-  // Train without writing to the graph (probes, train/probe.h
+  // Train without writing to the graph (probes, train/tune/probe.h
   // TrainWithoutWriting): from scratch, no checkpoint, no metrics line, no
   // table writes; validation runs once, after the last epoch, on the rows
   // in memory. REQUIRES from_scratch, and schedule.checkpoint_every,
