@@ -52,15 +52,17 @@ absl::StatusOr<Manifest> FromJson(const Json& j, const std::string& path) {
   }
   uint64_t format_version = 0;
   RETURN_IF_ERROR(r.Required(j, "format_version", "format_version", &format_version));
-  if (format_version != Manifest::kFormatVersion &&
-      format_version != Manifest::kWeightedFormatVersion) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        path, ": unsupported format_version ", format_version, " (this ember reads versions ",
-        Manifest::kFormatVersion, " and ", Manifest::kWeightedFormatVersion, ")"));
+  if (format_version < Manifest::kFormatVersion || format_version > Manifest::kTypedFormatVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": unsupported format_version ", format_version,
+                     " (this ember reads versions ", Manifest::kFormatVersion, " to ",
+                     Manifest::kTypedFormatVersion, "; a newer ember wrote it)"));
   }
   m.format_version = static_cast<int>(format_version);
   RETURN_IF_ERROR(r.Optional(j, "edge_weights", "edge_weights", &m.edge_weights));
-  if (m.edge_weights != (format_version == Manifest::kWeightedFormatVersion)) {
+  // Before version 3 the version alone said whether blocks carry weights.
+  if (format_version != Manifest::kTypedFormatVersion &&
+      m.edge_weights != (format_version == Manifest::kWeightedFormatVersion)) {
     return r.Error("edge_weights",
                    absl::StrCat("must be ", m.edge_weights ? "absent or false" : "true",
                                 " in a graph of format_version ", format_version));
@@ -153,6 +155,9 @@ absl::StatusOr<Manifest> FromJson(const Json& j, const std::string& path) {
       m.relation_types.push_back(types);
     }
   }
+  if (format_version == Manifest::kTypedFormatVersion && !m.typed()) {
+    return r.Error("node_types", "must be present in a graph of format_version 3 (a typed graph)");
+  }
   m.training.edge_generation = m.edge_generation;
   if ((v = JsonReader::Find(j, "training")) != nullptr) {
     RETURN_IF_ERROR(r.Object(*v, "training"));
@@ -176,7 +181,7 @@ absl::StatusOr<Json> ToJson(const Manifest& m) {
   training["edge_generation"] = m.training.edge_generation;
   training["state_version"] = m.training.state_version;
   Json j = Json::object();
-  j["format_version"] = m.format_version;
+  j["format_version"] = m.RequiredFormatVersion();
   if (m.edge_weights) {
     // Unweighted manifests stay as they were: no member for weights.
     j["edge_weights"] = true;
@@ -293,10 +298,15 @@ absl::StatusOr<uint32_t> Manifest::FindType(std::string_view name) const {
 }
 
 absl::Status Manifest::Validate() const {
-  if (format_version != (edge_weights ? kWeightedFormatVersion : kFormatVersion)) {
+  // Version 3 names a typed graph; 1 and 2 say whether blocks carry
+  // weights (a typed graph read as 1 or 2 was written before version 3).
+  if (format_version == kTypedFormatVersion ? !typed()
+                                            : format_version != (edge_weights ? kWeightedFormatVersion
+                                                                              : kFormatVersion)) {
     return absl::InvalidArgumentError(
         absl::StrCat("unsupported format_version ", format_version, " for a",
-                     edge_weights ? " weighted" : "n unweighted", " graph"));
+                     typed() ? " typed" : "n untyped", edge_weights ? ", weighted" : ", unweighted",
+                     " graph"));
   }
   if (num_partitions == 0) {
     return absl::InvalidArgumentError("num_partitions must be at least 1");

@@ -91,19 +91,29 @@ struct EdgeWeightStats {
 
 struct Manifest {
   // Version 1: unweighted edge blocks (12 bytes an edge). Version 2: a
-  // weighted graph (edge_weights), whose blocks add an f32 weight an edge;
-  // older readers refuse it instead of misreading its blocks.
+  // weighted graph (edge_weights), whose blocks add an f32 weight an edge.
+  // Version 3: a typed graph (node_types), its blocks weighted or not as
+  // edge_weights says. Each version is what the graph needs
+  // (RequiredFormatVersion), so a reader that knows only older versions
+  // refuses the graph instead of misreading its blocks, training it
+  // untyped, or rewriting its manifest without the types.
   static constexpr int kFormatVersion = 1;
   static constexpr int kWeightedFormatVersion = 2;
+  static constexpr int kTypedFormatVersion = 3;
+  // As read; a manifest is written with RequiredFormatVersion().
   int format_version = kFormatVersion;
   // Whether every edge block carries its edges' weights
-  // (storage/internal/keys.h). REQUIRES: format_version is then
-  // kWeightedFormatVersion, else kFormatVersion (SetEdgeWeights keeps both).
+  // (storage/internal/keys.h).
   bool edge_weights = false;
   EdgeWeightStats edge_weight_stats;  // with edge_weights
   void SetEdgeWeights(bool weighted) {
     edge_weights = weighted;
-    format_version = weighted ? kWeightedFormatVersion : kFormatVersion;
+    format_version = RequiredFormatVersion();
+  }
+  // The lowest format version that describes this graph.
+  int RequiredFormatVersion() const {
+    if (typed()) return kTypedFormatVersion;
+    return edge_weights ? kWeightedFormatVersion : kFormatVersion;
   }
 
   uint64_t num_nodes = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -30,6 +31,15 @@ absl::Status Checkpointer::CheckResumable(const StoredModel& stored) const {
                      "; pass the same options to resume, or --from-scratch to start over"));
   }
   const TrainPosition& saved = stored.position;
+  const std::string weights(EdgeWeightModeName(options_.edge_weights));
+  if (graph_->manifest().edge_weights && !saved.edge_weights.empty() &&
+      saved.edge_weights != weights) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        graph_->dir(), " holds a checkpoint trained with --weights ", saved.edge_weights,
+        ", and this run asks for --weights ", weights, "; pass --weights ", saved.edge_weights,
+        " (or leave it out) to resume, or "
+        "--from-scratch to start over"));
+  }
   if (saved.next_round == 0) return absl::OkStatus();
   if (std::max<uint32_t>(saved.world_size, 1) != shape_.world_size) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -200,6 +210,15 @@ absl::Status Checkpointer::CommitShare(const std::vector<uint32_t>& partition_ra
 absl::Status Checkpointer::WriteBlobs(const RelationParams& relations,
                                       const FeatureTable* features) {
   const uint64_t version = write_version_;
+  const auto finite = [](float x) { return std::isfinite(x); };
+  if (!std::all_of(relations.params.begin(), relations.params.end(), finite)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(graph_->dir(),
+                     ": the relation parameters hold a value that is not finite (the model "
+                     "diverged); checkpoint ",
+                     version, " is not written, the last one (", committed_version_,
+                     ") is kept. Lower --lr, then run again"));
+  }
   RETURN_IF_ERROR(graph_->WriteBlob(RelationBlobName(version), EncodeRelationBlob(relations)));
   if (features != nullptr) {
     std::array<uint32_t, 2> header;
@@ -229,6 +248,7 @@ absl::Status Checkpointer::CommitRecord(const std::vector<uint64_t>& locations, 
   state.position.round_size = shape_.round_size;
   state.position.round_lookahead = shape_.round_lookahead;
   state.position.world_size = shape_.world_size;
+  state.position.edge_weights = std::string(EdgeWeightModeName(options_.edge_weights));
   Manifest m = graph_->manifest();
   StoreTrainState(state, version, &m);
   // Only the training record changes: the round being prefetched meanwhile

@@ -139,7 +139,8 @@ class Checkpointer {
                       const FeatureTable* features, int epoch, uint64_t next_round,
                       int epochs_done);
   // Writes the relations and features as checkpoint write_version(),
-  // durably (atomic files).
+  // durably (atomic files); FailedPrecondition, writing nothing, when a
+  // relation parameter is NaN or infinite (a diverged model).
   absl::Status WriteBlobs(const RelationParams& relations, const FeatureTable* features);
   // Commits the manifest naming `locations` (and, across own copies,
   // `partition_ranks` and `copy_rank`: TrainState), drops what only the old

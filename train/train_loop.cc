@@ -304,6 +304,21 @@ void TrainLoop::BatchTrained(const BatchDone& d) {
   layout_->BatchTrained(progress_);
 }
 
+absl::Status TrainLoop::CheckLossFinite(int epoch, double loss_sum) const {
+  if (std::isfinite(loss_sum)) return absl::OkStatus();
+  const uint64_t kept = checkpointer_->committed_version();
+  return absl::FailedPreconditionError(absl::StrCat(
+      graph_->dir(), ": training diverged in epoch ", epoch + 1, " (the loss is ", loss_sum,
+      "), so no checkpoint of it is written; ",
+      kept == 0 ? std::string("the graph keeps no trained model")
+                : absl::StrCat("the last good checkpoint (version ", kept, ") is kept"),
+      ". Lower --lr",
+      graph_->manifest().edge_weights
+          ? ", or rescale the edge weights (or train with --weights sample or ignore)"
+          : "",
+      ", then run again"));
+}
+
 absl::Status TrainLoop::TrainEpoch(int epoch, BucketScheduler* scheduler, bool* stopped) {
   const Manifest& m = graph_->manifest();
   RoundSourceOptions so;
@@ -350,6 +365,7 @@ absl::Status TrainLoop::TrainEpoch(int epoch, BucketScheduler* scheduler, bool* 
       end.loss_sum = epoch_loss_;
     }
     RETURN_IF_ERROR(layout_->AfterStretch(end));
+    RETURN_IF_ERROR(CheckLossFinite(epoch, end.loss_sum));
     if (StopDue()) {
       RETURN_IF_ERROR(buffer_->Quiesce());
       *stopped = true;

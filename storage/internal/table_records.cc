@@ -19,12 +19,35 @@ const char* TableCfName(Table table) {
   return table == Table::kEmbeddings ? "embeddings" : "optimizer";
 }
 
+std::optional<uint64_t> FirstNonFiniteRow(const float* rows, uint64_t num_rows, uint32_t width) {
+  // A float is NaN or infinite when its exponent bits are all ones; OR-ing
+  // the test over a row vectorizes, where std::isfinite's branch does not.
+  constexpr uint32_t kExponent = 0x7f800000u;
+  for (uint64_t r = 0; r < num_rows; ++r) {
+    const float* row = rows + r * width;
+    bool bad = false;
+    for (uint32_t i = 0; i < width; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, row + i, sizeof(bits));
+      bad |= (bits & kExponent) == kExponent;
+    }
+    if (bad) return r;
+  }
+  return std::nullopt;
+}
+
 absl::Status ForEachTableRecord(
     uint64_t version, const float* rows, uint64_t num_rows, uint32_t width,
     const std::string& where,
     const std::function<absl::Status(const std::string& key, std::string_view value)>& put) {
   if (width == 0) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": width must be positive"));
+  }
+  if (const std::optional<uint64_t> bad = FirstNonFiniteRow(rows, num_rows, width)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(where, ": row ", *bad,
+                     " holds a value that is not finite (NaN or "
+                     "infinity); a table holds finite rows only, and nothing was written"));
   }
   const uint64_t row_bytes = uint64_t{width} * sizeof(float);
   const uint64_t rows_per_chunk = std::max<uint64_t>(1, kTableChunkBytes / row_bytes);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -17,11 +18,16 @@ namespace ember::internal {
 // The column family holding `table`: "embeddings" or "optimizer".
 const char* TableCfName(Table table);
 
+// The first of `num_rows` rows of `width` floats holding a NaN or an
+// infinity; nullopt when every value is finite.
+std::optional<uint64_t> FirstNonFiniteRow(const float* rows, uint64_t num_rows, uint32_t width);
+
 // Calls put(key, value) for every record of table version `version`
 // holding `num_rows` rows of `width` floats: its chunks in order, then its
 // shape record, keys strictly ascending. Stops at put's first error.
 // InvalidArgument naming `where` for width 0 or more chunks than a version
-// has room for.
+// has room for; FailedPrecondition naming `where` and the row, before any
+// put, when a value is not finite (a diverged model is never written).
 absl::Status ForEachTableRecord(
     uint64_t version, const float* rows, uint64_t num_rows, uint32_t width,
     const std::string& where,

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -432,6 +433,28 @@ TEST_F(GraphTest, TableRoundTripMultiChunk) {
   // The optimizer table of the same version is untouched.
   ASSERT_TRUE(
       g->ReadTable(Table::kOptimizer, 1, 5, got.data(), rows, width).ok());
+}
+
+// A diverged model is never stored: a row holding NaN or an infinity is
+// refused, naming it, and nothing of that version is written.
+TEST_F(GraphTest, NonFiniteRowsAreRefused) {
+  std::unique_ptr<Graph> g = OpenRw();
+  ASSERT_NE(g, nullptr);
+  const float good[4] = {1, 2, 3, 4};
+  ASSERT_TRUE(g->WriteTable(Table::kEmbeddings, 0, 1, good, 2, 2).ok());
+  for (const float bad :
+       {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
+    const float rows[4] = {1, 2, 3, bad};
+    const absl::Status s = g->WriteTable(Table::kOptimizer, 0, 2, rows, 4, 1);
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+    EXPECT_NE(std::string(s.message()).find("row 3"), std::string::npos) << s;
+    float back[4];
+    EXPECT_EQ(g->ReadTable(Table::kOptimizer, 0, 2, back, 4, 1).code(),
+              absl::StatusCode::kNotFound);
+  }
+  float back[4];
+  ASSERT_TRUE(g->ReadTable(Table::kEmbeddings, 0, 1, back, 2, 2).ok());
+  EXPECT_EQ(back[3], 4.0f);
 }
 
 TEST_F(GraphTest, EmptyTable) {

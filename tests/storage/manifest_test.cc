@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -86,6 +87,53 @@ TEST(ManifestTest, JsonUsesStructFieldNames) {
   EXPECT_EQ(j["training"]["checkpoint_version"], 4);
   EXPECT_EQ(j["training"]["epochs_done"], 3);  // beside storage's members
   EXPECT_EQ(j["training"]["state_version"], 2);
+}
+
+// A typed graph is written as format version 3, weighted or not, so that
+// an ember that reads only versions 1 and 2 refuses it rather than
+// training it untyped or rewriting its manifest without the types.
+TEST(ManifestTest, TypedGraphsAreFormatVersionThree) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("MANIFEST.json");
+  Manifest m = SampleManifest();
+  m.node_types = {NodeType{"user", 0, 1}, NodeType{"item", 1, 1}};
+  m.relation_types = {RelationTypes{0, 1}, RelationTypes{0, 1}, RelationTypes{1, 1}};
+  for (const bool weighted : {false, true}) {
+    SCOPED_TRACE(weighted ? "weighted" : "unweighted");
+    m.SetEdgeWeights(weighted);
+    EXPECT_EQ(m.RequiredFormatVersion(), Manifest::kTypedFormatVersion);
+    const absl::Status written = WriteManifestAtomic(path, m);
+    ASSERT_TRUE(written.ok()) << written;
+    EXPECT_EQ(nlohmann::json::parse(std::ifstream(path))["format_version"], 3);
+    absl::StatusOr<Manifest> r = ReadManifest(path);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->format_version, 3);
+    EXPECT_EQ(r->edge_weights, weighted);
+    EXPECT_EQ(r->node_types.size(), 2u);
+  }
+  // A typed graph an older ember wrote as version 1 is read, and its next
+  // manifest says 3.
+  m.SetEdgeWeights(false);
+  nlohmann::json j = nlohmann::json::parse([&] {
+    EXPECT_TRUE(WriteManifestAtomic(path, m).ok());
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }());
+  j["format_version"] = 1;
+  WriteText(path, j.dump());
+  absl::StatusOr<Manifest> old = ReadManifest(path);
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(old->format_version, 1);
+  EXPECT_EQ(old->RequiredFormatVersion(), 3);
+  // Version 3 names a typed graph: without types it is refused.
+  j["format_version"] = 3;
+  j.erase("node_types");
+  j.erase("relation_types");
+  WriteText(path, j.dump());
+  absl::StatusOr<Manifest> untyped = ReadManifest(path);
+  ASSERT_FALSE(untyped.ok());
+  EXPECT_NE(std::string(untyped.status().message()).find("node_types"), std::string::npos)
+      << untyped.status();
 }
 
 TEST(ManifestTest, AtomicWriteLeavesNoTempFileAndReplaces) {

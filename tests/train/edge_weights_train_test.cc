@@ -121,6 +121,67 @@ TEST_F(EdgeWeightsTrainTest, WeightsOtherThanOneChangeTraining) {
   EXPECT_NE(sa->partitions[0], sb->partitions[0]);
 }
 
+// The checkpoint records --weights: resuming under another mode is
+// refused, naming both (the CLI takes the checkpoint's when the flag is
+// not given: ResumeTakesTheCheckpointsWeights in tests/tools).
+TEST_F(EdgeWeightsTrainTest, ResumeUnderAnotherWeightsModeIsRefused) {
+  ASSERT_NO_FATAL_FAILURE(ImportBoth("2", 1));
+  TrainOptions o = SmallOptions(1);
+  o.edge_weights = EdgeWeightMode::kSample;
+  ASSERT_TRUE(TrainGraph(weighted_, o).ok());
+  auto state = ReadTrainState(*ManifestOf(weighted_), weighted_);
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->position.edge_weights, "sample");
+  o.epochs = 2;
+  o.edge_weights = EdgeWeightMode::kLoss;
+  auto refused = TrainGraph(weighted_, o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("--weights sample"), std::string::npos)
+      << refused.status();
+  o.edge_weights = EdgeWeightMode::kSample;
+  auto resumed = TrainGraph(weighted_, o);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_TRUE(resumed->resumed);
+  // An unweighted graph trains the same under every mode: nothing to hold.
+  o.epochs = 1;
+  o.edge_weights = EdgeWeightMode::kSample;
+  ASSERT_TRUE(TrainGraph(plain_, o).ok());
+  o.epochs = 2;
+  o.edge_weights = EdgeWeightMode::kLoss;
+  EXPECT_TRUE(TrainGraph(plain_, o).ok());
+}
+
+// A model that diverges (weights near FLT_MAX, or a step far too large)
+// stops the run with an error that says so; no checkpoint of it is
+// committed, and the last good one stays as it was, every row finite.
+TEST_F(EdgeWeightsTrainTest, ADivergedModelIsNeverCheckpointed) {
+  ASSERT_NO_FATAL_FAILURE(ImportBoth("3e38", 1));
+  TrainOptions o = SmallOptions(1);
+  auto diverged = TrainGraph(weighted_, o);
+  ASSERT_FALSE(diverged.ok());
+  EXPECT_EQ(diverged.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(diverged.status().message().find("diverged"), std::string::npos) << diverged.status();
+  EXPECT_NE(diverged.status().message().find("weights"), std::string::npos) << diverged.status();
+  EXPECT_EQ(ManifestOf(weighted_)->training.checkpoint_version, 0u);
+
+  ASSERT_TRUE(TrainGraph(plain_, o).ok());
+  const uint64_t good_version = ManifestOf(plain_)->training.checkpoint_version;
+  auto good = LoadSnapshot(plain_);
+  ASSERT_TRUE(good.ok()) << good.status();
+  o.epochs = 3;
+  o.optimizer.lr = 1e36f;
+  diverged = TrainGraph(plain_, o);
+  ASSERT_FALSE(diverged.ok());
+  EXPECT_NE(diverged.status().message().find("diverged"), std::string::npos) << diverged.status();
+  EXPECT_EQ(ManifestOf(plain_)->training.checkpoint_version, good_version);
+  EXPECT_EQ(EpochsDone(*ManifestOf(plain_)), 1u);
+  auto kept = LoadSnapshot(plain_);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  ExpectBitIdentical(*good, *kept);
+  for (const auto& rows : kept->partitions) EXPECT_TRUE(AllFinite(rows));
+}
+
 // The planted test: the standard SBM (weight 1), and for each of 300
 // sources two extra edges to random nodes of other blocks, one heavy
 // (weight 8) and one light (weight 0.125), which side is which drawn at

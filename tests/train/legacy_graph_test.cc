@@ -118,7 +118,7 @@ TEST(LegacyGraphTest, GraphOfTodaysMainOpensAndResumes) {
     absl::StatusOr<Manifest> m = ManifestOf(dir);
     ASSERT_TRUE(m.ok()) << m.status();
     EXPECT_EQ(train_test::EpochsDone(*m), 2u);
-    EXPECT_EQ(m->training.state_version, TrainState::kVersion);
+    EXPECT_EQ(m->training.state_version, TrainState::kPlainVersion);
   }
   absl::StatusOr<train_test::ModelSnapshot> a = LoadSnapshot(legacy);
   absl::StatusOr<train_test::ModelSnapshot> b = LoadSnapshot(current);

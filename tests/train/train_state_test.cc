@@ -69,6 +69,40 @@ void ExpectSame(const TrainState& a, const TrainState& b) {
   EXPECT_EQ(a.position.round_size, b.position.round_size);
   EXPECT_EQ(a.position.world_size, b.position.world_size);
   EXPECT_EQ(a.position.round_lookahead, b.position.round_lookahead);
+  EXPECT_EQ(a.position.edge_weights, b.position.edge_weights);
+}
+
+// A rank's own copy holds only its share of the rows: its state is version
+// 3, which a reader of versions up to 2 refuses instead of loading rows the
+// copy lacks.
+TEST(TrainStateTest, ACopysStateIsVersionThreeAndReadsBack) {
+  Manifest m = TwoPartitions();
+  TrainState s = Sample();
+  s.partition_ranks = {0, 1};
+  s.copy_rank = 1;
+  StoreTrainState(s, 4, &m);
+  EXPECT_EQ(m.training.state_version, 3u);
+  absl::StatusOr<TrainState> back = ReadTrainState(m, kPath);
+  ASSERT_TRUE(back.ok()) << back.status();
+  ExpectSame(*back, s);
+}
+
+// --weights is recorded beside the position, and absent from states
+// written before it was (read as "": nothing to hold a resume to).
+TEST(TrainStateTest, RecordsTheWeightsMode) {
+  Manifest m = TwoPartitions();
+  TrainState s = Sample();
+  s.position.edge_weights = "sample";
+  StoreTrainState(s, 4, &m);
+  EXPECT_NE(m.training.state.find("\"weights\":\"sample\""), std::string::npos) << m.training.state;
+  absl::StatusOr<TrainState> back = ReadTrainState(m, kPath);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->position.edge_weights, "sample");
+  StoreTrainState(Sample(), 5, &m);
+  EXPECT_EQ(m.training.state.find("weights"), std::string::npos) << m.training.state;
+  back = ReadTrainState(m, kPath);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->position.edge_weights, "");
 }
 
 TEST(TrainStateTest, RoundTripsThroughTheManifest) {
@@ -76,7 +110,8 @@ TEST(TrainStateTest, RoundTripsThroughTheManifest) {
   m.edge_generation = 3;
   StoreTrainState(Sample(), 7, &m);
   EXPECT_EQ(m.training.checkpoint_version, 7u);
-  EXPECT_EQ(m.training.state_version, TrainState::kVersion);
+  // No `copies`: readers of versions up to 2 read it right.
+  EXPECT_EQ(m.training.state_version, TrainState::kPlainVersion);
   EXPECT_EQ(m.training.edge_generation, 3u);
   absl::StatusOr<TrainState> back = ReadTrainState(m, kPath);
   ASSERT_TRUE(back.ok()) << back.status();

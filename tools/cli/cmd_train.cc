@@ -118,7 +118,8 @@ ABSL_FLAG(ember::BatchingKind, batching, kTrainDefaults.pipeline.batching,
 ABSL_FLAG(ember::EdgeWeightMode, weights, kTrainDefaults.edge_weights,
           "train: a weighted graph's edge weights (import --weight-column): loss (scale each "
           "edge's loss by its weight), sample (draw edges at a rate proportional to their "
-          "weight) or ignore. Unweighted graphs train the same under each.");
+          "weight) or ignore. Unweighted graphs train the same under each. A resumed run keeps "
+          "the checkpoint's unless given.");
 ABSL_FLAG(bool, eval_valid, kTrainDefaults.validation.enabled,
           "train: after each epoch, filtered validation MRR with its 95% interval, by "
           "default of a sample of --eval-max-edges valid edges ranked against all nodes "
@@ -365,6 +366,14 @@ absl::StatusOr<std::vector<std::string>> AdoptCheckpointModel(const std::string&
         std::string(RegularizerName(saved.regularizer)));
   adopt("reg_weight", saved.reg_weight, defaults.reg_weight, &o->model.reg_weight,
         absl::StrCat(saved.reg_weight));
+  // --weights shapes the loss as the model options do (stored with the
+  // trainer's position; absent in checkpoints written before it was).
+  if (!state.position.edge_weights.empty() && !FlagWasSet("weights")) {
+    ASSIGN_OR_RETURN(o->edge_weights, EnumFromName<EdgeWeightMode>(state.position.edge_weights));
+    if (o->edge_weights != EdgeWeightMode::kLoss) {
+      adopted.push_back(absl::StrCat("--weights ", state.position.edge_weights));
+    }
+  }
   RETURN_IF_ERROR(o->Validate());
   return adopted;
 }

@@ -90,6 +90,10 @@ class TrainLoop final : public PipelineObserver {
   // Trains the rounds `scheduler` gives of epoch `epoch`; sets *stopped
   // when stop_after_buckets fired.
   absl::Status TrainEpoch(int epoch, BucketScheduler* scheduler, bool* stopped);
+  // FailedPrecondition naming the graph, the epoch and the checkpoint kept
+  // when `loss_sum` (this epoch's so far) is NaN or infinite: a diverged
+  // model stops the run before any checkpoint of it.
+  absl::Status CheckLossFinite(int epoch, double loss_sum) const;
   absl::StatusOr<EvalResult> Validate();
   void ResetBatchStats();
   // Whether a checkpoint, or a stop (stop_after_buckets), is due once

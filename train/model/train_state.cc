@@ -72,6 +72,7 @@ absl::Status ReadPosition(const Json& state, const JsonReader& r, TrainPosition*
   RETURN_IF_ERROR(r.Optional(*t, "world_size", field + ".world_size", &out->world_size));
   RETURN_IF_ERROR(
       r.Optional(*t, "round_lookahead", field + ".round_lookahead", &out->round_lookahead));
+  RETURN_IF_ERROR(r.Optional(*t, "weights", field + ".weights", &out->edge_weights));
   return absl::OkStatus();
 }
 
@@ -95,15 +96,16 @@ absl::Status ReadCopies(const Json& state, const JsonReader& r, uint32_t partiti
 
 void StoreTrainState(const TrainState& s, uint64_t checkpoint_version, Manifest* m) {
   const TrainPosition& p = s.position;
-  const Json trainer = {{"epoch", p.epoch},
-                        {"next_round", p.next_round},
-                        {"lr", p.lr},
-                        {"seed", p.seed},
-                        {"bucket_order", p.bucket_order},
-                        {"buffer_partitions", p.buffer_partitions},
-                        {"round_size", p.round_size},
-                        {"world_size", p.world_size},
-                        {"round_lookahead", p.round_lookahead}};
+  Json trainer = {{"epoch", p.epoch},
+                  {"next_round", p.next_round},
+                  {"lr", p.lr},
+                  {"seed", p.seed},
+                  {"bucket_order", p.bucket_order},
+                  {"buffer_partitions", p.buffer_partitions},
+                  {"round_size", p.round_size},
+                  {"world_size", p.world_size},
+                  {"round_lookahead", p.round_lookahead}};
+  if (!p.edge_weights.empty()) trainer["weights"] = p.edge_weights;
   Json state = {{"model", ModelJson(s.model)},
                 {"partition_versions", s.partition_versions},
                 {"trainer", trainer}};
@@ -113,7 +115,8 @@ void StoreTrainState(const TrainState& s, uint64_t checkpoint_version, Manifest*
   const Json members = {{"epochs_done", s.epochs_done}, {"state", std::move(state)}};
   m->training.checkpoint_version = checkpoint_version;
   m->training.edge_generation = m->edge_generation;
-  m->training.state_version = TrainState::kVersion;
+  m->training.state_version =
+      s.partition_ranks.empty() ? TrainState::kPlainVersion : TrainState::kVersion;
   m->training.state = members.dump();
 }
 

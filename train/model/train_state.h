@@ -13,14 +13,16 @@
 //             "partition_versions": [table version of each partition],
 //             "trainer": {"epoch", "next_round", "lr", "seed",
 //                         "bucket_order", "buffer_partitions",
-//                         "round_size", "world_size", "round_lookahead"},
+//                         "round_size", "world_size", "round_lookahead",
+//                         "weights" (absent before it was recorded)},
 //             "copies": {"rank", "partition_ranks"}}
 // `copies` is present only in a graph copy written by ranks that each
 // checkpoint into their own copy (TrainOptions::rank_copies).
 // Version 1 (manifests written before the state had a version) has the
 // same members plus `training.dim`, a copy of state.model.dim; it is read
-// as version 2, the copy ignored. Versions are read, never rewritten: the
-// next checkpoint writes kVersion.
+// as version 2, the copy ignored. Version 3 is version 2 with `copies`.
+// Versions are read, never rewritten: the next checkpoint writes version 3
+// where it has `copies`, else 2.
 #ifndef EMBER_TRAIN_MODEL_TRAIN_STATE_H_
 #define EMBER_TRAIN_MODEL_TRAIN_STATE_H_
 
@@ -50,11 +52,18 @@ struct TrainPosition {
   uint32_t world_size = 1;   // ranks of the run that wrote it
   // FormRounds' look-ahead (absent before it varied: 64).
   uint32_t round_lookahead = kOutOfCoreLookahead;
+  // What the run did with a weighted graph's edge weights (`--weights`:
+  // EdgeWeightModeName); "" where the state predates it.
+  std::string edge_weights;
 };
 
 struct TrainState {
   // 1: written before the state had a version (it had training.dim).
-  static constexpr uint32_t kVersion = 2;
+  // 3: a rank's own copy (`copies`): readers of versions up to 2 refuse it
+  // instead of loading rows the copy does not hold. A state without
+  // `copies` is written as kPlainVersion, which those readers read right.
+  static constexpr uint32_t kPlainVersion = 2;
+  static constexpr uint32_t kVersion = 3;
 
   uint32_t epochs_done = 0;
   ModelOptions model;
