@@ -544,6 +544,24 @@ absl::Status Importer::ReadAndParse() {
   RETURN_IF_ERROR(status);
   RETURN_IF_ERROR(edge_spill_->Close());
   if (relations_.empty()) relations_.push_back("default");
+  // A relation the schema declares and no edge uses stays in the graph, at
+  // the end of the relation ids: its types have their partitions already, a
+  // later --append may bring its edges (an appended graph keeps the schema
+  // its manifest records, so a dropped relation could never come back),
+  // and `inspect` shows the schema as written. The warning names it, since
+  // a schema that does not match the data is more often a slip.
+  if (typed() && !options_.append) {
+    for (const GraphSchema::Relation& r : schema_.relations) {
+      if (std::find(relations_.begin(), relations_.end(), r.name) != relations_.end()) continue;
+      relation_ids_.emplace(r.name, relations_.size());
+      relations_.push_back(r.name);
+      warnings_.push_back(absl::StrCat("relation '", r.name, "' of the schema (",
+                                       schema_.types[r.types.src], " -> ",
+                                       schema_.types[r.types.dst],
+                                       ") has no edge in the input; it is kept in the graph "
+                                       "without edges"));
+    }
+  }
   summary_.node_runs_spilled = nodes_->runs_spilled();
   if (num_records_ == 0) {
     return absl::InvalidArgumentError(

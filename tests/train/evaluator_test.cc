@@ -176,6 +176,33 @@ TEST(EvaluatorTest, TypedGraphsRankAmongTheAnswersType) {
   EXPECT_DOUBLE_EQ(r.raw.mr, (3.5 + 5) / 2);
 }
 
+// A schema relation with no edges leaves its type without nodes, its
+// partition last: sampled negatives draw none from it (its first global id
+// is one past the last node), and the ranks are those of the graph without
+// it.
+TEST(EvaluatorTest, SampledNegativesSkipATypeWithoutNodes) {
+  TempDir tmp;
+  ModelOptions model;
+  model.dim = 2;
+  TinyGraphSpec spec;
+  spec.train = "u1\tlikes\ti1\nu2\tlikes\ti2\nu2\tlikes\ti3\n";
+  spec.test = "u1\tlikes\ti2\n";
+  spec.schema = "likes:user:item,tagged:item:tag";
+  auto graph = MakeGraph(tmp, spec, model, TypedRow);
+  ASSERT_NE(graph, nullptr);
+  const Manifest& m = graph->manifest();
+  ASSERT_EQ(m.node_types.size(), 3u);
+  ASSERT_EQ(m.NodesOf(2), 0u);
+  ASSERT_EQ(m.FirstPartitionOf(2), m.num_partitions - 1);
+  EvalOptions options;
+  options.threads = 2;
+  options.negatives = 50;
+  const EvalResult r = EvalStored(*graph, options);
+  EXPECT_EQ(r.edges, 1u);
+  EXPECT_DOUBLE_EQ(r.raw.auc, 0);  // the answer's type only, as without the tag type
+  EXPECT_GT(r.raw.mr, 2);
+}
+
 TEST(EvaluatorTest, OtherTrueTailIsFilteredOut) {
   TempDir tmp;
   ModelOptions model;

@@ -75,5 +75,60 @@ TEST(TypedTrainTest, UserPartitionsStreamBesideOneResidentItemPartition) {
   EXPECT_GT(eval->filtered.mrr, 0.06) << DescribeProtocol(*eval);
 }
 
+// A schema relation no edge uses: the import keeps it (with a warning
+// naming it) and its type without nodes, whose partition comes last;
+// training and its validation against sampled negatives run (a type
+// without nodes offers no negatives, never an id past the last node), and
+// so does a later --append that brings the relation's edges.
+TEST(TypedTrainTest, ASchemaRelationWithoutEdgesIsKeptAndTrainsAndValidates) {
+  TempDir tmp;
+  ImportOptions o;
+  o.out = tmp.Sub("g");
+  std::string text;
+  for (int u = 0; u < 60; ++u) {
+    for (int k = 0; k < 4; ++k)
+      text += absl::StrCat("user", u, "\tlikes\titem", (u + 7 * k) % 20, "\n");
+  }
+  WriteWholeFile(tmp.Sub("likes.tsv"), text);
+  o.files = {tmp.Sub("likes.tsv")};
+  o.schema = "likes:user:item,tagged:item:tag";
+  o.split.fraction = {0.8, 0.2, 0.0};
+  o.seed = 7;
+  o.threads = 2;
+  auto imported = ImportGraph(o);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  ASSERT_EQ(imported->warnings.size(), 1u);
+  EXPECT_NE(imported->warnings[0].find("relation 'tagged' of the schema (item -> tag) has no edge"),
+            std::string::npos)
+      << imported->warnings[0];
+  {
+    auto g = Graph::Open(o.out);
+    ASSERT_TRUE(g.ok()) << g.status();
+    const Manifest& m = (*g)->manifest();
+    EXPECT_EQ(m.relations, (std::vector<std::string>{"likes", "tagged"}));
+    ASSERT_EQ(m.node_types.size(), 3u);
+    EXPECT_EQ(m.NodesOf(2), 0u);
+    EXPECT_EQ(m.FirstPartitionOf(2), m.num_partitions - 1);
+  }
+  TrainOptions t = SmallOptions(/*epochs=*/1);
+  t.model.dim = 8;
+  t.validation.enabled = true;
+  t.validation.negatives = 10;
+  auto summary = TrainGraph(o.out, t);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  ASSERT_TRUE(summary->epochs.back().valid.has_value());
+  EXPECT_GT(summary->epochs.back().valid->edges, 0u);
+
+  // The kept relation takes its edges by --append.
+  WriteWholeFile(tmp.Sub("tags.tsv"), "item1\ttagged\ttag0\nitem2\ttagged\ttag1\n");
+  ImportOptions a;
+  a.out = o.out;
+  a.append = true;
+  a.files = {tmp.Sub("tags.tsv")};
+  a.threads = 2;
+  auto appended = ImportGraph(a);
+  ASSERT_TRUE(appended.ok()) << appended.status();
+}
+
 }  // namespace
 }  // namespace ember::train_test

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <set>
 #include <string>
 #include <string_view>
@@ -18,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "tools/cli/build_info.h"
 #include "tools/cli/command_help.h"
 #include "train/blas/blas_startup.h"
@@ -42,7 +44,7 @@ constexpr Subcommand kSubcommands[] = {
      ExportMain},
     {"neighbors", "GRAPH --node NAME [--k 10] [flags]", "nearest neighbours of nodes (FAISS)",
      NeighborsMain},
-    {"recommend", "GRAPH --relation R --out FILE [--k 10] [--users TYPE|FILE] [flags]",
+    {"recommend", "GRAPH --relation R --out FILE|- [--k 10] [--users FILE|-|TYPE] [flags]",
      "top K destinations of a relation for every source, what it has left out (TSV)",
      RecommendMain},
     {"tune", "GRAPH --grid FLAG=V1,V2,... [--grid ...] [train flags]",
@@ -188,6 +190,41 @@ void NormalizeFlagNames(int argc, char** argv) {
   }
 }
 
+// Valued flags that keep the two forms of a switch (they were bools):
+// a bare `--f` means `--f=true` and `--nof` means `--f=false`, which their
+// parsers accept. `--f VALUE` keeps its value when VALUE is one of these.
+struct SwitchFlag {
+  std::string_view name;
+  std::string_view values;  // '|'-separated
+};
+constexpr SwitchFlag kSwitchFlags[] = {
+    {"exclude_known", "all|train|none|true|false"},
+};
+
+// REQUIRES: NormalizeFlagNames has run. The rewritten arguments point at
+// strings that live until the process ends.
+void ExpandSwitchFlags(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--") return;
+    for (const SwitchFlag& f : kSwitchFlags) {
+      const bool bare = a.substr(0, 2) == "--" && a.substr(2) == f.name;
+      const bool negated = a.substr(0, 4) == "--no" && a.substr(4) == f.name;
+      if (!bare && !negated) continue;
+      const std::vector<std::string> values =
+          absl::StrSplit(absl::string_view(f.values.data(), f.values.size()), '|');
+      if (bare && i + 1 < argc &&
+          std::find(values.begin(), values.end(), argv[i + 1]) != values.end()) {
+        continue;  // --f VALUE
+      }
+      static auto* kept = new std::vector<std::unique_ptr<std::string>>;
+      kept->push_back(std::make_unique<std::string>(
+          absl::StrCat("--", std::string(f.name), negated ? "=false" : "=true")));
+      argv[i] = kept->back()->data();
+    }
+  }
+}
+
 // Flags that may be repeated, their values joined by ';' into one.
 constexpr const char* kRepeatableFlags[] = {"grid"};
 
@@ -300,6 +337,7 @@ int RunCli(int argc, char** argv) {
     return 2;
   }
   NormalizeFlagNames(argc, argv);
+  ExpandSwitchFlags(argc, argv);
   if (AsksForHelp(argc, argv)) {
     std::fputs(CommandHelpText(c->name, FirstPositional(argc, argv)).c_str(), stdout);
     return 0;

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "nlohmann/json.hpp"
 #include "storage/base/status_macros.h"
@@ -27,9 +28,9 @@
 
 ABSL_FLAG(std::string, protocol, "link",
           "eval: link (rank each held-out edge's ends among all nodes: MRR, Hits@k) or "
-          "recommend (per source of --relation, its top --k with the train split's links left "
-          "out against its held-out destinations: Recall@K, NDCG@K, hit rate, beside a "
-          "popularity baseline).");
+          "recommend (per source of --relation, its top --k with its links in every other split "
+          "left out, against its held-out destinations: Recall@K, capped Recall@K, NDCG@K, hit "
+          "rate, beside a popularity baseline).");
 ABSL_FLAG(uint64_t, max_sources, 0,
           "eval: with --protocol recommend, a seeded sample of this many sources with held-out "
           "destinations (0: all of them).");
@@ -130,6 +131,8 @@ nlohmann::ordered_json RecommendJson(const std::vector<RecommendMetrics>& cuts) 
   for (const RecommendMetrics& c : cuts) {
     out[absl::StrCat("recall@", c.k)] = c.recall;
     out[absl::StrCat("recall@", c.k, "_ci95")] = c.recall_ci95;
+    out[absl::StrCat("recall_capped@", c.k)] = c.recall_capped;
+    out[absl::StrCat("recall_capped@", c.k, "_ci95")] = c.recall_capped_ci95;
     out[absl::StrCat("ndcg@", c.k)] = c.ndcg;
     out[absl::StrCat("ndcg@", c.k, "_ci95")] = c.ndcg_ci95;
     out[absl::StrCat("hit_rate@", c.k)] = c.hit_rate;
@@ -176,11 +179,18 @@ absl::Status RunRecommend(const std::string& dir, const EvalOptions& link) {
   const std::string candidates =
       m.typed() ? absl::StrCat(r.candidates, " ", m.node_types[types.dst].name, " nodes")
                 : absl::StrCat(r.candidates, " nodes");
+  std::vector<std::string> left_out;
+  for (Split s : r.left_out) left_out.emplace_back(SplitName(s));
   const std::string protocol = absl::StrCat(
       "top-K of ", candidates, " per source of '", m.relations[options.relation], "', its ",
-      std::string(SplitName(Split::kTrain)), " links left out, against its held-out ",
+      absl::StrJoin(left_out, " and "), " links left out, against its held-out ",
       std::string(SplitName(options.split)), " links (", r.sources, " of ", r.sources_held_out,
-      " sources, ", r.held_out, " held-out edges)");
+      " sources, ", r.held_out, " held-out edges; ", r.held_out_known,
+      " held-out edges also in another split dropped)");
+  const std::string denominator =
+      absl::StrCat("Recall@K divides a source's hits by its held-out edges (", r.held_out,
+                   " in all), capped "
+                   "Recall@K by min(K, held-out edges); each is averaged over sources");
   if (absl::GetFlag(FLAGS_json)) {
     nlohmann::ordered_json j = {{"protocol", "recommend"},
                                 {"description", protocol},
@@ -189,6 +199,10 @@ absl::Status RunRecommend(const std::string& dir, const EvalOptions& link) {
                                 {"sources", r.sources},
                                 {"sources_with_held_out", r.sources_held_out},
                                 {"held_out", r.held_out},
+                                {"held_out_known", r.held_out_known},
+                                {"left_out", left_out},
+                                {"recall_denominator", "held_out"},
+                                {"recall_capped_denominator", "min(k, held_out)"},
                                 {"candidates", r.candidates},
                                 {"seconds", r.seconds},
                                 {"model", RecommendJson(r.model)},
@@ -196,10 +210,10 @@ absl::Status RunRecommend(const std::string& dir, const EvalOptions& link) {
     std::printf("%s\n", j.dump().c_str());
     return absl::OkStatus();
   }
-  std::printf("%s, %.2f s\n", protocol.c_str(), r.seconds);
+  std::printf("%s, %.2f s\n%s\n", protocol.c_str(), r.seconds, denominator.c_str());
   std::string header = absl::StrFormat("%-11s", "");
   for (const RecommendMetrics& c : r.model) {
-    for (const char* name : {"Recall", "NDCG", "HitRate"}) {
+    for (const char* name : {"Recall", "RecallCap", "NDCG", "HitRate"}) {
       absl::StrAppend(&header, absl::StrFormat(" %-17s", absl::StrCat(name, "@", c.k)));
     }
   }
@@ -208,8 +222,9 @@ absl::Status RunRecommend(const std::string& dir, const EvalOptions& link) {
        {std::pair("model", &r.model), std::pair("popularity", &r.popularity)}) {
     std::string line = absl::StrFormat("%-11s", name);
     for (const RecommendMetrics& c : *cuts) {
-      for (auto [v, ci] : {std::pair(c.recall, c.recall_ci95), std::pair(c.ndcg, c.ndcg_ci95),
-                           std::pair(c.hit_rate, c.hit_rate_ci95)}) {
+      for (auto [v, ci] :
+           {std::pair(c.recall, c.recall_ci95), std::pair(c.recall_capped, c.recall_capped_ci95),
+            std::pair(c.ndcg, c.ndcg_ci95), std::pair(c.hit_rate, c.hit_rate_ci95)}) {
         absl::StrAppend(&line, absl::StrFormat(" %.4f ± %-8.4f", v, ci));
       }
     }

@@ -58,8 +58,10 @@ int NeighborsMain(const std::vector<std::string>& args) {
   }
   const int k = static_cast<int>(absl::GetFlag(FLAGS_k).values.front());
   if (k < 1) return ReportStatus("neighbors", absl::InvalidArgumentError("--k must be >= 1"));
-  // recommend's flag, on by default there; here off unless given.
-  const bool exclude_known = FlagWasSet("exclude_known") && absl::GetFlag(FLAGS_exclude_known);
+  // recommend's flag, on by default there; here off unless given, and any
+  // value but none leaves out the train split's links (NeighborIndex::Search).
+  const bool exclude_known =
+      FlagWasSet("exclude_known") && absl::GetFlag(FLAGS_exclude_known) != ExcludeKnown::kNone;
   if (exclude_known && absl::GetFlag(FLAGS_relation).empty()) {
     return ReportStatus("neighbors", absl::InvalidArgumentError(
                                          "--exclude-known needs --relation: it leaves out what "

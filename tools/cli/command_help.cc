@@ -100,8 +100,9 @@ const std::vector<CommandFlags>& Table() {
          "type's rows; queries may be of any type). Empty: every node."},
         {"exclude_known",
          "neighbors: with --relation, leave out the nodes the query already links to through "
-         "it in the train split; off unless given.",
-         "false"},
+         "it in the train split (any value but none: all, train or the bare flag); off unless "
+         "given.",
+         "none"},
         {"memory_budget",
          "neighbors: memory the index may take (every vector, as FAISS "
          "holds them, plus its links or lists); a bigger index is refused "
@@ -127,13 +128,15 @@ const std::vector<CommandFlags>& Table() {
        {{"relation",
          "recommend: the relation whose destinations are recommended (may be "
          "left out when the graph has one)."},
-        {"k", "recommend: recommendations per source."},
+        {"k", "recommend: recommendations per source (all the candidates there are, when fewer)."},
         {"out",
-         "recommend: the file to write, user<TAB>item<TAB>score<TAB>rank lines, best "
-         "first."},
+         "recommend: the file to write ('-': standard output, for tsv and jsonl), or with "
+         "--out-format npy the path prefix of its four files."},
         {"memory_budget",
-         "recommend: memory the job may use (a source partition's rows and "
-         "heaps, the candidates' rows when they fit half of it)."},
+         "recommend: memory the job may use (a source partition's rows and known items, the "
+         "candidates' rows when they fit half of it, a score block a thread, and each source's "
+         "top-K heap of 2 x min(K, candidates) x 16 B); too small for one source's heap is "
+         "refused before any work."},
         {"overwrite"},
         {"threads"},
         {"json"},

@@ -95,6 +95,18 @@ bool AbslParseFlag(absl::string_view text, ProgressInterval* out, std::string* e
 
 std::string AbslUnparseFlag(const ProgressInterval& p) { return absl::StrCat(p.seconds); }
 
+std::vector<Split> ExcludedSplits(ExcludeKnown e) {
+  switch (e) {
+    case ExcludeKnown::kAll:
+      return {kAllSplits.begin(), kAllSplits.end()};
+    case ExcludeKnown::kTrain:
+      return {Split::kTrain};
+    case ExcludeKnown::kNone:
+      break;
+  }
+  return {};
+}
+
 void PrintGemmStart(std::string_view detail) {
   PrintBlasWarning();
   if (absl::GetFlag(FLAGS_verbose)) {

@@ -11,7 +11,9 @@
 #include "absl/flags/declare.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "storage/base/enum_names.h"
 #include "storage/base/progress.h"
+#include "storage/types.h"
 
 namespace ember::tools {
 // The value of --partitions: a count P >= 1, or `auto` (held as 0).
@@ -37,6 +39,30 @@ struct ProgressInterval {
 };
 bool AbslParseFlag(absl::string_view text, ProgressInterval* out, std::string* error);
 std::string AbslUnparseFlag(const ProgressInterval& p);
+
+// The value of --exclude-known: which of a source's links are left out of
+// its recommendations. `true` and `false` (and the bare `--exclude-known`
+// and `--noexclude-known`, cli.cc) stand for all and none.
+enum class ExcludeKnown : uint8_t { kAll = 0, kTrain = 1, kNone = 2 };
+// The splits whose links `e` leaves out.
+std::vector<Split> ExcludedSplits(ExcludeKnown e);
+}  // namespace ember::tools
+
+template <>
+struct ember::EnumNames<ember::tools::ExcludeKnown> {
+  static constexpr std::string_view kWhat = "--exclude-known value";
+  // The first name of a value is the one printed.
+  static constexpr EnumNameTable<tools::ExcludeKnown, 5> kTable = {{
+      {tools::ExcludeKnown::kAll, "all"},
+      {tools::ExcludeKnown::kTrain, "train"},
+      {tools::ExcludeKnown::kNone, "none"},
+      {tools::ExcludeKnown::kAll, "true"},
+      {tools::ExcludeKnown::kNone, "false"},
+  }};
+};
+namespace ember::tools {
+using ::ember::AbslParseFlag;
+using ::ember::AbslUnparseFlag;
 }  // namespace ember::tools
 
 ABSL_DECLARE_FLAG(std::string, out);
@@ -55,7 +81,7 @@ ABSL_DECLARE_FLAG(std::string, relation);
 ABSL_DECLARE_FLAG(std::string, type);
 // Defined by recommend (cmd_recommend.cc); neighbors reads it too, only
 // when given (FlagWasSet, cli.h).
-ABSL_DECLARE_FLAG(bool, exclude_known);
+ABSL_DECLARE_FLAG(ember::tools::ExcludeKnown, exclude_known);
 ABSL_DECLARE_FLAG(ember::tools::ProgressInterval, progress_interval);
 // Defined by import (cmd_import.cc); train, tune, eval, export and neighbors
 // bound their memory by it too.

@@ -547,15 +547,17 @@ absl::Status EvalRun::RunBatch() {
   if (options_.negatives > 0) {
     std::mt19937_64 rng(options_.seed * 0x9e3779b97f4a7c15ULL + batch_index +
                         1);
-    // N per type, drawn among that type's nodes.
-    pool_ids_.resize(options_.negatives * types);
+    // N per type, drawn among that type's nodes; none for a type without
+    // nodes (a schema's type no edge uses), whose base may be one past the
+    // last node, and which no query asks for.
+    pool_ids_.clear();
     for (size_t t = 0; t < types; ++t) {
-      pool_begin_[t] = t * options_.negatives;
-      const auto first = pool_ids_.begin() + pool_begin_[t];
-      for (auto it = first; it != first + options_.negatives; ++it) {
-        *it = type_nodes_[t] == 0 ? type_base_[t] : type_base_[t] + rng() % type_nodes_[t];
+      pool_begin_[t] = pool_ids_.size();
+      if (type_nodes_[t] == 0) continue;
+      for (uint64_t k = 0; k < options_.negatives; ++k) {
+        pool_ids_.push_back(type_base_[t] + rng() % type_nodes_[t]);
       }
-      std::sort(first, first + options_.negatives);
+      std::sort(pool_ids_.begin() + pool_begin_[t], pool_ids_.end());
     }
     pool_begin_[types] = pool_ids_.size();
   }

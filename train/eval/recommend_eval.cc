@@ -30,7 +30,7 @@ struct MeanSum {
 };
 
 struct CutSums {
-  MeanSum recall, ndcg, hit;
+  MeanSum recall, recall_capped, ndcg, hit;
 };
 
 // Adds one source's ranking (best first) against its held-out set (sorted)
@@ -51,6 +51,7 @@ void Score(std::span<const uint64_t> ranked, const std::vector<uint64_t>& held_o
       ideal += 1.0 / std::log2(double(i) + 2);
     }
     (*sums)[c].recall.Add(double(hits) / held_out.size());
+    (*sums)[c].recall_capped.Add(double(hits) / std::min<size_t>(k, held_out.size()));
     (*sums)[c].ndcg.Add(ideal > 0 ? dcg / ideal : 0);
     (*sums)[c].hit.Add(hits > 0 ? 1 : 0);
   }
@@ -63,6 +64,7 @@ std::vector<RecommendMetrics> Metrics(const std::vector<uint32_t>& ks,
     RecommendMetrics r;
     r.k = ks[c];
     std::tie(r.recall, r.recall_ci95) = sums[c].recall.Of(n);
+    std::tie(r.recall_capped, r.recall_capped_ci95) = sums[c].recall_capped.Of(n);
     std::tie(r.ndcg, r.ndcg_ci95) = sums[c].ndcg.Of(n);
     std::tie(r.hit_rate, r.hit_rate_ci95) = sums[c].hit.Of(n);
     out.push_back(r);
@@ -129,14 +131,51 @@ absl::StatusOr<RecommendEvalResult> EvaluateRecommendations(const Graph& graph,
                      " has no edge of relation '", m.relations[options.relation], "' to evaluate"));
   }
   RecommendEvalResult result;
-  result.sources_held_out = held_out.size();
   result.candidates = candidates;
-  std::vector<uint64_t> sources;
+  for (Split split : kAllSplits) {
+    if (split != options.split) result.left_out.push_back(split);
+  }
   for (auto& [s, d] : held_out) {
-    sources.push_back(s);
     std::sort(d.begin(), d.end());
     d.erase(std::unique(d.begin(), d.end()), d.end());
   }
+
+  // Popularity (train edges into each destination) and each held-out
+  // source's known destinations (every other split: what Recommend leaves
+  // out), in one pass over each split's buckets.
+  std::vector<uint64_t> train_count(candidates, 0);
+  absl::flat_hash_map<uint64_t, std::vector<uint64_t>> known;
+  for (const auto& [s, d] : held_out) known[s];
+  for (Split split : result.left_out) {
+    RETURN_IF_ERROR(for_each_edge(split, [&](uint64_t s, uint64_t d) {
+      if (split == Split::kTrain) ++train_count[d - dst_base];
+      if (auto it = known.find(s); it != known.end()) it->second.push_back(d);
+    }));
+  }
+  for (auto& [s, d] : known) {
+    std::sort(d.begin(), d.end());
+    d.erase(std::unique(d.begin(), d.end()), d.end());
+  }
+  // A held-out pair the source already has elsewhere is left out of its
+  // ranking: it can be neither hit nor missed.
+  std::vector<uint64_t> sources;
+  for (auto& [s, d] : held_out) {
+    const std::vector<uint64_t>& skip = known[s];
+    const size_t before = d.size();
+    d.erase(
+        std::remove_if(d.begin(), d.end(),
+                       [&](uint64_t x) { return std::binary_search(skip.begin(), skip.end(), x); }),
+        d.end());
+    result.held_out_known += before - d.size();
+    if (!d.empty()) sources.push_back(s);
+  }
+  if (sources.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("every held-out edge of relation '", m.relations[options.relation],
+                     "' in split ", std::string(SplitName(options.split)), " of ", graph.dir(),
+                     " is also in another split: nothing to evaluate"));
+  }
+  result.sources_held_out = sources.size();
   std::sort(sources.begin(), sources.end());
   if (options.max_sources > 0 && options.max_sources < sources.size()) {
     std::mt19937_64 rng(options.seed ^ 0x2ec0e11dULL);
@@ -147,16 +186,6 @@ absl::StatusOr<RecommendEvalResult> EvaluateRecommendations(const Graph& graph,
   result.sources = sources.size();
   for (uint64_t s : sources) result.held_out += held_out[s].size();
 
-  // Popularity (train edges into each destination) and each evaluated
-  // source's known destinations, in one pass over the train buckets.
-  std::vector<uint64_t> train_count(candidates, 0);
-  absl::flat_hash_map<uint64_t, std::vector<uint64_t>> known;
-  for (uint64_t s : sources) known[s];
-  RETURN_IF_ERROR(for_each_edge(Split::kTrain, [&](uint64_t s, uint64_t d) {
-    ++train_count[d - dst_base];
-    if (auto it = known.find(s); it != known.end()) it->second.push_back(d);
-  }));
-  for (auto& [s, d] : known) std::sort(d.begin(), d.end());
   std::vector<uint64_t> by_popularity(candidates);
   for (uint64_t i = 0; i < candidates; ++i) by_popularity[i] = dst_base + i;
   std::stable_sort(by_popularity.begin(), by_popularity.end(), [&](uint64_t a, uint64_t b) {
@@ -179,7 +208,7 @@ absl::StatusOr<RecommendEvalResult> EvaluateRecommendations(const Graph& graph,
   RecommendOptions r;
   r.relation = options.relation;
   r.k = max_k;
-  r.exclude_known = true;
+  r.exclude_known = result.left_out;
   r.sources = sources;
   r.threads = options.threads;
   r.memory_budget = options.memory_budget;

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "storage/base/parallel.h"
+#include "storage/base/progress.h"
 #include "storage/base/status_macros.h"
 #include "tbb/enumerable_thread_specific.h"
 #include "tbb/task_arena.h"
@@ -186,14 +188,97 @@ void RankCandidates(const ModelOptions& model, const float* rel, std::span<const
 absl::Status RecommendOptions::Validate() const {
   if (k == 0) return absl::InvalidArgumentError("recommend: k must be at least 1");
   if (threads < 0) return absl::InvalidArgumentError("recommend: threads must be >= 0");
-  if (!std::is_sorted(sources.begin(), sources.end())) {
-    return absl::InvalidArgumentError("recommend: sources must be ascending");
+  std::vector<uint64_t> sorted = sources;
+  std::sort(sorted.begin(), sorted.end());
+  if (auto twice = std::adjacent_find(sorted.begin(), sorted.end()); twice != sorted.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("recommend: source ", *twice, " is given twice"));
   }
   return absl::OkStatus();
 }
 
 RelationTypes TypesOfRelation(const Manifest& m, uint32_t relation) {
   return m.typed() ? m.relation_types[relation] : RelationTypes{};
+}
+
+absl::StatusOr<RecommendMemory> PlanRecommendMemory(const Manifest& m, int dim,
+                                                    const RecommendOptions& options) {
+  const RelationTypes types = TypesOfRelation(m, options.relation);
+  const uint32_t src_first = m.FirstPartitionOf(types.src);
+  const uint32_t src_end = m.EndPartitionOf(types.src);
+  const uint32_t dst_first = m.FirstPartitionOf(types.dst);
+  const uint32_t dst_end = m.EndPartitionOf(types.dst);
+  const uint64_t budget = options.memory_budget;
+  const uint64_t row_bytes = uint64_t(dim) * sizeof(float);
+  RecommendMemory plan;
+  // A heap never keeps more than there are candidates.
+  plan.heap_k = static_cast<uint32_t>(std::clamp<uint64_t>(m.NodesOf(types.dst), 1, options.k));
+  plan.heap_bytes = 2 * uint64_t{plan.heap_k} * sizeof(Scored);
+
+  uint64_t candidate_bytes = 0, largest_candidate = 0;
+  for (uint32_t q = dst_first; q < dst_end; ++q) {
+    candidate_bytes += m.partition_sizes[q] * row_bytes;
+    largest_candidate = std::max(largest_candidate, m.partition_sizes[q] * row_bytes);
+  }
+  plan.candidates_resident = budget == 0 || candidate_bytes <= budget / 2;
+
+  // A source partition's rows and known lists: a vector per source and a
+  // global id per known edge. The manifest counts train edges per bucket
+  // and the other splits' in all; theirs are scaled from train's.
+  double known_per_train_edge = 0;
+  for (Split split : options.exclude_known) {
+    known_per_train_edge += split == Split::kTrain
+                                ? 1.0
+                                : double(m.edges[split]) / std::max<uint64_t>(1, m.edges.train);
+  }
+  uint64_t largest_source = 0, most_sources = 0;
+  for (uint32_t p = src_first; p < src_end; ++p) {
+    uint64_t bytes = m.partition_sizes[p] * row_bytes;
+    if (!options.exclude_known.empty()) {
+      uint64_t train_edges = 0;
+      for (uint32_t q = dst_first; q < dst_end; ++q) {
+        const size_t bucket = size_t{p} * m.num_partitions + q;
+        if (bucket < m.train_bucket_edges.size()) train_edges += m.train_bucket_edges[bucket];
+      }
+      bytes += m.partition_sizes[p] * sizeof(std::vector<uint64_t>) +
+               static_cast<uint64_t>(known_per_train_edge * double(train_edges)) * sizeof(uint64_t);
+    }
+    largest_source = std::max(largest_source, bytes);
+    most_sources = std::max(most_sources, m.partition_sizes[p]);
+  }
+  if (!options.sources.empty())
+    most_sources = std::min<uint64_t>(most_sources, options.sources.size());
+  const uint64_t threads = options.threads > 0
+                               ? uint64_t(options.threads)
+                               : uint64_t{std::max(1u, std::thread::hardware_concurrency())};
+  const uint64_t scratch =
+      threads * (uint64_t{kRecommendSources} * kRecommendCandidates * sizeof(float) +
+                 uint64_t{kRecommendCandidates} * (sizeof(Scored) + sizeof(uint32_t)) +
+                 kRecommendSources * row_bytes);
+  // Sources out of id order: finished top Ks wait for those before them.
+  const uint64_t reorder = std::is_sorted(options.sources.begin(), options.sources.end())
+                               ? 0
+                               : options.sources.size() * uint64_t{plan.heap_k} * sizeof(Scored);
+  plan.fixed_bytes = largest_source +
+                     (plan.candidates_resident ? candidate_bytes : largest_candidate) + scratch +
+                     reorder;
+  plan.slice_sources = std::max<uint64_t>(1, most_sources);
+  if (budget > 0) {
+    if (plan.fixed_bytes + plan.heap_bytes > budget) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "recommend: --memory-budget ", tools::HumanBytes(budget),
+          " leaves no room for a source's top ", options.k, " (",
+          tools::HumanBytes(plan.heap_bytes), " a source: 2 x ", plan.heap_k, " candidates x ",
+          sizeof(Scored), " B) beside the ", tools::HumanBytes(plan.fixed_bytes),
+          " of rows, known items, score blocks", reorder > 0 ? " and reordering" : "",
+          " it holds; raise --memory-budget to at least ",
+          tools::HumanBytes(plan.fixed_bytes + plan.heap_bytes), " or lower --k"));
+    }
+    plan.slice_sources =
+        std::min(plan.slice_sources, (budget - plan.fixed_bytes) / plan.heap_bytes);
+  }
+  plan.peak_bytes = plan.fixed_bytes + plan.slice_sources * plan.heap_bytes;
+  return plan;
 }
 
 absl::Status Recommend(
@@ -223,76 +308,100 @@ absl::Status Recommend(
                                                      m.relations[options.relation], "'"));
     }
   }
-  const uint64_t total = options.sources.empty() ? src_limit - src_base : options.sources.size();
   const int dim = model.model.dim;
+  ASSIGN_OR_RETURN(const RecommendMemory plan, PlanRecommendMemory(m, dim, options));
+  const uint64_t total = options.sources.empty() ? src_limit - src_base : options.sources.size();
   const float* rel =
       model.relations.param_size > 0 ? model.relations.Of(options.relation) : nullptr;
-  // The candidates' rows stay loaded when they fit half the budget.
-  uint64_t candidate_bytes = 0;
-  for (uint32_t q = dst_first; q < dst_end; ++q) {
-    candidate_bytes += m.partition_sizes[q] * uint64_t(dim) * sizeof(float);
-  }
-  CandidateRows candidates(
-      graph, model, options.memory_budget == 0 || candidate_bytes <= options.memory_budget / 2);
+  CandidateRows candidates(graph, model, plan.candidates_resident);
+
+  // The sources by id, each with its place in the order asked for.
+  std::vector<std::pair<uint64_t, size_t>> by_id(options.sources.size());
+  for (size_t i = 0; i < options.sources.size(); ++i) by_id[i] = {options.sources[i], i};
+  std::sort(by_id.begin(), by_id.end());
+  // Out of id order: a finished top K waits in `waiting` until every
+  // source before it in the order asked for has gone to the sink.
+  std::vector<std::optional<std::vector<Scored>>> waiting(
+      std::is_sorted(options.sources.begin(), options.sources.end()) ? 0 : options.sources.size());
+  size_t next_out = 0;
+  auto deliver = [&](size_t place, uint64_t source, std::vector<Scored> top) -> absl::Status {
+    if (waiting.empty()) return sink(source, top);
+    waiting[place] = std::move(top);
+    for (; next_out < waiting.size() && waiting[next_out].has_value(); ++next_out) {
+      RETURN_IF_ERROR(sink(options.sources[next_out], *waiting[next_out]));
+      waiting[next_out].reset();  // sent: next_out has moved past it
+    }
+    return absl::OkStatus();
+  };
 
   internal::OneBlasThread one_blas_thread;
   tbb::task_arena arena(options.threads > 0 ? options.threads : tbb::task_arena::automatic);
   uint64_t done = 0;
-  size_t next_source = 0;  // into options.sources
+  size_t next_source = 0;  // into by_id
   for (uint32_t p = src_first; p < src_end; ++p) {
     const uint64_t base = m.PartitionBase(p);
-    // This partition's sources, as offsets.
+    // This partition's sources, as offsets, with their places.
     std::vector<uint32_t> offsets;
+    std::vector<size_t> places;
     if (options.sources.empty()) {
       offsets.resize(m.partition_sizes[p]);
       for (uint32_t i = 0; i < offsets.size(); ++i) offsets[i] = i;
     } else {
-      for (; next_source < options.sources.size() &&
-             options.sources[next_source] < base + m.partition_sizes[p];
+      for (; next_source < by_id.size() && by_id[next_source].first < base + m.partition_sizes[p];
            ++next_source) {
-        offsets.push_back(static_cast<uint32_t>(options.sources[next_source] - base));
+        offsets.push_back(static_cast<uint32_t>(by_id[next_source].first - base));
+        places.push_back(by_id[next_source].second);
       }
     }
     if (offsets.empty()) continue;
     // Known destinations of each source offset (global ids, sorted).
-    std::vector<std::vector<uint64_t>> known(options.exclude_known ? m.partition_sizes[p] : 0);
-    if (options.exclude_known) {
-      for (uint32_t q = dst_first; q < dst_end; ++q) {
-        const uint64_t dst_base = m.PartitionBase(q);
-        RETURN_IF_ERROR(graph.ForEachEdgeBlock(Split::kTrain, p, q,
-                                               [&](std::span<const Edge> block) -> absl::Status {
-                                                 for (const Edge& e : block) {
-                                                   if (e.rel == options.relation)
-                                                     known[e.src].push_back(dst_base + e.dst);
-                                                 }
-                                                 return absl::OkStatus();
-                                               }));
+    const bool exclude = !options.exclude_known.empty();
+    std::vector<std::vector<uint64_t>> known(exclude ? m.partition_sizes[p] : 0);
+    if (exclude) {
+      for (Split split : options.exclude_known) {
+        for (uint32_t q = dst_first; q < dst_end; ++q) {
+          const uint64_t dst_base = m.PartitionBase(q);
+          RETURN_IF_ERROR(
+              graph.ForEachEdgeBlock(split, p, q, [&](std::span<const Edge> block) -> absl::Status {
+                for (const Edge& e : block) {
+                  if (e.rel == options.relation) known[e.src].push_back(dst_base + e.dst);
+                }
+                return absl::OkStatus();
+              }));
+        }
       }
-      for (std::vector<uint64_t>& k : known) std::sort(k.begin(), k.end());
+      for (std::vector<uint64_t>& k : known) {
+        std::sort(k.begin(), k.end());
+        k.erase(std::unique(k.begin(), k.end()), k.end());
+      }
     }
     ASSIGN_OR_RETURN(const std::vector<float> source_rows,
                      LoadPartitionEmbeddings(graph, model, p));
-    std::vector<RankQuery> queries(offsets.size());
-    for (size_t i = 0; i < offsets.size(); ++i) {
-      queries[i].row = source_rows.data() + uint64_t(offsets[i]) * dim;
-      queries[i].id = base + offsets[i];
-      queries[i].skip = options.exclude_known ? &known[offsets[i]] : nullptr;
+    // Slices of sources whose heaps fit the budget together.
+    for (size_t lo = 0; lo < offsets.size(); lo += plan.slice_sources) {
+      const size_t n = std::min<size_t>(plan.slice_sources, offsets.size() - lo);
+      std::vector<RankQuery> queries(n);
+      for (size_t i = 0; i < n; ++i) {
+        queries[i].row = source_rows.data() + uint64_t(offsets[lo + i]) * dim;
+        queries[i].id = base + offsets[lo + i];
+        queries[i].skip = exclude ? &known[offsets[lo + i]] : nullptr;
+      }
+      std::vector<TopKHeap> tops(n, TopKHeap(plan.heap_k));
+      for (uint32_t q = dst_first; q < dst_end; ++q) {
+        if (m.partition_sizes[q] == 0) continue;
+        ASSIGN_OR_RETURN(const std::vector<float>* candidate_rows, candidates.Get(q));
+        arena.execute([&] {
+          RankCandidates(model.model, rel, queries, candidate_rows->data(), m.partition_sizes[q],
+                         m.PartitionBase(q), tops);
+        });
+      }
+      for (size_t i = 0; i < n; ++i) {
+        RETURN_IF_ERROR(deliver(places.empty() ? 0 : places[lo + i], base + offsets[lo + i],
+                                tops[i].TakeSorted()));
+      }
+      done += n;
+      if (options.progress) options.progress(done, total);
     }
-    std::vector<TopKHeap> tops(offsets.size(), TopKHeap(options.k));
-    for (uint32_t q = dst_first; q < dst_end; ++q) {
-      if (m.partition_sizes[q] == 0) continue;
-      ASSIGN_OR_RETURN(const std::vector<float>* candidate_rows, candidates.Get(q));
-      arena.execute([&] {
-        RankCandidates(model.model, rel, queries, candidate_rows->data(), m.partition_sizes[q],
-                       m.PartitionBase(q), tops);
-      });
-    }
-    for (size_t i = 0; i < offsets.size(); ++i) {
-      const std::vector<Scored> best = tops[i].TakeSorted();
-      RETURN_IF_ERROR(sink(base + offsets[i], best));
-    }
-    done += offsets.size();
-    if (options.progress) options.progress(done, total);
   }
   return absl::OkStatus();
 }

@@ -1,7 +1,7 @@
 // Top-K recommendation, exact: for each source node of a relation's source
 // type, the K nodes of its destination type that the model scores highest
 // (score(s, r, d) = cmp(op_r(e_s), e_d), model_options.h), leaving out what
-// the train split already links (a user's items). The batch job behind
+// the source already links in the splits named (a user's items). The batch job behind
 // `ember recommend` and the ranking behind `ember eval --protocol
 // recommend`. A source is never its own recommendation.
 //
@@ -13,11 +13,17 @@
 // work is the GEMM. Blocks of sources run in parallel (oneTBB), each
 // source's heap owned by one thread.
 //
-// Memory: one source partition's rows and heaps (sources x K x 12 bytes),
-// the known destinations of its sources (the train edges of the relation
-// from that partition), the candidate type's rows when they fit
+// Memory (PlanRecommendMemory): one source partition's rows and the known
+// destinations of its sources (the relation's edges from that partition in
+// the splits left out); the candidate type's rows when they fit
 // `memory_budget`'s half (else one candidate partition at a time, read
-// again for each source partition), and per thread a score block.
+// again for each slice of sources); per thread a score block; and a top-K
+// heap per source of a slice, 2 x min(K, candidates) entries of
+// sizeof(Scored) = 16 bytes each: a slice is as many sources as the budget
+// leaves room for (all of the partition's when it fits), and a budget
+// without room for one is refused before any work. Sources asked for out
+// of id order also hold each finished top K until the sources before it
+// are done (at most sources x min(K, candidates) x 16 bytes, counted).
 //
 // Untyped graphs: every node is a candidate of every source.
 //
@@ -34,7 +40,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "storage/graph.h"
+#include "storage/types.h"
 #include "train/model/checkpoint.h"
 
 namespace ember {
@@ -48,11 +56,12 @@ struct RecommendOptions {
   uint32_t relation = 0;
   // Recommendations per source, at least 1. Default: 10.
   uint32_t k = 10;
-  // Leave out every destination d that a train edge (s, relation, d)
-  // already holds. Default: true.
-  bool exclude_known = true;
-  // Global ids of the sources, ascending, each of the relation's source
-  // type; empty: every node of that type. Default: empty.
+  // Leave out every destination d that an edge (s, relation, d) of these
+  // splits already holds (a user's items); empty: none. Default: every split.
+  std::vector<Split> exclude_known = {kAllSplits.begin(), kAllSplits.end()};
+  // Global ids of the sources, each of the relation's source type and none
+  // twice, in the order the sink is to see them; empty: every node of that
+  // type, ascending. Default: empty.
   std::vector<uint64_t> sources;
   // Threads; 0: all hardware threads. Default: 0.
   int threads = 0;
@@ -63,9 +72,28 @@ struct RecommendOptions {
   // all), from the calling thread. Default: none.
   std::function<void(uint64_t done, uint64_t total)> progress;
 
-  // InvalidArgument for k == 0 or negative threads.
+  // InvalidArgument for k == 0, negative threads or a source given twice
+  // (naming it).
   absl::Status Validate() const;
 };
+
+// What a Recommend run holds at its peak, planned from the manifest before
+// any work (see the file comment).
+struct RecommendMemory {
+  uint32_t heap_k = 0;              // min(k, candidates): what a heap keeps
+  uint64_t fixed_bytes = 0;         // rows, known lists, scratch, reordering
+  uint64_t heap_bytes = 0;          // one source's heap: 2 x heap_k x 16 B
+  uint64_t slice_sources = 0;       // sources whose heaps are held at once
+  bool candidates_resident = true;  // every candidate row held at once
+  uint64_t peak_bytes = 0;          // fixed_bytes + slice_sources x heap_bytes
+};
+
+// The plan for `options` on the graph `m` with rows of `dim` floats;
+// ResourceExhausted naming the budget, what one source's heap needs and
+// what else is held, when options.memory_budget leaves no room for one.
+// REQUIRES: options.Validate() and options.relation of `m`.
+absl::StatusOr<RecommendMemory> PlanRecommendMemory(const Manifest& m, int dim,
+                                                    const RecommendOptions& options);
 
 // One recommendation: a candidate's global id and its score.
 struct Scored {
@@ -73,11 +101,13 @@ struct Scored {
   float score = 0;
 };
 
-// Calls sink(source, top) for every source in ascending id order, `top`
-// holding its best min(K, candidates left) candidates, best first (ties:
-// lower id first); stops at the sink's first error. FailedPrecondition when
-// the graph has no checkpoint; InvalidArgument for a relation or a source
-// out of range, or a source not of the relation's source type.
+// Calls sink(source, top) for every source in the order of
+// options.sources (ascending ids when empty), `top` holding its best
+// min(K, candidates left) candidates, best first (ties: lower id first);
+// stops at the sink's first error. FailedPrecondition when the graph has
+// no checkpoint; InvalidArgument for a relation or a source out of range,
+// or a source not of the relation's source type; PlanRecommendMemory's
+// ResourceExhausted.
 absl::Status Recommend(
     const Graph& graph, const StoredModel& model, const RecommendOptions& options,
     const std::function<absl::Status(uint64_t source, std::span<const Scored> top)>& sink);
@@ -86,7 +116,8 @@ absl::Status Recommend(
 RelationTypes TypesOfRelation(const Manifest& m, uint32_t relation);
 
 // The best `k` candidates offered (a higher score, then a lower id). It
-// keeps up to 2k candidates unsorted and cuts them back to the best k by
+// keeps up to 2k candidates unsorted (reserved at the first offer: callers
+// clamp k to the candidates there are) and cuts them back to the best k by
 // one selection (nth_element) when they reach 2k, so that an offer costs
 // O(1) amortized; threshold() is then the least score kept, which a
 // candidate must reach to be offered at all (-inf until the first cut).
