@@ -361,7 +361,8 @@ class PbgExporter {
   std::string Staged(const std::string& name) const { return absl::StrCat(staging_, "/", name); }
 
   absl::Status WriteSmallFile(const std::string& name, std::string_view text) {
-    ASSIGN_OR_RETURN(auto file, AtomicOutputFile::Create(Staged(name), false));
+    ASSIGN_OR_RETURN(auto file,
+                     AtomicOutputFile::Create(Staged(name), false, OutputKind::kInternal));
     RETURN_IF_ERROR(file->Append(text));
     RETURN_IF_ERROR(file->Commit());
     stats_.total_bytes += text.size();
@@ -428,7 +429,8 @@ class PbgExporter {
   absl::Status WriteNames(uint32_t p, const std::string& name) {
     const uint64_t size = graph_.manifest().partition_sizes[p];
     const uint64_t base = graph_.manifest().PartitionBase(p);
-    ASSIGN_OR_RETURN(auto file, AtomicOutputFile::Create(Staged(name), false));
+    ASSIGN_OR_RETURN(auto file,
+                     AtomicOutputFile::Create(Staged(name), false, OutputKind::kInternal));
     std::string text = "[";
     uint64_t next = 0;
     RETURN_IF_ERROR(graph_.ForEachNodeName(p, [&](uint32_t offset, std::string_view node) {
