@@ -133,9 +133,10 @@ TEST(RmatTest, ThreadCountDoesNotChangeOutput) {
   const std::string t1 = ReadFile(dir.File("t1.tsv"));
   EXPECT_EQ(t1, ReadFile(dir.File("t2.tsv")));
   EXPECT_EQ(t1, ReadFile(dir.File("t4.tsv")));
-  // No temporaries are left behind.
+  // No temporaries are left behind; each output has its record.
   EXPECT_EQ(dir.Files(),
-            (std::vector<std::string>{"t1.tsv", "t2.tsv", "t4.tsv"}));
+            (std::vector<std::string>{".t1.tsv.ember-made", ".t2.tsv.ember-made",
+                                      ".t4.tsv.ember-made", "t1.tsv", "t2.tsv", "t4.tsv"}));
 }
 
 TEST(RmatTest, FileMatchesChunksExactCountAndRange) {
