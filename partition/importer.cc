@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -95,6 +96,19 @@ EdgeRecord& Base(EdgeRecord& r) { return r; }
 EdgeRecord& Base(WeightedEdgeRecord& r) { return r.edge; }
 const EdgeRecord& Base(const EdgeRecord& r) { return r; }
 const EdgeRecord& Base(const WeightedEdgeRecord& r) { return r.edge; }
+
+// Whether a field that is not a weight is a word (a column name such as
+// "rating"), not a number nor one of strtof's nan and inf spellings.
+bool IsWordNotNumber(std::string_view field) {
+  std::string lower;
+  for (char c : field)
+    lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  for (std::string_view number :
+       {"nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"}) {
+    if (lower == number) return false;
+  }
+  return std::any_of(lower.begin(), lower.end(), [](char c) { return c >= 'a' && c <= 'z'; });
+}
 
 // `weight_text`: the weight column's field, for the weight reasons.
 std::string BadLineMessage(RejectReason reason, std::string_view line, const LineFormat& format,
@@ -349,9 +363,11 @@ void Importer::ParseChunk(ParseToken* t) const {
       ++t->rejected[static_cast<int>(reason)];
       if (!options_.skip_bad_lines) {
         std::string why = BadLineMessage(reason, line, format, parsed.weight_text);
-        if (line_no == t->format.first_data_line && reason == RejectReason::kNonNumericId &&
-            !t->skip_first_line) {
-          absl::StrAppend(&why, " (a header? pass --header to skip each file's first line)");
+        if (line_no == t->format.first_data_line && !t->skip_first_line &&
+            (reason == RejectReason::kNonNumericId ||
+             (reason == RejectReason::kBadWeight && IsWordNotNumber(parsed.weight_text)))) {
+          absl::StrAppend(&why, " (line ", line_no,
+                          " looks like a header: pass --header to skip each file's first line)");
         }
         t->bad_line.emplace(line_no, std::move(why));
         break;

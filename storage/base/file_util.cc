@@ -42,7 +42,7 @@ absl::Status WriteFileAtomic(const std::string& path,
 absl::Status WriteFileAtomic(const std::string& path,
                              std::span<const std::string_view> parts) {
   ASSIGN_OR_RETURN(std::unique_ptr<AtomicOutputFile> file,
-                   AtomicOutputFile::Create(path, /*overwrite=*/true));
+                   AtomicOutputFile::Create(path, /*overwrite=*/true, OutputKind::kInternal));
   for (std::string_view part : parts) RETURN_IF_ERROR(file->Append(part));
   return file->Commit();
 }

@@ -13,9 +13,14 @@ binary's, so a flag added without docs (or documented after it is gone) fails.
 A row's second cell is the flag's default and must say what `--help` says
 (`""` for an empty string; `off`/`on` may stand for false/true; a row of
 several flags gives theirs as `a / b`), so a default changed in the code
-fails until the page follows.
+fails until the page follows. A row's third cell is the flag's description
+and must say what `--help` says, word for word once Markdown is read
+(backticks, `\|`, &lt;/&gt;/&amp; and [text](link) stand for the plain
+text; whitespace runs count as one space), so the two cannot drift apart.
 --suggest prints a table row, from the help text, for every missing flag.
+--fix rewrites every differing description cell with the help text.
 """
+import html
 import re
 import subprocess
 import sys
@@ -76,11 +81,29 @@ def norm_default(text):
     return {"off": "false", "on": "true"}.get(t, t)
 
 
-def doc_flags(path, defaults=None):
+LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+
+
+def norm_text(text):
+    """A description as plain text: Markdown read, whitespace runs as one."""
+    t = LINK.sub(r"\1", text.replace("\\|", "|"))
+    t = html.unescape(t).replace("`", "")
+    return " ".join(t.split())
+
+
+def md_cell(text):
+    """Help text as a table cell."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace(
+        "|", "\\|")
+
+
+def doc_flags(path, defaults=None, texts=None):
     """{command: set of flags} from the `## ember <command>` sections; with
-    `defaults` (a dict), also {(command, flag): default cell} into it."""
+    `defaults` (a dict), also {(command, flag): default cell} into it; with
+    `texts`, {(command, flag): (line number, description cell)} of the rows
+    of one flag."""
     sections, current = {}, None
-    for line in open(path, encoding="utf-8"):
+    for number, line in enumerate(open(path, encoding="utf-8")):
         if line.startswith("## "):
             m = re.search(r"`ember ([a-z]+)", line)
             current = m.group(1) if m else None
@@ -105,7 +128,19 @@ def doc_flags(path, defaults=None):
                             parts = [cells[1]] * len(names)
                         for name, part in zip(names, parts):
                             defaults[(current, name)] = part
+                    if texts is not None and len(cells) >= 3 and len(names) == 1:
+                        texts[(current, names[0])] = (number, cells[2])
     return sections
+
+
+def fix_descriptions(path, fixes):
+    """Rewrites the description cells {line number: help text} of `path`."""
+    lines = open(path, encoding="utf-8").read().split("\n")
+    for number, text in fixes.items():
+        cells = re.split(r"(?<!\\)\|", lines[number])
+        cells[3] = " %s " % md_cell(text)
+        lines[number] = "|".join(cells)
+    open(path, "w", encoding="utf-8").write("\n".join(lines))
 
 
 def main():
@@ -114,8 +149,9 @@ def main():
     if len(args) != 2:
         sys.exit(__doc__)
     binary, doc = args
-    doc_defaults = {}
-    documented = doc_flags(doc, doc_defaults)
+    fix = "--fix" in sys.argv[1:]
+    doc_defaults, doc_texts, fixes = {}, {}, {}
+    documented = doc_flags(doc, doc_defaults, doc_texts)
     errors = []
     for command in commands(binary):
         listed = binary_flags(binary, command)
@@ -142,9 +178,21 @@ def main():
                 errors.append("%s: `ember %s` --%s defaults to %s, the page says %s"
                               % (doc, command, flag, listed[flag][0] or '""',
                                  doc_defaults[(command, flag)].strip() or "(empty)"))
+        for flag in sorted(set(listed) & documented[command]):
+            if (command, flag) not in doc_texts:
+                continue
+            number, cell = doc_texts[(command, flag)]
+            want = " ".join(listed[flag][1].split())
+            if norm_text(cell) != norm_text(want):
+                errors.append("%s:%d: `ember %s` --%s: the page says %r, --help says %r"
+                              % (doc, number + 1, command, flag, norm_text(cell), want))
+                fixes[number] = want
         for flag in extra:
             errors.append("%s: documents --%s for `ember %s`, which `ember %s --help` does not list"
                           % (doc, flag, command, command))
+    if fix and fixes:
+        fix_descriptions(doc, fixes)
+        print("check_cli: rewrote %d descriptions in %s from --help" % (len(fixes), doc))
     for line in errors:
         print(line, file=sys.stderr)
     if errors:

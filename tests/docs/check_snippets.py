@@ -3,8 +3,8 @@
 
 Usage: check_snippets.py EMBER_BINARY DOCS_RECOMMENDERS_MD
 
-For each of three models (translation/dot, the walk-through's; then
-complex_diagonal/cos and diagonal/l2) it trains a small typed user-item
+For each of four models (translation/dot, the walk-through's; none/dot,
+ember's default; then complex_diagonal/cos and diagonal/l2) it trains a small typed user-item
 graph, writes in a fresh folder what the page says the snippets find there
 (`export --type user|item --format npy` as users.npy and items.npy with
 their sidecars, `export --format h5 --out pbg`, and users.txt), and runs
@@ -14,19 +14,26 @@ python block of the page runs in that folder with Debian's python3
 - a block that handles every operator (it names complex_diagonal) must
   print, for every model, exactly recommend's lines: the same items in the
   same order, scores within 1e-4;
-- any other block must do so for translation/dot, and refuse the other
+- any other block must do so for translation/dot and none/dot, and refuse the other
   models (exit non-zero saying it scores a translation/dot model) rather
   than print wrong scores.
 The page must keep a NumPy, a FAISS and an h5py block. A missing python
 module (numpy, faiss, h5py) fails the check, naming the Debian package.
+The ```sh block of the page's "Ratings and counts as edge weights" section
+runs too, command by command as written, in a folder holding a ratings.tsv
+of the shape it names (user, item, rating, timestamp): each must succeed.
 """
+import shlex
 import os
 import re
 import subprocess
 import sys
 import tempfile
 
-MODELS = [("translation", "dot"), ("complex_diagonal", "cos"), ("diagonal", "l2")]
+MODELS = [("translation", "dot"), ("none", "dot"), ("complex_diagonal", "cos"),
+          ("diagonal", "l2")]
+# The models every block must score: the walk-through's and ember's default.
+SIMPLE = [("translation", "dot"), ("none", "dot")]
 MODULES = {"numpy": "python3-numpy", "faiss": "python3-faiss", "h5py": "python3-h5py"}
 K = 10
 TOLERANCE = 1e-4
@@ -75,6 +82,55 @@ def likes_tsv(path):
                 chosen.add(i)
             for i in sorted(chosen):
                 f.write("user%d\tlikes\t%s\n" % (u, item(i)))
+
+
+def sh_block(page, section):
+    """The first ```sh block of the `## section` of the page, as lines."""
+    inside, block = False, None
+    for line in open(page, encoding="utf-8"):
+        if line.startswith("## "):
+            inside = line[3:].strip() == section
+            continue
+        if not inside:
+            continue
+        if block is None:
+            if line.strip() == "```sh":
+                block = []
+        elif line.strip() == "```":
+            return block
+        else:
+            block.append(line.rstrip("\n"))
+    sys.exit("check_snippets: %s has no ```sh block under `## %s`" % (page, section))
+
+
+def ratings_tsv(path):
+    """user<TAB>item<TAB>rating<TAB>timestamp: 200 users rate 10 of 60 items."""
+    with open(path, "w", encoding="utf-8") as f:
+        for u in range(200):
+            for k in range(10):
+                i = (u * 7 + k * 13) % 60
+                f.write("user%d\titem%d\t%d\t%d\n" % (u, i, 1 + (u + i) % 5, 1700000000 + k))
+
+
+def check_ratings(ember, page, tmp):
+    """Runs the ratings example as written; its failures."""
+    work = os.path.join(tmp, "ratings")
+    os.makedirs(work)
+    ratings_tsv(os.path.join(work, "ratings.tsv"))
+    failures = []
+    for line in sh_block(page, "Ratings and counts as edge weights"):
+        words = shlex.split(line, comments=True)
+        if not words:
+            continue
+        if words[0] != "ember":
+            failures.append("ratings example: %r is not an ember command" % line)
+            continue
+        r = subprocess.run([ember] + words[1:] + ["--quiet"], cwd=work, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=600)
+        if r.returncode != 0:
+            failures.append("ratings example: `%s` exited %d:\n%s" % (line, r.returncode, r.stderr))
+            break
+    return failures
 
 
 def run(args, cwd):
@@ -135,6 +191,7 @@ def main():
 
     failures, checked = [], 0
     with tempfile.TemporaryDirectory(prefix="ember-snippets-") as tmp:
+        failures += check_ratings(ember, page, tmp)
         likes = os.path.join(tmp, "likes.tsv")
         likes_tsv(likes)
         for op, cmp in MODELS:
@@ -170,7 +227,7 @@ def main():
                 r = subprocess.run([py, "-c", code], cwd=work, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True, timeout=300)
                 checked += 1
-                if general or (op, cmp) == MODELS[0]:
+                if general or (op, cmp) in SIMPLE:
                     if r.returncode != 0:
                         failures.append("%s exited %d:\n%s" % (where, r.returncode, r.stderr))
                         continue

@@ -162,6 +162,37 @@ TEST_F(ImportWeightsTest, BadWeightsAreRefusedWithFileAndLine) {
   }
 }
 
+// A CSV whose first line names its columns fails on the weight column's
+// name; the error says the line looks like a header and what to pass. A
+// bad weight further down, or a number-like one, gets no such hint.
+TEST_F(ImportWeightsTest, HeaderWithAWeightColumnIsNamedAsAHeader) {
+  const std::string in =
+      Input("ratings.csv", "user,item,rating,timestamp\nu1,i1,5,100\nu2,i1,3,101\n");
+  ImportOptions o = BasicOptions(out_, {in});
+  o.columns = {0, 1};
+  o.weight_column = 2;
+  auto s = ImportGraph(o);
+  ASSERT_FALSE(s.ok());
+  const std::string msg(s.status().message());
+  EXPECT_TRUE(absl::StartsWith(msg, in + ":1: ")) << msg;
+  EXPECT_TRUE(absl::StrContains(msg, "weight 'rating'")) << msg;
+  EXPECT_TRUE(absl::StrContains(msg, "line 1 looks like a header: pass --header")) << msg;
+  ExpectNothingAt(out_);
+  o.header = true;
+  ASSERT_TRUE(ImportGraph(o).ok());
+  std::filesystem::remove_all(out_);
+
+  for (const char* text : {"u1,i1,5\nu2,i1,rating\n", "u1,i1,nan\nu2,i1,5\n"}) {
+    SCOPED_TRACE(text);
+    ImportOptions p = BasicOptions(out_, {Input("bad.csv", text)});
+    p.columns = {0, 1};
+    p.weight_column = 2;
+    auto bad = ImportGraph(p);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_FALSE(absl::StrContains(bad.status().message(), "header")) << bad.status();
+  }
+}
+
 TEST_F(ImportWeightsTest, MissingWeightColumnIsTooFewColumns) {
   const std::string in = Input("w.tsv", "a\tb\t1\nb\tc\n");
   ImportOptions o = BasicOptions(out_, {in});

@@ -44,7 +44,7 @@ TEST(AtomicOutputFileTest, CommitMovesAllBytesIntoPlace) {
   EXPECT_EQ((*f)->bytes(), big.size() + 10);
   ASSERT_TRUE((*f)->Commit().ok());
   EXPECT_EQ(ReadWholeFile(path), "head:" + big + ":tail");
-  EXPECT_EQ(Files(tmp.path()), std::vector<std::string>{"out.txt"});
+  EXPECT_EQ(Files(tmp.path()), (std::vector<std::string>{".out.txt.ember-made", "out.txt"}));
   EXPECT_EQ((*f)->Commit().code(), absl::StatusCode::kFailedPrecondition);
 }
 
@@ -56,12 +56,70 @@ TEST(AtomicOutputFileTest, ExistingPathNeedsOverwrite) {
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kAlreadyExists);
   EXPECT_NE(refused.status().message().find(path), std::string::npos) << refused.status();
 
-  auto f = AtomicOutputFile::Create(path, /*overwrite=*/true);
+  auto f = AtomicOutputFile::Create(path, /*overwrite=*/true, OutputKind::kInternal);
   ASSERT_TRUE(f.ok()) << f.status();
   ASSERT_TRUE((*f)->Append("new").ok());
   EXPECT_EQ(ReadWholeFile(path), "old");
   ASSERT_TRUE((*f)->Commit().ok());
   EXPECT_EQ(ReadWholeFile(path), "new");
+}
+
+// Writes `text` to `path` as a user's output and commits it.
+void WriteOutput(const std::string& path, const std::string& text, bool overwrite) {
+  auto f = AtomicOutputFile::Create(path, overwrite);
+  ASSERT_TRUE(f.ok()) << f.status();
+  ASSERT_TRUE((*f)->Append(text).ok());
+  ASSERT_TRUE((*f)->Commit().ok());
+}
+
+TEST(AtomicOutputFileTest, OverwriteRefusesAFileEmberDidNotMake) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("mine.npy");
+  Spit(path, "the user's own");
+  auto f = AtomicOutputFile::Create(path, /*overwrite=*/true);
+  EXPECT_EQ(f.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(f.status().message().find(path), std::string::npos) << f.status();
+  EXPECT_NE(f.status().message().find("not made by ember, or changed since; remove it yourself"),
+            std::string::npos)
+      << f.status();
+  EXPECT_EQ(ReadWholeFile(path), "the user's own");
+  EXPECT_EQ(Files(tmp.path()), std::vector<std::string>{"mine.npy"});
+}
+
+TEST(AtomicOutputFileTest, OverwriteReplacesWhatEmberMade) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("out.tsv");
+  WriteOutput(path, std::string(3 << 20, 'a') + "first", /*overwrite=*/false);
+  WriteOutput(path, "second", /*overwrite=*/true);
+  EXPECT_EQ(ReadWholeFile(path), "second");
+  WriteOutput(path, "third", /*overwrite=*/true);  // the record follows each write
+  EXPECT_EQ(ReadWholeFile(path), "third");
+}
+
+TEST(AtomicOutputFileTest, OverwriteRefusesWhatEmberMadeButWasChangedSince) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("out.tsv");
+  WriteOutput(path, "ember's", /*overwrite=*/false);
+  Spit(path, "edited!");  // same size, other bytes
+  auto same_size = AtomicOutputFile::Create(path, /*overwrite=*/true);
+  EXPECT_EQ(same_size.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(same_size.status().message().find("hash"), std::string::npos) << same_size.status();
+  Spit(path, "edited, and longer");
+  auto longer = AtomicOutputFile::Create(path, /*overwrite=*/true);
+  EXPECT_EQ(longer.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(longer.status().message().find("bytes"), std::string::npos) << longer.status();
+  EXPECT_EQ(ReadWholeFile(path), "edited, and longer");
+}
+
+TEST(AtomicOutputFileTest, OverwriteNeverReplacesAFileThatAppearedAfterCreate) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("out.tsv");
+  auto f = AtomicOutputFile::Create(path, /*overwrite=*/true);
+  ASSERT_TRUE(f.ok()) << f.status();
+  ASSERT_TRUE((*f)->Append("ember's").ok());
+  Spit(path, "theirs");
+  EXPECT_EQ((*f)->Commit().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(ReadWholeFile(path), "theirs");
 }
 
 TEST(AtomicOutputFileTest, FileAppearingBeforeCommitIsNotReplaced) {

@@ -440,15 +440,20 @@ TEST_F(ExportTest, RefusesExistingOutputUnlessOverwrite) {
   EXPECT_EQ(ReadWholeFile(out), "old\n");
   EXPECT_FALSE(HasTempFiles(tmp.path()));
 
-  // Through the CLI: non-zero exit, file untouched; --overwrite replaces it.
+  // Through the CLI: non-zero exit, file untouched, also with --overwrite
+  // (the file is the user's, not ember's); --overwrite replaces ember's own.
   const std::string bin = EMBER_BINARY;
   EXPECT_NE(RunShell(bin + " export " + graph_ + " --quiet --format tsv --out " + out +
                 " > /dev/null 2>&1"),
             0);
   EXPECT_EQ(ReadWholeFile(out), "old\n");
-  EXPECT_EQ(RunShell(bin + " export " + graph_ + " --quiet --format tsv --overwrite --out " + out +
-                " > /dev/null"),
-            0);
+  const std::string overwrite =
+      bin + " export " + graph_ + " --quiet --format tsv --overwrite --out " + out;
+  EXPECT_NE(RunShell(overwrite + " > /dev/null 2>&1"), 0);
+  EXPECT_EQ(ReadWholeFile(out), "old\n");
+  std::filesystem::remove(out);
+  EXPECT_EQ(RunShell(overwrite + " > /dev/null"), 0);
+  EXPECT_EQ(RunShell(overwrite + " > /dev/null"), 0);
   EXPECT_EQ(Lines(ReadWholeFile(out)).size(), expected_->n);
   EXPECT_FALSE(HasTempFiles(tmp.path()));
 }

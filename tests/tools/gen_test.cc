@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -132,9 +133,10 @@ TEST(RmatTest, ThreadCountDoesNotChangeOutput) {
   const std::string t1 = ReadFile(dir.File("t1.tsv"));
   EXPECT_EQ(t1, ReadFile(dir.File("t2.tsv")));
   EXPECT_EQ(t1, ReadFile(dir.File("t4.tsv")));
-  // No temporaries are left behind.
+  // No temporaries are left behind; each output has its record.
   EXPECT_EQ(dir.Files(),
-            (std::vector<std::string>{"t1.tsv", "t2.tsv", "t4.tsv"}));
+            (std::vector<std::string>{".t1.tsv.ember-made", ".t2.tsv.ember-made",
+                                      ".t4.tsv.ember-made", "t1.tsv", "t2.tsv", "t4.tsv"}));
 }
 
 TEST(RmatTest, FileMatchesChunksExactCountAndRange) {
@@ -390,11 +392,19 @@ TEST(GenOutputTest, ExistingOutputNeedsOverwrite) {
   EXPECT_EQ(ReadFile(path), "precious\n");
   EXPECT_EQ(dir.Files(), std::vector<std::string>{"g.tsv"});
 
+  // --overwrite replaces only what ember made: not the user's file, but
+  // gen's own output once the user's is gone.
   GenOutputOptions out = GenOutputTo(path);
   out.overwrite = true;
+  const absl::Status theirs = GenerateRmat(SmallRmat(), out);
+  EXPECT_EQ(theirs.code(), absl::StatusCode::kFailedPrecondition) << theirs;
+  EXPECT_THAT(std::string(theirs.message()), HasSubstr("not made by ember"));
+  EXPECT_EQ(ReadFile(path), "precious\n");
+  std::filesystem::remove(path);
+  ASSERT_TRUE(GenerateRmat(SmallRmat(), GenOutputTo(path)).ok());
   ASSERT_TRUE(GenerateRmat(SmallRmat(), out).ok());
   EXPECT_EQ(TabRows(ReadFile(path)).size(), SmallRmat().num_edges());
-  EXPECT_EQ(dir.Files(), std::vector<std::string>{"g.tsv"});
+  EXPECT_EQ(dir.Files(), (std::vector<std::string>{".g.tsv.ember-made", "g.tsv"}));
 }
 
 TEST(GenOutputTest, FileAppearingDuringRunIsNotClobbered) {

@@ -156,6 +156,26 @@ TEST(CommandHelpCliTest, VersionNamesTheBuild) {
   EXPECT_EQ(r.out, tools::VersionText());
 }
 
+// `ember CMD --version` is ember's version too, not Abseil's default line.
+TEST(CommandHelpCliTest, CommandVersionIsEmbersVersion) {
+  TempDir tmp;
+  for (const char* command : {"train", "export", "gen"}) {
+    ProcessResult r = RunProcess({kEmber, command, "--version"}, tmp.path());
+    EXPECT_EQ(r.exit_code, 0) << command << ": " << r.err;
+    EXPECT_EQ(r.out, tools::VersionText()) << command;
+    EXPECT_THAT(r.out, Not(HasSubstr("NDEBUG"))) << command;
+  }
+}
+
+// `ember --help` names every format of export and both protocols of eval.
+TEST(CommandHelpCliTest, UsageNamesEveryExportFormatAndEvalProtocol) {
+  TempDir tmp;
+  ProcessResult r = RunProcess({kEmber, "--help"}, tmp.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("(tsv, npy, w2v, fvecs, h5)"));
+  EXPECT_THAT(r.out, HasSubstr("--protocol recommend"));
+}
+
 TEST(CommandHelpCliTest, GenHelpForOneKindListsThatKindsFlags) {
   const std::string sbm = tools::CommandHelpText("gen", "sbm");
   EXPECT_THAT(sbm, HasSubstr("usage: ember gen sbm "));

@@ -356,7 +356,7 @@ TEST(KgFilesTest, DeterministicBySeedAndIndependentOfThreads) {
       EXPECT_NE(a, ReadWholeFile(dir.Sub(std::string("c") + ext))) << ext;
     }
   }
-  EXPECT_EQ(FilesIn(dir).size(), 12u);  // no temporaries left
+  EXPECT_EQ(FilesIn(dir).size(), 24u);  // each output and its record; no temporaries left
 }
 
 TEST(KgFilesTest, FilesHoldTheGraphAsTriples) {

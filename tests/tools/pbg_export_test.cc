@@ -8,6 +8,7 @@
 #include "tools/export/pbg_export.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -223,6 +224,25 @@ class PbgExportTest : public ::testing::Test {
     ASSERT_TRUE(untyped.ok()) << untyped.status();
     t.model.op = Operator::kNone;
     ASSERT_TRUE(TrainGraph(u.out, t).ok());
+
+    // Untyped, two relations, ComplEx: PBG's dynamic relations, both sides.
+    const std::string kg = dir_->Sub("kg.tsv");
+    {
+      std::ofstream out(kg);
+      for (int i = 0; i < 80; ++i) {
+        out << "e" << i << "\t" << (i % 2 ? "likes" : "knows") << "\te" << (i * 7 + 3) % 80 << "\n";
+      }
+    }
+    ImportOptions k;
+    k.out = dir_->Sub("kg");
+    k.files = {kg};
+    k.num_partitions = 2;
+    k.seed = 3;
+    k.threads = 2;
+    auto kg_graph = ImportGraph(k);
+    ASSERT_TRUE(kg_graph.ok()) << kg_graph.status();
+    t.model.op = Operator::kComplexDiagonal;
+    ASSERT_TRUE(TrainGraph(k.out, t).ok());
   }
   static void TearDownTestSuite() {
     delete dir_;
@@ -278,7 +298,12 @@ TEST_F(PbgExportTest, PbgsLoaderReadsEveryTypeAndPartition) {
   // The files, named as PBG names them, and nothing else.
   const uint64_t v = stats->checkpoint_version;
   ASSERT_GE(v, 1u);
-  std::set<std::string> expected = {"checkpoint_version.txt", "meta.json"};
+  std::set<std::string> expected = {"checkpoint_version.txt",
+                                    "meta.json",
+                                    "config.json",
+                                    "dynamic_rel_count.txt",
+                                    "dynamic_rel_names.json",
+                                    absl::StrCat("model.v", v, ".h5")};
   for (const Partition& p : want) {
     expected.insert(PbgEmbeddingsFile(p.entity, p.part, v));
     expected.insert(PbgNamesFile(p.entity, p.part));
@@ -328,7 +353,8 @@ TEST_F(PbgExportTest, OneTypeOnly) {
   const std::vector<Partition> want = ReadGraph(**graph, "item");
   ASSERT_EQ(want.size(), 1u);
   EXPECT_EQ(stats->rows, want[0].names.size());
-  EXPECT_EQ(Entries(out).size(), 5u);  // 3 files of item 0, the version, meta.json
+  // 3 files of item 0, the version, meta.json, PBG's model, config and 2 relation files.
+  EXPECT_EQ(Entries(out).size(), 9u);
   int dim = 0;
   ExpectSame(ReadWithH5py(out, {"item:1"}, tmp_.path(), &dim), want);
   const nlohmann::json meta = nlohmann::json::parse(ReadWholeFile(out + "/meta.json"));
@@ -403,7 +429,7 @@ TEST_F(PbgExportTest, EmptyFolderIsFilledAndOwnExportReplaced) {
   const std::string out = tmp_.Sub("pbg");
   std::filesystem::create_directory(out);
   ASSERT_TRUE(Export(dir_->Sub("typed"), out).ok());  // empty: no --overwrite needed
-  EXPECT_EQ(Entries(out).size(), 14u);                // 4 partitions x 3 + 2
+  EXPECT_EQ(Entries(out).size(), 18u);                // 4 partitions x 3 + 6
   // Without --overwrite an export is refused; with it, replaced whole (the
   // untyped graph's files, none of the typed one's left).
   auto again = Export(dir_->Sub("untyped"), out);
@@ -411,7 +437,7 @@ TEST_F(PbgExportTest, EmptyFolderIsFilledAndOwnExportReplaced) {
   EXPECT_EQ(again.status().code(), absl::StatusCode::kAlreadyExists) << again.status();
   ASSERT_TRUE(Export(dir_->Sub("untyped"), out, "", true).ok());
   const std::set<std::string> entries = Entries(out);
-  EXPECT_EQ(entries.size(), 11u);  // 3 partitions x 3 + 2
+  EXPECT_EQ(entries.size(), 15u);  // 3 partitions x 3 + 6
   EXPECT_TRUE(entries.count("entity_count_all_2.txt"));
   EXPECT_FALSE(entries.count("entity_count_user_0.txt"));
   EXPECT_EQ(Entries(tmp_.path()), std::set<std::string>{"pbg"});  // no staging, no old copy
@@ -430,8 +456,154 @@ TEST_F(PbgExportTest, FailureLeavesNothingBehind) {
   failed = Export(dir_->Sub("typed"), out, "", true, 1);
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(ReadWholeFile(out + "/entity_names_all_0.json"), before);
-  EXPECT_EQ(Entries(out).size(), 11u);
+  EXPECT_EQ(Entries(out).size(), 15u);
   EXPECT_EQ(Entries(tmp_.path()), std::set<std::string>{"pbg"});
+}
+
+// Checks DIR's model.v<N>.h5, config.json and dynamic_rel_*.* as PBG's
+// checkpoint manager, config loader and relation-type storage read them,
+// against ember's meta.json; argv: DIR, "dynamic" or "plain", and the
+// expected rhs ("exact" or "omitted"). Prints "ok".
+constexpr char kPbgModelCheck[] = R"PY(
+import json, sys
+import h5py
+import numpy as np
+d, mode, rhs = sys.argv[1], sys.argv[2], sys.argv[3]
+meta = json.load(open(f"{d}/meta.json"))
+version = int(open(f"{d}/checkpoint_version.txt").read())
+config = json.load(open(f"{d}/config.json"))
+# Every field of PBG's ConfigSchema, in its order, and nothing else.
+fields = ["entities", "relations", "dimension", "init_scale", "max_norm", "global_emb",
+          "comparator", "bias", "loss_fn", "margin", "regularization_coef", "regularizer",
+          "entity_path", "edge_paths", "checkpoint_path", "init_path",
+          "checkpoint_preservation_interval", "num_epochs", "num_edge_chunks",
+          "max_edges_per_chunk", "bucket_order", "workers", "batch_size", "num_batch_negs",
+          "num_uniform_negs", "disable_lhs_negs", "disable_rhs_negs", "lr", "relation_lr",
+          "eval_fraction", "eval_num_batch_negs", "eval_num_uniform_negs", "background_io",
+          "verbose", "hogwild_delay", "dynamic_relations", "num_machines",
+          "num_partition_servers", "distributed_init_method", "distributed_tree_init_order",
+          "num_gpus", "num_groups_for_partition_server",
+          "num_groups_per_sharded_partition_server", "partition_shard_size", "half_precision"]
+assert list(config) == fields, list(config)
+assert config["dimension"] == meta["dimension"] and config["comparator"] == meta["comparator"]
+assert config["dynamic_relations"] == (mode == "dynamic"), config["dynamic_relations"]
+assert config["global_emb"] is False and config["edge_paths"] == []
+for entity, schema in config["entities"].items():
+    assert set(schema) == {"num_partitions", "featurized", "dimension"}, schema
+names = [r["name"] for r in meta["relations"]]
+assert json.load(open(f"{d}/dynamic_rel_names.json")) == names
+assert int(open(f"{d}/dynamic_rel_count.txt").read()) == len(names)
+rels = config["relations"]
+if mode == "dynamic":
+    assert [r["name"] for r in rels] == ["all_edges"], rels
+else:
+    assert [r["name"] for r in rels] == names, rels
+for r in rels:
+    assert r["operator"] == meta["operator"] and r["lhs"] in config["entities"]
+    assert r["rhs"] in config["entities"]
+    assert set(r) == {"name", "lhs", "rhs", "weight", "operator", "all_negs"}, r
+
+found = {}
+with h5py.File(f"{d}/model.v{version}.h5", "r") as hf:
+    assert hf.attrs.get("format_version", None) == 1
+    def visit(name, obj):
+        if isinstance(obj, h5py.Dataset):
+            found[name] = (obj[...], obj.attrs["state_dict_key"])
+    hf["model"].visititems(visit)
+# What PBG's names and values should be, from meta.json's parameters.
+params = np.array([r["parameters"] for r in meta["relations"]], dtype=np.float32)
+op, dim = meta["operator"], meta["dimension"]
+def parts(w, dynamic):
+    if op == "complex_diagonal":
+        return {"real": w[..., : dim // 2], "imag": w[..., dim // 2 :]}
+    if op == "translation":
+        return {"translations" if dynamic else "translation": w}
+    if op == "diagonal":
+        return {"diagonals" if dynamic else "diagonal": w}
+    return {}
+def adjoint(w):
+    if op == "complex_diagonal":
+        return np.concatenate([w[..., : dim // 2], -w[..., dim // 2 :]], axis=-1)
+    return -w if op == "translation" else w
+want = {}
+if mode == "dynamic":
+    sides = [("lhs", params)] + ([("rhs", adjoint(params))] if rhs == "exact" else [])
+    for side, w in sides:
+        for p, v in parts(w, True).items():
+            want[f"relations/0/operator/{side}/{p}"] = (v, f"{side}_operators.0.{p}")
+elif rhs == "exact":
+    for i, w in enumerate(params):
+        for p, v in parts(adjoint(w), False).items():
+            want[f"relations/{i}/operator/rhs/{p}"] = (v, f"rhs_operators.{i}.{p}")
+assert sorted(found) == sorted(want), (sorted(found), sorted(want))
+for name, (value, key) in want.items():
+    got, got_key = found[name]
+    assert got.dtype == np.float32 and got.shape == value.shape, (name, got.shape, value.shape)
+    assert np.array_equal(got, value), name
+    assert (got_key.decode() if isinstance(got_key, bytes) else got_key) == key, (name, got_key)
+assert meta["pbg_model"]["rhs_operators"] == rhs, meta["pbg_model"]
+print("ok")
+)PY";
+
+// Runs `script` with `args` under /usr/bin/python3 (or python3); its output.
+ProcessResult RunPython(const std::string& script, const std::vector<std::string>& args,
+                        const std::string& work, const std::string& name) {
+  const std::string path = work + "/" + name;
+  std::ofstream(path) << script;
+  std::vector<std::string> argv = {Python(), path};
+  argv.insert(argv.end(), args.begin(), args.end());
+  if (argv[0] == "python3") argv.insert(argv.begin(), "/usr/bin/env");
+  return RunProcess(argv, work);
+}
+
+// PBG's own model file and config, for a dynamic-relations model with both
+// sides exact (untyped, ComplEx with dot) and for relations of different
+// types whose rhs has no exact form (translation with dot): left out.
+TEST_F(PbgExportTest, WritesPbgsModelFileAndConfig) {
+  const std::string kg = tmp_.Sub("kg");
+  ASSERT_TRUE(Export(dir_->Sub("kg"), kg).ok());
+  for (const char* file : {"config.json", "dynamic_rel_count.txt", "dynamic_rel_names.json"}) {
+    EXPECT_TRUE(Entries(kg).contains(file)) << file;
+  }
+  ProcessResult r =
+      RunPython(kPbgModelCheck, {kg, "dynamic", "exact"}, tmp_.path(), "check_model.py");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "ok\n");
+
+  const std::string typed = tmp_.Sub("typed");
+  ASSERT_TRUE(Export(dir_->Sub("typed"), typed).ok());
+  r = RunPython(kPbgModelCheck, {typed, "plain", "omitted"}, tmp_.path(), "check_model.py");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "ok\n");
+}
+
+// PBG's own loader and converter on ember's export: with EMBER_PBG_DIR a
+// PyTorch-BigGraph checkout (and torch importable), export_to_tsv's
+// make_tsv reads the export through PBG's config parser, checkpoint
+// manager and model, and writes every entity and relation parameter.
+TEST_F(PbgExportTest, PbgsExportToTsvReadsTheExport) {
+  const char* pbg = std::getenv("EMBER_PBG_DIR");
+  if (pbg == nullptr || *pbg == '\0') {
+    GTEST_SKIP() << "EMBER_PBG_DIR (a PyTorch-BigGraph checkout, with torch installed) is not "
+                    "set: PBG's own export_to_tsv is not run";
+  }
+  const std::string kg = tmp_.Sub("kg");
+  ASSERT_TRUE(Export(dir_->Sub("kg"), kg).ok());
+  constexpr char kRunPbg[] = R"PY(
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from torchbiggraph.config import parse_config
+from torchbiggraph.converters.export_to_tsv import make_tsv
+d = sys.argv[2]
+config = parse_config(json.load(open(f"{d}/config.json")))
+with open(f"{d}.entities.tsv", "xt") as e, open(f"{d}.relations.tsv", "xt") as r:
+    make_tsv(config, e, r)
+print(sum(1 for _ in open(f"{d}.entities.tsv")), sum(1 for _ in open(f"{d}.relations.tsv")))
+)PY";
+  const ProcessResult r = RunPython(kRunPbg, {pbg, kg}, tmp_.path(), "run_pbg.py");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // 80 entities; 2 relations x (lhs, rhs) x (real, imag) lines.
+  EXPECT_THAT(r.out, HasSubstr("80 8\n"));
 }
 
 TEST_F(PbgExportTest, Cli) {
@@ -440,7 +612,7 @@ TEST_F(PbgExportTest, Cli) {
       {EMBER_BINARY, "export", dir_->Sub("typed"), "--format", "h5", "--out", out, "--quiet"},
       tmp_.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("wrote 14 files in " + out + " (PBG's checkpoint layout"));
+  EXPECT_THAT(r.out, HasSubstr("wrote 18 files in " + out + " (PBG's checkpoint layout"));
   r = RunProcess({EMBER_BINARY, "export", dir_->Sub("typed"), "--format", "h5", "--out", out,
                   "--type", "item", "--json", "--quiet"},
                  tmp_.path());

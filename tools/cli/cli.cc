@@ -38,10 +38,12 @@ struct Subcommand {
 constexpr Subcommand kSubcommands[] = {
     {"import", "--out GRAPH [flags] FILE...", "import edge lists into a graph", ImportMain},
     {"train", "GRAPH [flags]", "train embeddings", TrainMain},
-    {"eval", "GRAPH [--split test|valid|train] [flags]", "evaluate link prediction (MRR, Hits@k)",
+    {"eval", "GRAPH [--split test|valid|train] [flags]",
+     "evaluate link prediction (MRR, Hits@k) or, with --protocol recommend, recommendations "
+     "(Recall@K, NDCG@K)",
      EvalMain},
-    {"export", "GRAPH --format F --out PATH [flags]", "export embeddings (tsv, npy, w2v, fvecs)",
-     ExportMain},
+    {"export", "GRAPH --format F --out PATH [flags]",
+     "export embeddings (tsv, npy, w2v, fvecs, h5)", ExportMain},
     {"neighbors", "GRAPH --node NAME [--k 10] [flags]", "nearest neighbours of nodes (FAISS)",
      NeighborsMain},
     {"recommend", "GRAPH --relation R --out FILE|- [--k 10] [--users FILE|-|TYPE] [flags]",
@@ -358,6 +360,9 @@ int RunCli(int argc, char** argv) {
   absl::SetProgramUsageMessage(Usage());
   absl::FlagsUsageConfig usage_config;
   usage_config.normalize_filename = SourceRelativePath;
+  // `ember CMD --version` prints what `ember --version` does (Abseil's own
+  // line would say only whether NDEBUG was defined).
+  usage_config.version_string = [] { return VersionText(); };
   absl::SetFlagsUsageConfig(usage_config);
   // Parse the flags after the subcommand; argv[1] stands in as argv[0].
   RecordNamedFlags(argc, argv);

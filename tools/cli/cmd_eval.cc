@@ -155,7 +155,7 @@ absl::Status RunRecommend(const std::string& dir, const EvalOptions& link) {
       std::find(m.relations.begin(), m.relations.end(), relation) - m.relations.begin());
   if (relation.empty()) options.relation = 0;
   if (options.relation >= m.relations.size()) {
-    return absl::NotFoundError(absl::StrCat("no relation '", relation, "' in ", dir));
+    return UnknownRelation(relation, dir, m.relations);
   }
   if (FlagWasSet("k")) options.ks = absl::GetFlag(FLAGS_k).values;
   if (link.split == Split::kTrain) {

@@ -17,9 +17,13 @@
 ABSL_FLAG(ember::tools::ExportFormat, format, ember::tools::ExportFormat::kTsv,
           "export: tsv (PBG: name<TAB>v1..vd), npy (NumPy float32 (n, d) + "
           "PATH.names.tsv), w2v (word2vec text), fvecs (+ PATH.names.tsv) or h5 (PBG's "
-          "checkpoint layout: PATH is a directory of embeddings_<type>_<part>.v<N>.h5, "
-          "entity_names_<type>_<part>.json and entity_count_<type>_<part>.txt per type and "
-          "partition, checkpoint_version.txt and meta.json). "
+          "checkpoint layout: PATH is a new or empty directory of "
+          "embeddings_<type>_<part>.v<N>.h5 (float32 dataset embeddings, attribute "
+          "format_version 1), entity_names_<type>_<part>.json and "
+          "entity_count_<type>_<part>.txt per type and partition, PBG's model.v<N>.h5 "
+          "(relation parameters), config.json, dynamic_rel_names.json and "
+          "dynamic_rel_count.txt, checkpoint_version.txt and meta.json; an untyped graph is "
+          "the type all; needs a build with libhdf5-dev). "
           "Rows in global-id order; PATH.meta.json describes the model. "
           "Memory: one partition of embeddings at a time.");
 

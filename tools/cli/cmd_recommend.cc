@@ -57,7 +57,7 @@ absl::StatusOr<uint32_t> RelationId(const Manifest& m, const std::string& name) 
   if (name.empty()) {
     return absl::InvalidArgumentError("--relation is required: the graph has several relations");
   }
-  return absl::NotFoundError(absl::StrCat("no relation '", name, "' in the graph"));
+  return UnknownRelation(name, "the graph", m.relations);
 }
 
 // The sources --users or --user names, in their order, each once (empty:

@@ -96,12 +96,15 @@ const std::vector<CommandFlags>& Table() {
          "link to through it."},
         {"k", "neighbors: neighbours per query (the query itself excluded)."},
         {"type",
-         "neighbors: rank only the nodes of this type of a typed graph (the index holds that "
-         "type's rows; queries may be of any type). Empty: every node."},
+         "neighbors: rank only the nodes of this type of a typed graph: the index holds that "
+         "type's rows (row i = the type's first global id + i, also in --save-index's files); "
+         "queries may be of any type (--type item --relation likes --node user17: the items "
+         "user17 would like). Empty: every node."},
         {"exclude_known",
          "neighbors: with --relation, leave out the nodes the query already links to through "
-         "it in the train split (any value but none: all, train or the bare flag); off unless "
-         "given.",
+         "it in the train split (any value but none: all, train or the bare flag; with --type "
+         "and a typed relation the ranking is then recommend's with --exclude-known=train); off "
+         "unless given.",
          "none"},
         {"memory_budget",
          "neighbors: memory the index may take (every vector, as FAISS "

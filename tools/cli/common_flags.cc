@@ -25,10 +25,10 @@ ABSL_FLAG(ember::tools::PartitionCount, partitions, ember::tools::PartitionCount
 ABSL_FLAG(bool, quiet, false, "No progress output.");
 ABSL_FLAG(bool, verbose, false,
           "Also print what the run is built on: the GEMM backend, its kernel and threads.");
-ABSL_FLAG(
-    std::string, relations_out, "",
-    "export: also write relation parameters (name<TAB>p1..pk) here; "
-    "gen kg: write one name<TAB>kind<TAB>partner line per relation here.");
+ABSL_FLAG(std::string, relations_out, "",
+          "export: also write relation parameters (name<TAB>p1..pk) here (not with h5, whose "
+          "meta.json holds them); "
+          "gen kg: write one name<TAB>kind<TAB>partner line per relation here.");
 ABSL_FLAG(ember::tools::ProgressInterval, progress_interval, ember::tools::ProgressInterval{},
           "Seconds between progress lines when stderr is not a terminal (a log); 0: a line "
           "at every update. On a terminal one line is redrawn in place.");
@@ -132,6 +132,12 @@ double FloatFlagDefault(float value) {
     return value;
   }
   return out;
+}
+
+absl::Status UnknownRelation(const std::string& name, const std::string& dir,
+                             const std::vector<std::string>& relations) {
+  return absl::NotFoundError(absl::StrCat("no relation '", name, "' in ", dir, " (its relations: ",
+                                          absl::StrJoin(relations, ", "), ")"));
 }
 
 int ThreadCount() {

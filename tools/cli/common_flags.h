@@ -90,6 +90,12 @@ ABSL_DECLARE_FLAG(std::string, memory_budget);
 namespace ember::tools {
 // --threads, with 0 meaning "all hardware threads".
 int ThreadCount();
+
+// NotFound for a --relation `name` that graph `dir` lacks, listing the
+// relations it has (`relations`), e.g. "no relation 'likes' in g (its
+// relations: default)".
+absl::Status UnknownRelation(const std::string& name, const std::string& dir,
+                             const std::vector<std::string>& relations);
 // A float option's default as the default of a double flag: the float's
 // shortest decimal, so that --help shows 0.1 for 0.1f, not 0.100000001.
 double FloatFlagDefault(float value);

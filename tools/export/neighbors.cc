@@ -532,8 +532,8 @@ absl::StatusOr<std::vector<NeighborList>> NeighborIndex::Search(
 absl::Status NeighborIndex::Save(const std::string& path, bool overwrite) const {
   const Rep& r = *rep_;
   ASSIGN_OR_RETURN(auto index_file, AtomicOutputFile::Create(path, overwrite));
-  ASSIGN_OR_RETURN(auto names_file, AtomicOutputFile::Create(path + ".names.tsv", true));
-  ASSIGN_OR_RETURN(auto meta_file, AtomicOutputFile::Create(path + ".meta.json", true));
+  ASSIGN_OR_RETURN(auto names_file, AtomicOutputFile::Create(path + ".names.tsv", overwrite));
+  ASSIGN_OR_RETURN(auto meta_file, AtomicOutputFile::Create(path + ".meta.json", overwrite));
 
   std::string text;
   for (uint32_t p = r.first_partition; p < r.end_partition; ++p) {

@@ -10,6 +10,7 @@
 #include <span>
 #include <string_view>
 #include <system_error>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -61,13 +62,18 @@ namespace {
 
 constexpr char kMetaFile[] = "meta.json";
 constexpr char kVersionFile[] = "checkpoint_version.txt";
+constexpr char kConfigFile[] = "config.json";
+constexpr char kRelCountFile[] = "dynamic_rel_count.txt";
+constexpr char kRelNamesFile[] = "dynamic_rel_names.json";
 constexpr char kRefusal[] =
     "; --format h5 writes a new or empty directory, and --overwrite replaces only an h5 "
     "export that ember made: remove it yourself or choose another path";
 
 // Whether `name` is a file an h5 export holds.
 bool IsExportFile(std::string_view name) {
-  return name == kMetaFile || name == kVersionFile ||
+  return name == kMetaFile || name == kVersionFile || name == kConfigFile ||
+         name == kRelCountFile || name == kRelNamesFile ||
+         (name.starts_with("model.v") && name.ends_with(".h5")) ||
          (name.starts_with("embeddings_") && name.ends_with(".h5")) ||
          (name.starts_with("entity_names_") && name.ends_with(".json")) ||
          (name.starts_with("entity_count_") && name.ends_with(".txt"));
@@ -230,9 +236,55 @@ class Hdf5Id {
   herr_t (*close_)(hid_t);
 };
 
-// Writes `path` (new): attribute format_version = 1 (int64, as h5py writes
-// PBG's Python int) and dataset "embeddings" of `rows` x `dim` float32 from
-// `data`, C order; then fsyncs it.
+// The file-level attribute format_version = 1 (int64, as h5py writes
+// PBG's Python int); PBG's loaders refuse a file without it.
+bool WriteFormatVersion(hid_t file) {
+  Hdf5Id scalar(H5Screate(H5S_SCALAR), H5Sclose);
+  if (!scalar.ok()) return false;
+  Hdf5Id attr(
+      H5Acreate2(file, "format_version", H5T_STD_I64LE, scalar.get(), H5P_DEFAULT, H5P_DEFAULT),
+      H5Aclose);
+  const int64_t version = 1;
+  return attr.ok() && H5Awrite(attr.get(), H5T_NATIVE_INT64, &version) >= 0;
+}
+
+// A float32 dataset `name` (a path below `loc`; with `lcpl` its missing
+// groups are created) of shape `dims` from `data`, C order; with a
+// non-empty `state_dict_key`, that string attribute (as h5py writes a
+// Python str: variable-length UTF-8).
+bool WriteFloatDataset(hid_t loc, const std::string& name, std::span<const hsize_t> dims,
+                       const float* data, hid_t lcpl = H5P_DEFAULT,
+                       const std::string& state_dict_key = "") {
+  Hdf5Id space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose);
+  if (!space.ok()) return false;
+  Hdf5Id dataset(
+      H5Dcreate2(loc, name.c_str(), H5T_IEEE_F32LE, space.get(), lcpl, H5P_DEFAULT, H5P_DEFAULT),
+      H5Dclose);
+  if (!dataset.ok()) return false;
+  hsize_t count = 1;
+  for (hsize_t d : dims) count *= d;
+  if (count > 0 &&
+      H5Dwrite(dataset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
+    return false;
+  }
+  if (!state_dict_key.empty()) {
+    Hdf5Id type(H5Tcopy(H5T_C_S1), H5Tclose);
+    if (!type.ok() || H5Tset_size(type.get(), H5T_VARIABLE) < 0 ||
+        H5Tset_cset(type.get(), H5T_CSET_UTF8) < 0) {
+      return false;
+    }
+    Hdf5Id scalar(H5Screate(H5S_SCALAR), H5Sclose);
+    Hdf5Id attr(H5Acreate2(dataset.get(), "state_dict_key", type.get(), scalar.get(), H5P_DEFAULT,
+                           H5P_DEFAULT),
+                H5Aclose);
+    const char* text = state_dict_key.c_str();
+    if (!scalar.ok() || !attr.ok() || H5Awrite(attr.get(), type.get(), &text) < 0) return false;
+  }
+  return dataset.Close();
+}
+
+// Writes `path` (new): format_version and the dataset "embeddings" of
+// `rows` x `dim` float32 from `data`, C order; then fsyncs it.
 absl::Status WriteEmbeddingsFile(const std::string& path, const float* data, uint64_t rows,
                                  int dim) {
   auto failed = [&](const char* what) {
@@ -240,31 +292,53 @@ absl::Status WriteEmbeddingsFile(const std::string& path, const float* data, uin
   };
   Hdf5Id file(H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
   if (!file.ok()) return failed("create");
-  {
-    Hdf5Id scalar(H5Screate(H5S_SCALAR), H5Sclose);
-    if (!scalar.ok()) return failed("describe the format_version of");
-    Hdf5Id attr(H5Acreate2(file.get(), "format_version", H5T_STD_I64LE, scalar.get(), H5P_DEFAULT,
-                           H5P_DEFAULT),
-                H5Aclose);
-    const int64_t version = 1;
-    if (!attr.ok() || H5Awrite(attr.get(), H5T_NATIVE_INT64, &version) < 0) {
-      return failed("write the format_version of");
+  if (!WriteFormatVersion(file.get())) return failed("write the format_version of");
+  const hsize_t dims[2] = {rows, static_cast<hsize_t>(dim)};
+  if (!WriteFloatDataset(file.get(), "embeddings", dims, data)) {
+    return failed("write the embeddings of");
+  }
+  if (!file.Close()) return failed("write");
+  return CurrentFileSystem()->SyncPath(path);
+}
+
+// One relation-operator parameter of PBG's model file: its public name
+// (the dataset below "model/"), private name (the state_dict_key) and value.
+struct PbgParam {
+  std::string public_name;
+  std::string private_name;
+  std::vector<hsize_t> dims;
+  std::vector<float> values;
+};
+
+// Writes PBG's model.v<N>.h5 at `path` (new), as its
+// FileCheckpointStorage.save_model does: format_version, and a group
+// "model" (links in creation order, h5py's track_order) holding `params`;
+// no optimizer state (optional to PBG's loader). Then fsyncs it.
+absl::Status WriteModelFile(const std::string& path, const std::vector<PbgParam>& params) {
+  auto failed = [&](const std::string& what) {
+    return absl::InternalError(absl::StrCat("HDF5 cannot ", what, " ", path, ": ", Hdf5Error()));
+  };
+  Hdf5Id file(H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+  if (!file.ok()) return failed("create");
+  if (!WriteFormatVersion(file.get())) return failed("write the format_version of");
+  Hdf5Id gcpl(H5Pcreate(H5P_GROUP_CREATE), H5Pclose);
+  if (!gcpl.ok() ||
+      H5Pset_link_creation_order(gcpl.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED) < 0) {
+    return failed("describe the model group of");
+  }
+  Hdf5Id group(H5Gcreate2(file.get(), "model", H5P_DEFAULT, gcpl.get(), H5P_DEFAULT), H5Gclose);
+  if (!group.ok()) return failed("create the model group of");
+  Hdf5Id lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+  if (!lcpl.ok() || H5Pset_create_intermediate_group(lcpl.get(), 1) < 0) {
+    return failed("describe the parameters of");
+  }
+  for (const PbgParam& p : params) {
+    if (!WriteFloatDataset(group.get(), p.public_name, p.dims, p.values.data(), lcpl.get(),
+                           p.private_name)) {
+      return failed(absl::StrCat("write model/", p.public_name, " of"));
     }
   }
-  {
-    const hsize_t dims[2] = {rows, static_cast<hsize_t>(dim)};
-    Hdf5Id space(H5Screate_simple(2, dims, nullptr), H5Sclose);
-    if (!space.ok()) return failed("describe the embeddings of");
-    Hdf5Id dataset(H5Dcreate2(file.get(), "embeddings", H5T_IEEE_F32LE, space.get(), H5P_DEFAULT,
-                              H5P_DEFAULT, H5P_DEFAULT),
-                   H5Dclose);
-    if (!dataset.ok()) return failed("create the embeddings of");
-    if (rows > 0 &&
-        H5Dwrite(dataset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
-      return failed("write the embeddings of");
-    }
-    if (!dataset.Close()) return failed("close the embeddings of");
-  }
+  if (!group.Close()) return failed("close the model group of");
   if (!file.Close()) return failed("write");
   return CurrentFileSystem()->SyncPath(path);
 }
@@ -285,6 +359,183 @@ uint64_t FileBytes(const std::string& path) {
   std::error_code ec;
   const uintmax_t size = std::filesystem::file_size(path, ec);
   return ec ? 0 : static_cast<uint64_t>(size);
+}
+
+// The parameters of one operator on `side` ("lhs" or "rhs") of PBG's
+// config relation `idx`, as PBG's checkpoint manager names them
+// (relations/<idx>/operator/<side>/<param>, private
+// <side>_operators.<idx>.<param>): from `rows` vectors of
+// RelationParamSize(op, dim) floats in `w`, one per relation type of a
+// dynamic model (PBG's dynamic operators hold a row per relation type) or
+// the one of a plain relation.
+void AddOperatorParams(Operator op, int dim, bool dynamic, uint32_t idx, const std::string& side,
+                       uint32_t rows, const std::vector<float>& w, std::vector<PbgParam>* out) {
+  // (name, first float of the part, floats of the part) within one vector.
+  std::vector<std::tuple<std::string, int, int>> parts;
+  switch (op) {
+    case Operator::kNone:
+      return;
+    case Operator::kTranslation:
+      parts = {{dynamic ? "translations" : "translation", 0, dim}};
+      break;
+    case Operator::kDiagonal:
+      parts = {{dynamic ? "diagonals" : "diagonal", 0, dim}};
+      break;
+    case Operator::kComplexDiagonal:
+      parts = {{"real", 0, dim / 2}, {"imag", dim / 2, dim / 2}};
+      break;
+  }
+  for (const auto& [name, first, count] : parts) {
+    PbgParam p;
+    p.public_name = absl::StrCat("relations/", idx, "/operator/", side, "/", name);
+    p.private_name = absl::StrCat(side, "_operators.", idx, ".", name);
+    p.dims = dynamic ? std::vector<hsize_t>{rows, static_cast<hsize_t>(count)}
+                     : std::vector<hsize_t>{static_cast<hsize_t>(count)};
+    for (uint32_t r = 0; r < rows; ++r) {
+      const float* v = w.data() + size_t{r} * dim + first;
+      p.values.insert(p.values.end(), v, v + count);
+    }
+    out->push_back(std::move(p));
+  }
+}
+
+// ember's relations as PBG's model: which mode, and the parameters.
+struct PbgModel {
+  // PBG's dynamic_relations: one config relation for every relation type
+  // (possible when they all join the same two types; always untyped).
+  bool dynamic = false;
+  // Whether the rhs operators are written: PBG scores c(lhs, rhs_op(rhs));
+  // ember scores cmp(op_r(e_s), e_d). They agree where the adjoint exists
+  // (op none; diagonal, complex_diagonal with dot; translation with l2:
+  // AdjointRelationParams) and, dynamic, for a reciprocal model (rhs =
+  // w_{r_inv}, which ember applies to the destination); otherwise they are
+  // left out rather than written wrong.
+  bool rhs_written = false;
+  std::vector<PbgParam> params;
+};
+
+PbgModel PlanPbgModel(const Manifest& m, const StoredModel& model) {
+  PbgModel out;
+  const ModelOptions& options = model.model;
+  const int dim = options.dim;
+  const uint32_t num_relations = static_cast<uint32_t>(m.relations.size());
+  out.dynamic = true;
+  for (const RelationTypes& types : m.relation_types) {
+    if (!(types == m.relation_types.front())) out.dynamic = false;
+  }
+  const bool adjoint = !options.reciprocal && SupportsMixedChunks(options);
+  out.rhs_written = adjoint || (out.dynamic && options.reciprocal);
+  const int ps = RelationParamSize(options.op, dim);
+  // Relation r's w_r (or, inverse, w_{r_inv}) as PBG's rhs or lhs wants it.
+  auto side_params = [&](uint32_t r, bool lhs) {
+    const float* record = model.relations.Of(r);
+    std::vector<float> w(ps);
+    if (lhs) {
+      std::copy(record, record + ps, w.begin());
+    } else if (options.reciprocal) {
+      std::copy(record + ps, record + 2 * ps, w.begin());
+    } else {
+      AdjointRelationParams(options.op, record, dim, w.data());
+    }
+    return w;
+  };
+  if (out.dynamic) {
+    for (const bool lhs : {true, false}) {
+      if (!lhs && !out.rhs_written) continue;
+      std::vector<float> all;
+      for (uint32_t r = 0; r < num_relations; ++r) {
+        const std::vector<float> w = side_params(r, lhs);
+        all.insert(all.end(), w.begin(), w.end());
+      }
+      AddOperatorParams(options.op, dim, true, 0, lhs ? "lhs" : "rhs", num_relations, all,
+                        &out.params);
+    }
+  } else if (out.rhs_written) {
+    for (uint32_t r = 0; r < num_relations; ++r) {
+      AddOperatorParams(options.op, dim, false, r, "rhs", 1, side_params(r, false), &out.params);
+    }
+  }
+  return out;
+}
+
+// PBG's config.json for this model, every field of its ConfigSchema in its
+// order (json.dumps(config.to_dict(), indent=4)): what ember knows of the
+// model, PBG's defaults for how PBG would train. entity_path and
+// checkpoint_path are `dir`, the export's own directory.
+std::string PbgConfigJson(const Manifest& m, const StoredModel& model, bool dynamic,
+                          const std::string& dir) {
+  using Json = nlohmann::ordered_json;
+  const ModelOptions& options = model.model;
+  Json entities = Json::object();
+  for (uint32_t t = 0; t < std::max<size_t>(1, m.node_types.size()); ++t) {
+    entities[PbgEntityName(m, t)] = {
+        {"num_partitions", m.PartitionsOf(t)}, {"featurized", false}, {"dimension", nullptr}};
+  }
+  auto relation = [&](const std::string& name, uint32_t r) {
+    const RelationTypes types = m.typed() ? m.relation_types[r] : RelationTypes{};
+    return Json{{"name", name},
+                {"lhs", PbgEntityName(m, types.src)},
+                {"rhs", PbgEntityName(m, types.dst)},
+                {"weight", 1.0},
+                {"operator", std::string(OperatorName(options.op))},
+                {"all_negs", false}};
+  };
+  Json relations = Json::array();
+  if (dynamic) {
+    relations.push_back(relation("all_edges", 0));
+  } else {
+    for (uint32_t r = 0; r < m.relations.size(); ++r)
+      relations.push_back(relation(m.relations[r], r));
+  }
+  const bool n3 = options.regularizer == Regularizer::kN3;
+  Json config = {
+      {"entities", std::move(entities)},
+      {"relations", std::move(relations)},
+      {"dimension", options.dim},
+      {"init_scale", 1e-3},
+      {"max_norm", nullptr},
+      {"global_emb", false},
+      {"comparator", std::string(ComparatorName(options.comparator))},
+      {"bias", false},
+      {"loss_fn", std::string(LossName(options.loss))},
+      {"margin", options.margin},
+      {"regularization_coef", n3 ? options.reg_weight : 0.0f},
+      {"regularizer", "N3"},
+      {"entity_path", dir},
+      {"edge_paths", Json::array()},
+      {"checkpoint_path", dir},
+      {"init_path", nullptr},
+      {"checkpoint_preservation_interval", nullptr},
+      {"num_epochs", std::max<uint32_t>(1, model.epochs_done)},
+      {"num_edge_chunks", nullptr},
+      {"max_edges_per_chunk", 1000000000},
+      {"bucket_order", "inside_out"},
+      {"workers", nullptr},
+      {"batch_size", 1000},
+      {"num_batch_negs", 50},
+      {"num_uniform_negs", 50},
+      {"disable_lhs_negs", false},
+      {"disable_rhs_negs", false},
+      {"lr", 0.01},
+      {"relation_lr", nullptr},
+      {"eval_fraction", 0.05},
+      {"eval_num_batch_negs", 1000},
+      {"eval_num_uniform_negs", 1000},
+      {"background_io", false},
+      {"verbose", 0},
+      {"hogwild_delay", 2.0},
+      {"dynamic_relations", dynamic},
+      {"num_machines", 1},
+      {"num_partition_servers", -1},
+      {"distributed_init_method", nullptr},
+      {"distributed_tree_init_order", true},
+      {"num_gpus", 0},
+      {"num_groups_for_partition_server", 16},
+      {"num_groups_per_sharded_partition_server", 1},
+      {"partition_shard_size", 250},
+      {"half_precision", false},
+  };
+  return config.dump(4);
 }
 
 class PbgExporter {
@@ -336,12 +587,34 @@ class PbgExporter {
           absl::StrFormat("graph %s: exported %d rows but the manifest counts %d nodes",
                           graph_.dir(), rows_done_, rows_total_));
     }
+    // PBG's model file, config and relation-type names, so that its own
+    // tools (export_to_tsv, its scoring recipe) open the export.
+    const PbgModel pbg = PlanPbgModel(m, model_);
+    const std::string model_file = absl::StrCat("model.v", model_.version, ".h5");
+    RETURN_IF_ERROR(WriteModelFile(Staged(model_file), pbg.params));
+    stats_.total_bytes += FileBytes(Staged(model_file));
+    stats_.files.push_back(model_file);
+    std::string rel_names = "[";
+    for (size_t r = 0; r < m.relations.size(); ++r) {
+      ASSIGN_OR_RETURN(const std::string quoted, JsonString(m.relations[r], r));
+      absl::StrAppend(&rel_names, r ? ",\n    " : "\n    ", quoted);
+    }
+    rel_names += m.relations.empty() ? "]" : "\n]";
+    RETURN_IF_ERROR(WriteSmallFile(kRelNamesFile, rel_names));
+    RETURN_IF_ERROR(WriteSmallFile(kRelCountFile, absl::StrCat(m.relations.size(), "\n")));
+    const std::string final_dir = std::filesystem::absolute(out_).lexically_normal().string();
+    RETURN_IF_ERROR(WriteSmallFile(kConfigFile, PbgConfigJson(m, model_, pbg.dynamic, final_dir)));
     RETURN_IF_ERROR(WriteSmallFile(kVersionFile, absl::StrCat(model_.version, "\n")));
     nlohmann::json meta =
         nlohmann::json::parse(MetaJson(graph_, model_, "h5", BaseOf(out_), "", options_.type));
     meta["layout"] = "pbg";
     meta["version_file"] = kVersionFile;
     meta["entities"] = std::move(entities);
+    meta["pbg_model"] = {{"file", model_file},
+                         {"config", kConfigFile},
+                         {"dynamic_relations", pbg.dynamic},
+                         {"lhs_operators", pbg.dynamic ? "exact" : "none"},
+                         {"rhs_operators", pbg.rhs_written ? "exact" : "omitted"}};
     RETURN_IF_ERROR(WriteSmallFile(kMetaFile, meta.dump(2) + "\n"));
     RETURN_IF_ERROR(fs->SyncPath(staging_));
 
@@ -361,7 +634,8 @@ class PbgExporter {
   std::string Staged(const std::string& name) const { return absl::StrCat(staging_, "/", name); }
 
   absl::Status WriteSmallFile(const std::string& name, std::string_view text) {
-    ASSIGN_OR_RETURN(auto file, AtomicOutputFile::Create(Staged(name), false));
+    ASSIGN_OR_RETURN(auto file,
+                     AtomicOutputFile::Create(Staged(name), false, OutputKind::kInternal));
     RETURN_IF_ERROR(file->Append(text));
     RETURN_IF_ERROR(file->Commit());
     stats_.total_bytes += text.size();
@@ -428,7 +702,8 @@ class PbgExporter {
   absl::Status WriteNames(uint32_t p, const std::string& name) {
     const uint64_t size = graph_.manifest().partition_sizes[p];
     const uint64_t base = graph_.manifest().PartitionBase(p);
-    ASSIGN_OR_RETURN(auto file, AtomicOutputFile::Create(Staged(name), false));
+    ASSIGN_OR_RETURN(auto file,
+                     AtomicOutputFile::Create(Staged(name), false, OutputKind::kInternal));
     std::string text = "[";
     uint64_t next = 0;
     RETURN_IF_ERROR(graph_.ForEachNodeName(p, [&](uint32_t offset, std::string_view node) {

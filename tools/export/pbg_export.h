@@ -22,12 +22,34 @@
 // PBG's own examples give the one entity type of an untyped graph (the
 // fb15k configs; its docs read embeddings_all_0.v50.h5).
 //
-// Not written, on purpose: model.v<N>.h5 (PBG applies a relation's operator
-// to the destination side, ember to the source: PBG loading ember's
-// parameters as its own would score wrongly), the optimizer state (PBG's is
-// a torch.save blob, optional to its loader) and config.json. The relation
-// parameters, operator and comparator are in the directory's meta.json
-// (MetaJson's fields, with "layout": "pbg" and every file of each type).
+//   model.v<N>.h5                     the relation parameters, as PBG's
+//       FileCheckpointStorage.save_model writes them: format_version and
+//       the group "model" with one float32 dataset per parameter, named
+//       relations/<idx>/operator/<side>/<param> (PBG's public names, e.g.
+//       relations/0/operator/rhs/real) with the string attribute
+//       state_dict_key = <side>_operators.<idx>.<param>; no optimizer state.
+//   config.json                       PBG's ConfigSchema as json.dumps(
+//       config.to_dict(), indent=4) writes it: entities, relations,
+//       dimension, comparator, loss_fn, operator and the rest at PBG's
+//       defaults; entity_path and checkpoint_path are the export directory.
+//   dynamic_rel_count.txt, dynamic_rel_names.json  the relation names in
+//       id order (PBG's relation-type storage, read by export_to_tsv).
+// PBG scores an edge c(lhs, rhs_op_r(rhs)); ember scores
+// cmp(op_r(e_s), e_d). When every relation joins the same two types (always
+// for an untyped graph) the export is a dynamic-relations model (one config
+// relation "all_edges", a row per relation in each parameter): PBG's lhs
+// operators, which it scores as c(lhs_op_r(lhs), rhs), are ember's w_r
+// exactly, and its rhs operators are the adjoint of w_r where one exists
+// (op none; diagonal and complex_diagonal with dot; translation with l2)
+// or w_{r_inv} of a reciprocal model. Otherwise each relation is its own
+// config relation with only rhs operators, written where the adjoint
+// exists. Where no exact form exists the rhs operators are left out (PBG
+// then keeps its identity initial values): meta.json's "pbg_model" says
+// which ("rhs_operators": "exact" or "omitted"). The optimizer state (PBG's
+// is a torch.save blob, optional to its loader) is not written. The
+// relation parameters, operator and comparator are also in the directory's
+// meta.json (MetaJson's fields, with "layout": "pbg" and every file of each
+// type).
 //
 // Memory: one partition's rows and a buffer of names at a time.
 // Atomicity: everything is written into "<out>.staging-<pid>" beside out,
