@@ -300,13 +300,12 @@ absl::StatusOr<uint32_t> Manifest::FindType(std::string_view name) const {
 absl::Status Manifest::Validate() const {
   // Version 3 names a typed graph; 1 and 2 say whether blocks carry
   // weights (a typed graph read as 1 or 2 was written before version 3).
-  if (format_version == kTypedFormatVersion ? !typed()
-                                            : format_version != (edge_weights ? kWeightedFormatVersion
-                                                                              : kFormatVersion)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unsupported format_version ", format_version, " for a",
-                     typed() ? " typed" : "n untyped", edge_weights ? ", weighted" : ", unweighted",
-                     " graph"));
+  if (format_version == kTypedFormatVersion
+          ? !typed()
+          : format_version != (edge_weights ? kWeightedFormatVersion : kFormatVersion)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unsupported format_version ", format_version, " for a", typed() ? " typed" : "n untyped",
+        edge_weights ? ", weighted" : ", unweighted", " graph"));
   }
   if (num_partitions == 0) {
     return absl::InvalidArgumentError("num_partitions must be at least 1");

@@ -9,7 +9,7 @@ packages=(
   libbenchmark-dev libopenblas-dev libopenmpi-dev libfaiss-dev libhdf5-dev
   libxxhash-dev nlohmann-json3-dev zlib1g-dev
   python3 python3-numpy python3-matplotlib python3-h5py python3-faiss time bc
-  clang libclang-rt-14-dev curl
+  clang libclang-rt-14-dev curl ccache
 )
 
 missing=()
